@@ -1,0 +1,53 @@
+/**
+ * The contract between the local REST server and whatever executes Redis commands behind it:
+ * a real `redis-server` over TCP, or the embedded in-memory engine.
+ *
+ * Replies keep the RESP distinctions the REST encoding needs (a status "OK" is not a bulk "OK",
+ * integers are 64-bit), so the server can encode them exactly as Upstash does.
+ */
+
+/** One argument of a command: text (sent as UTF-8) or raw bytes. */
+export type CommandArg = string | Uint8Array;
+
+/** A command: its name first, then its arguments, e.g. `["SET", "k", "v", "PX", "1000"]`. */
+export type Command = readonly CommandArg[];
+
+/** A Redis reply, as RESP2 types it. */
+export type Reply =
+  | { readonly type: "status"; readonly value: string }
+  | { readonly type: "error"; readonly message: string }
+  | { readonly type: "integer"; readonly value: bigint }
+  | { readonly type: "bulk"; readonly value: Uint8Array | null }
+  | { readonly type: "array"; readonly value: readonly Reply[] | null };
+
+/** Executes Redis commands. Implementations must be safe under concurrent calls. */
+export interface Backend {
+  /** Human-readable description for logs, e.g. `redis-server 7.0.15 at 127.0.0.1:6380`. */
+  readonly description: string;
+  /** Runs one command. A command error is an `error` reply, not a rejection. */
+  command(command: Command): Promise<Reply>;
+  /** Runs commands in order, not atomically; one reply per command. */
+  pipeline(commands: readonly Command[]): Promise<Reply[]>;
+  /**
+   * Runs commands atomically (MULTI/EXEC): no other client's command runs in between.
+   * Resolves to the EXEC reply (an array with one reply per command), or to an `error` reply
+   * when the transaction was discarded (e.g. a command that does not exist: EXECABORT).
+   */
+  transaction(commands: readonly Command[]): Promise<Reply>;
+  /** Releases connections and stops any process the backend started. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Reply constructors, so backends and tests build replies the same way. */
+export const reply = {
+  ok: (): Reply => ({ type: "status", value: "OK" }),
+  status: (value: string): Reply => ({ type: "status", value }),
+  error: (message: string): Reply => ({ type: "error", message }),
+  integer: (value: bigint | number): Reply => ({ type: "integer", value: BigInt(value) }),
+  bulk: (value: Uint8Array | string | null): Reply => ({
+    type: "bulk",
+    value: typeof value === "string" ? new TextEncoder().encode(value) : value,
+  }),
+  nil: (): Reply => ({ type: "bulk", value: null }),
+  array: (value: readonly Reply[] | null): Reply => ({ type: "array", value }),
+} as const;

@@ -1,0 +1,166 @@
+/** A hold on a lock: its fencing token, its lease, and the way to extend and release it. */
+import { LockBackendError, LockLostError, LockNotHeldError } from "../../errors.js";
+import { checkLease } from "../../validate.js";
+import type { WatchedHold } from "../../watchdog/registry.js";
+import type { ReleaseResult } from "./release.js";
+
+/** What a handle asks of its lock; bound to the lock's keys and the handle's owner. */
+export interface HoldControl {
+  extend(leaseMs: number): Promise<boolean>;
+  release(): Promise<ReleaseResult>;
+}
+
+export interface HandleInit {
+  name: string;
+  owner: string;
+  fencingToken: number;
+  /** The lease in ms; in watchdog mode, the watchdog timeout each renewal sets. */
+  leaseMs: number;
+  /** True in watchdog mode (no leaseMs given): the lease is renewed while the handle is held. */
+  renewing: boolean;
+  /** Client time just before the acquiring request was sent. */
+  acquiredAt: number;
+  control: HoldControl;
+}
+
+type HandleState = "held" | "releasing" | "released";
+
+export class LockHandle implements AsyncDisposable, WatchedHold {
+  /** The lock's name. */
+  readonly name: string;
+  /** The owner token. Pass it as `owner` to act on this hold from another invocation. */
+  readonly owner: string;
+  /**
+   * Fencing token: grows with every new holder of this lock (re-entries share it). Send it with
+   * every write to the protected resource and have the resource refuse tokens lower than the
+   * highest it has seen: that keeps it safe even when a paused holder's lease ran out.
+   */
+  readonly fencingToken: number;
+  /** True when the lease is renewed by a watchdog (acquired without `leaseMs`). */
+  readonly renewing: boolean;
+
+  #leaseMs: number;
+  #expiresAt: number;
+  #state: HandleState = "held";
+  readonly #control: HoldControl;
+  readonly #lost = new AbortController();
+  #expiryTimer: ReturnType<typeof setTimeout> | undefined;
+  #leaveWatchdog: (() => void) | undefined;
+
+  constructor(init: HandleInit) {
+    this.name = init.name;
+    this.owner = init.owner;
+    this.fencingToken = init.fencingToken;
+    this.renewing = init.renewing;
+    this.#leaseMs = init.leaseMs;
+    this.#control = init.control;
+    this.#expiresAt = init.acquiredAt + init.leaseMs;
+    if (!this.renewing) this.#armExpiry();
+  }
+
+  /** The lease in ms: as acquired or last extended (watchdog mode: the watchdog timeout). */
+  get leaseMs(): number {
+    return this.#leaseMs;
+  }
+
+  /**
+   * Aborts when the lock is known to be lost: the lease ran out (lease mode), or the watchdog
+   * found it gone or could not renew it in time. Its reason is a LockLostError.
+   */
+  get signal(): AbortSignal {
+    return this.#lost.signal;
+  }
+
+  /**
+   * The latest moment (client clock) the lock is surely held until, without renewal. In
+   * watchdog mode it moves forward with each renewal only on the server; treat it as a floor.
+   */
+  get expiresAt(): number {
+    return this.#expiresAt;
+  }
+
+  /** True once `release()` succeeded (or failed because the hold was already gone). */
+  get released(): boolean {
+    return this.#state === "released";
+  }
+
+  /** @internal Called by the watchdog registry. */
+  attachWatchdog(leave: () => void): void {
+    this.#leaveWatchdog = leave;
+  }
+
+  /** @internal The watchdog (or the lease timer) learnt that the lock is lost. */
+  lockLost(error: LockLostError): void {
+    if (!this.#lost.signal.aborted) this.#lost.abort(error);
+  }
+
+  /**
+   * Re-arms the lease to `ms` from now. Throws LockNotHeldError if the hold is gone.
+   * @param ms the new lease, whole milliseconds (at least 100)
+   */
+  async extend(ms: number): Promise<void> {
+    const leaseMs = checkLease(ms, "extend(ms)");
+    this.#assertHeld("extend");
+    const sentAt = Date.now();
+    if (!(await this.#control.extend(leaseMs))) {
+      this.lockLost(new LockLostError(`Lock "${this.name}" was gone when extended.`));
+      throw new LockNotHeldError(
+        `Cannot extend lock "${this.name}": this owner no longer holds it (lease expired or force-released).`,
+      );
+    }
+    this.#leaseMs = leaseMs;
+    this.#expiresAt = sentAt + leaseMs;
+    if (!this.renewing) this.#armExpiry();
+  }
+
+  /**
+   * Releases this hold (one level of re-entry). Throws LockNotHeldError if it was released
+   * already or the lock is no longer held by this owner (lease expired, force-released).
+   */
+  async release(): Promise<void> {
+    this.#assertHeld("release");
+    this.#state = "releasing";
+    let result: ReleaseResult;
+    try {
+      result = await this.#control.release();
+    } catch (error) {
+      // The outcome is unknown: keep the hold so that release() can be called again.
+      this.#state = "held";
+      throw error instanceof LockBackendError ? error : new LockBackendError(String(error));
+    }
+    this.#state = "released";
+    this.#stopTracking();
+    if (!result.released) {
+      throw new LockNotHeldError(
+        `Lock "${this.name}" was not held by this owner at release: its lease expired or it was force-released.`,
+      );
+    }
+  }
+
+  /** `await using handle = await lock.acquire()` releases at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.#state === "held") await this.release();
+  }
+
+  #assertHeld(action: string): void {
+    if (this.#state !== "held") {
+      throw new LockNotHeldError(`Cannot ${action} lock "${this.name}": this handle was released.`);
+    }
+  }
+
+  #armExpiry(): void {
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    const timer = setTimeout(
+      () => this.lockLost(new LockLostError(`The lease of lock "${this.name}" expired.`)),
+      Math.max(0, this.#expiresAt - Date.now()),
+    );
+    (timer as { unref?: () => void }).unref?.();
+    this.#expiryTimer = timer;
+  }
+
+  #stopTracking(): void {
+    if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    this.#leaveWatchdog?.();
+    this.#leaveWatchdog = undefined;
+  }
+}

@@ -1,0 +1,18 @@
+import type { LockEvents } from "../events.js";
+import type { WaitPolicy } from "../wait/policy.js";
+import type { WatchdogRegistry } from "../watchdog/registry.js";
+import type { OperationContext } from "./context.js";
+
+/** What a LockClient shares with the primitives it creates. */
+export interface LockRuntime {
+  readonly ctx: OperationContext;
+  readonly prefix: string;
+  readonly watchdogTimeoutMs: number;
+  readonly waitPolicy: WaitPolicy;
+  readonly watchdogs: WatchdogRegistry;
+  readonly events: LockEvents;
+  /** The explicit owner if given (validated), else the scope's, else a fresh token. */
+  resolveOwner(explicit: unknown): string;
+  /** The enclosing scope's owner, if any. */
+  resolveOwnerIfScoped(): string | undefined;
+}

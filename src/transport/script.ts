@@ -1,0 +1,41 @@
+/**
+ * A Lua script bound to its SHA-1. It owns the EVAL/EVALSHA choice so that no caller repeats it:
+ * the first call on a given Redis sends EVAL (one request that also caches the script server-side),
+ * later calls send EVALSHA, and a NOSCRIPT answer (after a flush or a failover) falls back to EVAL.
+ * An uncontended operation therefore always costs one request.
+ */
+
+import { classifyFailure } from "./failures.js";
+import type { RedisLike } from "./redis-like.js";
+import { sha1Hex } from "./sha1.js";
+
+export class Script {
+  private sha?: Promise<string>;
+  /** Redis clients on which this script is known to be cached. */
+  private readonly cachedOn = new WeakSet<RedisLike>();
+
+  constructor(
+    /** A short name for errors and debugging, e.g. "lock.acquire". */
+    readonly name: string,
+    readonly source: string,
+  ) {}
+
+  sha1(): Promise<string> {
+    this.sha ??= sha1Hex(this.source);
+    return this.sha;
+  }
+
+  async run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
+    if (!this.cachedOn.has(redis)) {
+      const result = await redis.eval(this.source, keys, args);
+      this.cachedOn.add(redis);
+      return result;
+    }
+    try {
+      return await redis.evalsha(await this.sha1(), keys, args);
+    } catch (error) {
+      if (classifyFailure(error) !== "noscript") throw error;
+      return redis.eval(this.source, keys, args);
+    }
+  }
+}

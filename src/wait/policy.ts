@@ -1,0 +1,71 @@
+/**
+ * How a waiter paces its polls. There is no pub/sub over REST, so a waiter asks again after
+ * `min(full-jitter backoff, holder's remaining lease, time left)`: it never sleeps past the moment
+ * the holder's lease must end, never past its own deadline, and never spins.
+ */
+import { checkCount, checkDuration, checkOptions } from "../validate.js";
+
+export interface WaitOptions {
+  /** Ceiling of the first backoff interval, in ms. Default 10. */
+  initialDelayMs?: number;
+  /** Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. */
+  maxDelayMs?: number;
+  /**
+   * Most requests one acquisition may make, the first attempt included. Each is a Workers
+   * subrequest and a billed Redis command; when it runs out the caller gets
+   * LockBudgetExceededError. Default 100 (Workers Free allows 50 subrequests per invocation:
+   * set it lower there).
+   */
+  maxPolls?: number;
+}
+
+export type WaitPolicy = Readonly<Required<WaitOptions>>;
+
+export const DEFAULT_WAIT_POLICY: WaitPolicy = {
+  initialDelayMs: 10,
+  maxDelayMs: 250,
+  maxPolls: 100,
+};
+
+const WAIT_KEYS = ["initialDelayMs", "maxDelayMs", "maxPolls"] as const;
+
+/** Validates `options` over `base`. */
+export function resolveWaitPolicy(
+  options: unknown,
+  base: WaitPolicy = DEFAULT_WAIT_POLICY,
+): WaitPolicy {
+  const given = checkOptions<WaitOptions>(options, "wait", WAIT_KEYS);
+  const policy = {
+    initialDelayMs:
+      given.initialDelayMs === undefined
+        ? base.initialDelayMs
+        : checkDuration(given.initialDelayMs, "wait.initialDelayMs", { min: 1 }),
+    maxDelayMs:
+      given.maxDelayMs === undefined
+        ? base.maxDelayMs
+        : checkDuration(given.maxDelayMs, "wait.maxDelayMs", { min: 1 }),
+    maxPolls:
+      given.maxPolls === undefined
+        ? base.maxPolls
+        : checkCount(given.maxPolls, "wait.maxPolls", 1, 1_000_000),
+  };
+  return { ...policy, maxDelayMs: Math.max(policy.maxDelayMs, policy.initialDelayMs) };
+}
+
+/**
+ * Delay before poll number `poll` (1 for the first re-poll): full jitter ("Exponential Backoff
+ * and Jitter", AWS) bounded by the holder's remaining lease and the caller's time left.
+ */
+export function nextPollDelay(
+  policy: WaitPolicy,
+  poll: number,
+  holderTtlMs: number | null,
+  timeLeftMs: number,
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
+  let delay = Math.max(1, Math.ceil(random() * ceiling));
+  // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
+  if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
+  return Math.max(1, Math.min(delay, timeLeftMs));
+}

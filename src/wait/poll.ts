@@ -1,0 +1,56 @@
+/** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
+import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
+import { nextPollDelay, type WaitPolicy } from "./policy.js";
+import { sleep } from "./sleep.js";
+
+export type PollOutcome<T> =
+  | { readonly done: true; readonly value: T }
+  | { readonly done: false; readonly holderTtlMs: number | null };
+
+export type PollResult<T> =
+  | { readonly acquired: true; readonly value: T }
+  | { readonly acquired: false; readonly holderTtlMs: number | null };
+
+export interface PollRequest<T> {
+  lockName: string;
+  /** How long to keep trying after the first attempt; 0 = one attempt; Infinity = no limit. */
+  waitMs: number;
+  signal: AbortSignal | undefined;
+  policy: WaitPolicy;
+  attempt(): Promise<PollOutcome<T>>;
+  random?: () => number;
+}
+
+/**
+ * Runs `attempt` until it succeeds or `waitMs` passes. Rejects with LockAbortedError when the
+ * signal fires between attempts and LockBudgetExceededError when `policy.maxPolls` is spent.
+ * An attempt in flight is never abandoned: if it acquires, the caller gets the lock.
+ */
+export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResult<T>> {
+  const { signal, policy } = request;
+  const deadline = Date.now() + request.waitMs;
+  throwIfAborted(signal, request.lockName);
+  for (let poll = 1; ; poll++) {
+    const outcome = await request.attempt();
+    if (outcome.done) return { acquired: true, value: outcome.value };
+    const timeLeft = deadline - Date.now();
+    if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };
+    if (poll >= policy.maxPolls) {
+      throw new LockBudgetExceededError(request.lockName, poll, outcome.holderTtlMs);
+    }
+    const delay = nextPollDelay(policy, poll, outcome.holderTtlMs, timeLeft, request.random);
+    try {
+      await sleep(delay, signal);
+    } catch {
+      throwIfAborted(signal, request.lockName);
+    }
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void {
+  if (signal?.aborted) {
+    throw new LockAbortedError(`Stopped waiting for lock "${lockName}": the signal was aborted.`, {
+      cause: signal.reason,
+    });
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * One renewal per (lock, owner), however many re-entrant handles share it: nested holds of one
+ * owner ride on the same timer (or Durable Object registration), and all their signals abort
+ * together when it is lost.
+ */
+import { LockLostError } from "../errors.js";
+import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
+
+/** A handle that wants to hear when its lock is lost. */
+export interface WatchedHold {
+  lockLost(error: LockLostError): void;
+}
+
+interface Entry {
+  renewal: Renewal;
+  holds: Set<WatchedHold>;
+}
+
+export class WatchdogRegistry {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly renewer: Renewer) {}
+
+  /**
+   * Adds `hold` to the renewal of (`target.name`, `target.owner`), starting it if needed.
+   * Returns the function that removes the hold (and stops renewing after the last one).
+   */
+  join(key: string, hold: WatchedHold, target: RenewalTarget, confirmedAt: number): () => void {
+    const id = `${key}\n${target.owner}`;
+    let entry = this.entries.get(id);
+    if (!entry) {
+      const holds = new Set<WatchedHold>();
+      const renewal = this.renewer.start(
+        {
+          ...target,
+          renew: () => target.renew(),
+          failed: (error) => target.failed(error),
+          lost: (reason, cause) => {
+            if (this.entries.get(id)?.holds === holds) this.entries.delete(id);
+            target.lost(reason, cause);
+            const error = new LockLostError(`Lock "${target.name}" was lost: ${reason}.`, {
+              cause,
+            });
+            for (const each of holds) each.lockLost(error);
+          },
+        },
+        confirmedAt,
+      );
+      entry = { renewal, holds };
+      this.entries.set(id, entry);
+    }
+    const joined = entry;
+    joined.holds.add(hold);
+    return () => {
+      joined.holds.delete(hold);
+      if (joined.holds.size === 0) {
+        joined.renewal.stop();
+        if (this.entries.get(id) === joined) this.entries.delete(id);
+      }
+    };
+  }
+
+  /** Number of (lock, owner) pairs being renewed; for tests. */
+  get size(): number {
+    return this.entries.size;
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * The seam between a held lock and whatever keeps its lease alive: the in-process timer of this
+ * module's sibling, or a Durable Object whose alarms renew it.
+ */
+
+export interface RenewalTarget {
+  readonly name: string;
+  readonly owner: string;
+  /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
+  readonly leaseMs: number;
+  /** Re-arms the lease: true when re-armed, false when the owner no longer holds the lock. */
+  renew(): Promise<boolean>;
+  /** Renewal has ended because the lock is lost. Called at most once. */
+  lost(reason: string, cause?: unknown): void;
+  /** One renewal attempt failed; renewal goes on. */
+  failed(error: unknown): void;
+}
+
+export interface Renewal {
+  /** Stops renewing (after release). Idempotent. */
+  stop(): void;
+}
+
+export interface Renewer {
+  /**
+   * Starts renewing `target`, whose lease was last set at `confirmedAt` (client clock, taken
+   * before the request that set it was sent).
+   */
+  start(target: RenewalTarget, confirmedAt: number): Renewal;
+}

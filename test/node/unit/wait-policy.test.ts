@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { LockInputError } from "../../../src/errors.js";
+import { DEFAULT_WAIT_POLICY, nextPollDelay, resolveWaitPolicy } from "../../../src/wait/policy.js";
+
+describe("nextPollDelay", () => {
+  const policy = { initialDelayMs: 10, maxDelayMs: 200, maxPolls: 100 };
+
+  it("draws from [1, ceiling] with a ceiling that doubles up to maxDelayMs", () => {
+    expect(nextPollDelay(policy, 1, null, 10_000, () => 0.999)).toBe(10);
+    expect(nextPollDelay(policy, 2, null, 10_000, () => 0.999)).toBe(20);
+    expect(nextPollDelay(policy, 5, null, 10_000, () => 0.999)).toBe(160);
+    expect(nextPollDelay(policy, 6, null, 10_000, () => 0.999)).toBe(200);
+    expect(nextPollDelay(policy, 60, null, 10_000, () => 0.999)).toBe(200);
+    expect(nextPollDelay(policy, 3, null, 10_000, () => 0)).toBe(1);
+  });
+
+  it("never sleeps past the holder's lease or the caller's deadline", () => {
+    expect(nextPollDelay(policy, 10, 7, 10_000, () => 0.999)).toBe(8);
+    expect(nextPollDelay(policy, 10, 500, 33, () => 0.999)).toBe(33);
+    expect(nextPollDelay(policy, 10, 0, 10_000, () => 0.999)).toBe(1);
+  });
+});
+
+describe("resolveWaitPolicy", () => {
+  it("keeps the defaults for missing options and validates the rest", () => {
+    expect(resolveWaitPolicy(undefined)).toEqual(DEFAULT_WAIT_POLICY);
+    expect(resolveWaitPolicy({ maxPolls: 5 }).maxPolls).toBe(5);
+    expect(() => resolveWaitPolicy({ maxPolls: 0 })).toThrow(LockInputError);
+    expect(() => resolveWaitPolicy({ initialDelayMs: -1 })).toThrow(LockInputError);
+    expect(() => resolveWaitPolicy({ maxdelay: 5 })).toThrow(/unknown option "maxdelay"/);
+  });
+
+  it("raises maxDelayMs to initialDelayMs when given below it", () => {
+    expect(resolveWaitPolicy({ initialDelayMs: 50, maxDelayMs: 10 }).maxDelayMs).toBe(50);
+  });
+});

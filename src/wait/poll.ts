@@ -5,7 +5,12 @@ import { sleep } from "./sleep.js";
 
 export type PollOutcome<T> =
   | { readonly done: true; readonly value: T }
-  | { readonly done: false; readonly holderTtlMs: number | null };
+  | {
+      readonly done: false;
+      readonly holderTtlMs: number | null;
+      /** A server-suggested delay (e.g. from a queue position); replaces the backoff draw. */
+      readonly nextPollMs?: number;
+    };
 
 export type PollResult<T> =
   | { readonly acquired: true; readonly value: T }
@@ -38,7 +43,10 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
     if (poll >= policy.maxPolls) {
       throw new LockBudgetExceededError(request.lockName, poll, outcome.holderTtlMs);
     }
-    const delay = nextPollDelay(policy, poll, outcome.holderTtlMs, timeLeft, request.random);
+    const delay =
+      outcome.nextPollMs === undefined
+        ? nextPollDelay(policy, poll, outcome.holderTtlMs, timeLeft, request.random)
+        : Math.max(1, Math.min(outcome.nextPollMs, timeLeft));
     try {
       await sleep(delay, signal);
     } catch {

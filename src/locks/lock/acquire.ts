@@ -2,6 +2,7 @@
 import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
+import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { integerReply, ttlOrNull } from "../reply.js";
@@ -40,16 +41,12 @@ redis.call('SET', KEYS[3], fence, 'PX', ARGV[3])
 return {1, fence, count, redis.call('PTTL', KEYS[1])}`,
 );
 
-export type AcquireAttempt =
-  | { readonly kind: "acquired"; fencingToken: number; holdCount: number; ttlMs: number }
-  | { readonly kind: "busy"; holderTtlMs: number | null };
-
 export async function attemptAcquire(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
   leaseMs: number,
-): Promise<AcquireAttempt> {
+): Promise<AttemptOutcome> {
   // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
   const operation = keys.operation(newOperationId());
   const raw = await callScript(
@@ -60,10 +57,9 @@ export async function attemptAcquire(
     ctx.retry,
     ctx.observer,
   );
-  const [status, a, b, c] = integerReply(raw, ACQUIRE.name);
-  if (status === 1) {
-    return { kind: "acquired", fencingToken: a ?? 0, holdCount: b ?? 1, ttlMs: c ?? leaseMs };
-  }
+  // The second element is the fencing token when held, the holder's pttl when busy.
+  const [status, value] = integerReply(raw, ACQUIRE.name);
+  if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
-  return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(a) : null };
+  return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };
 }

@@ -1,0 +1,165 @@
+/**
+ * The acquisition flow every primitive shares: validate options, resolve the owner, poll with the
+ * wait policy, build the handle, and join the watchdog in watchdog mode. A primitive supplies only
+ * its server operations (attempt, extend, release).
+ */
+import { LockWaitTimeoutError } from "../errors.js";
+import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
+import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
+import { pollForLock } from "../wait/poll.js";
+import { type HoldControl, LockHandle } from "./lock/handle.js";
+import type { LockRuntime } from "./runtime.js";
+
+export interface AcquireOptions {
+  /**
+   * How long to keep trying while the lock is busy, in ms. `acquire()`: default Infinity (until
+   * acquired, aborted or out of poll budget). `tryAcquire()`: default 0 (one attempt).
+   */
+  waitMs?: number;
+  /**
+   * Lease in ms: the lock expires after it and is never renewed. Default: none, which means
+   * watchdog mode: the lease is the client's `watchdogTimeoutMs`, renewed every third of it
+   * while the handle is held.
+   */
+  leaseMs?: number;
+  /** Stops waiting when aborted (LockAbortedError). Default: none. */
+  signal?: AbortSignal;
+  /**
+   * Owner token. Default: the owner of the enclosing `client.scope()`, else a fresh random one.
+   * The same owner re-enters (the hold count rises); pass a handle's `owner` to continue work
+   * in another invocation.
+   */
+  owner?: string;
+  /** Overrides the client's polling policy for this call. Default: the client's. */
+  wait?: WaitOptions;
+}
+
+const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
+
+/** The result of one attempt at the server. */
+export type AttemptOutcome =
+  | { readonly kind: "acquired"; readonly fencingToken: number }
+  | {
+      readonly kind: "busy";
+      /** The holder's remaining lease, bounding the next poll (null when unknown). */
+      readonly holderTtlMs: number | null;
+      /** When the server knows better (e.g. a queue position), the delay before the next poll. */
+      readonly nextPollMs?: number;
+    };
+
+export interface AcquisitionSpec {
+  readonly runtime: LockRuntime;
+  readonly name: string;
+  /** Identifies the lock (and hold kind) for the watchdog registry, e.g. its main key. */
+  readonly watchKey: string;
+  attempt(owner: string, leaseMs: number): Promise<AttemptOutcome>;
+  /** Extends and releases one hold of `owner`. */
+  control(owner: string): HoldControl;
+  /** Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. */
+  renew(owner: string, leaseMs: number): Promise<boolean>;
+  /** Called when a wait ends without the lock (timeout, abort, budget), e.g. to leave a queue. */
+  gaveUp?(owner: string): Promise<void>;
+}
+
+export type Acquisition =
+  | { readonly handle: LockHandle }
+  | { readonly waitMs: number; readonly holderTtlMs: number | null };
+
+/** Runs the acquisition; `defaultWaitMs` is Infinity for acquire() and 0 for tryAcquire(). */
+export async function acquireHold(
+  spec: AcquisitionSpec,
+  options: unknown,
+  defaultWaitMs: number,
+): Promise<Acquisition> {
+  const { runtime } = spec;
+  const given = checkOptions<AcquireOptions>(options, "acquire options", ACQUIRE_KEYS);
+  const waitMs =
+    given.waitMs === undefined
+      ? defaultWaitMs
+      : checkDuration(given.waitMs, "waitMs", { min: 0, allowInfinity: true });
+  const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
+  const signal = checkSignal(given.signal);
+  const policy =
+    given.wait === undefined
+      ? runtime.waitPolicy
+      : resolveWaitPolicy(given.wait, runtime.waitPolicy);
+  const owner = runtime.resolveOwner(given.owner);
+  const renewing = leaseMs === undefined;
+  const effectiveLease = leaseMs ?? runtime.watchdogTimeoutMs;
+
+  let sentAt = 0;
+  let result: Awaited<ReturnType<typeof pollForLock<number>>>;
+  try {
+    result = await pollForLock({
+      lockName: spec.name,
+      waitMs,
+      signal,
+      policy,
+      attempt: async () => {
+        sentAt = Date.now();
+        const outcome = await spec.attempt(owner, effectiveLease);
+        return outcome.kind === "acquired"
+          ? { done: true, value: outcome.fencingToken }
+          : {
+              done: false,
+              holderTtlMs: outcome.holderTtlMs,
+              ...(outcome.nextPollMs === undefined ? {} : { nextPollMs: outcome.nextPollMs }),
+            };
+      },
+    });
+  } catch (error) {
+    await spec.gaveUp?.(owner).catch(() => {});
+    throw error;
+  }
+  if (!result.acquired) {
+    await spec.gaveUp?.(owner).catch(() => {});
+    return { waitMs, holderTtlMs: result.holderTtlMs };
+  }
+
+  const handle = new LockHandle({
+    name: spec.name,
+    owner,
+    fencingToken: result.value,
+    leaseMs: effectiveLease,
+    renewing,
+    acquiredAt: sentAt,
+    control: spec.control(owner),
+  });
+  if (renewing) watch(spec, handle, owner, sentAt);
+  return { handle };
+}
+
+/** acquire(): the handle, or LockWaitTimeoutError. */
+export async function acquireOrThrow(spec: AcquisitionSpec, options: unknown): Promise<LockHandle> {
+  const outcome = await acquireHold(spec, options, Number.POSITIVE_INFINITY);
+  if ("handle" in outcome) return outcome.handle;
+  throw new LockWaitTimeoutError(spec.name, outcome.waitMs, outcome.holderTtlMs);
+}
+
+/** tryAcquire(): the handle, or null when the wait ran out. */
+export async function acquireOrNull(
+  spec: AcquisitionSpec,
+  options: unknown,
+): Promise<LockHandle | null> {
+  const outcome = await acquireHold(spec, options, 0);
+  return "handle" in outcome ? outcome.handle : null;
+}
+
+function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirmedAt: number) {
+  const { runtime, name } = spec;
+  const leave = runtime.watchdogs.join(
+    spec.watchKey,
+    handle,
+    {
+      name,
+      owner,
+      leaseMs: runtime.watchdogTimeoutMs,
+      renew: () => spec.renew(owner, runtime.watchdogTimeoutMs),
+      failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),
+      lost: (reason, cause) =>
+        runtime.events.emit({ type: "lockLost", name, owner, reason, cause }),
+    },
+    confirmedAt,
+  );
+  handle.attachWatchdog(leave);
+}

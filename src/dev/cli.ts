@@ -1,0 +1,227 @@
+/**
+ * The `edgelock` command line. `edgelock dev` runs the local Upstash-compatible REST server and
+ * prints the environment variables to point `@upstash/redis` at it.
+ */
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type BackendChoice, type DevServer, startDevServer } from "./index.js";
+import type { FaultOptions } from "./rest/faults.js";
+
+export const HELP = `edgelock — distributed locks over Upstash Redis REST
+
+Usage:
+  edgelock dev [options]   run a local Upstash-compatible REST server
+  edgelock --help          show this help
+
+Options for "dev":
+  --port N            port to listen on (default 8079; 0 = any free port)
+  --host H            interface to listen on (default 127.0.0.1)
+  --token T           bearer token clients must send (default: random)
+  --backend B         auto | redis-server | embedded (default auto: REDIS_URL if set,
+                      else a spawned redis-server if installed, else embedded)
+  --redis-url URL     use this Redis: redis://[user:password@]host:port[/db]
+  --latency MS        add this much delay to every response (default 0)
+  --jitter MS         vary the delay uniformly by ± this much (default 0)
+  --drop RATE         0..1: run the request, then drop the response (default 0)
+  --fail RATE         0..1: answer 503 without running the request (default 0)
+  --seed N            seed for the fault generator (default: random, printed)
+`;
+
+/** Parsed `dev` options, ready for startDevServer. */
+export interface DevCommand {
+  readonly port: number;
+  readonly host: string;
+  readonly token: string | undefined;
+  readonly backend: BackendChoice;
+  readonly faults: FaultOptions;
+}
+
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+function numberOption(name: string, text: string | undefined, min: number, max: number) {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === "" || !Number.isFinite(value) || value < min || value > max) {
+    throw new UsageError(`--${name} must be a number between ${min} and ${max}`);
+  }
+  return value;
+}
+
+const DEV_OPTIONS = {
+  port: { type: "string" },
+  host: { type: "string" },
+  token: { type: "string" },
+  backend: { type: "string" },
+  "redis-url": { type: "string" },
+  latency: { type: "string" },
+  jitter: { type: "string" },
+  drop: { type: "string" },
+  fail: { type: "string" },
+  seed: { type: "string" },
+} as const;
+
+function parseDevOptions(args: readonly string[]) {
+  try {
+    return parseArgs({
+      args: [...args],
+      strict: true,
+      allowPositionals: false,
+      options: DEV_OPTIONS,
+    }).values;
+  } catch (error) {
+    // parseArgs throws TypeErrors with ERR_PARSE_ARGS_* codes; they are usage mistakes.
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** Parses the arguments after `dev`. Throws UsageError on bad input. */
+export function parseDevArgs(args: readonly string[]): DevCommand {
+  const values = parseDevOptions(args);
+  const backendName = values.backend ?? "auto";
+  if (!["auto", "redis-server", "embedded"].includes(backendName)) {
+    throw new UsageError("--backend must be auto, redis-server or embedded");
+  }
+  const redisUrl = values["redis-url"];
+  if (redisUrl !== undefined && values.backend !== undefined && backendName !== "auto") {
+    throw new UsageError("use either --redis-url or --backend, not both");
+  }
+  const port = numberOption("port", values.port, 0, 65535) ?? 8079;
+  if (!Number.isInteger(port)) throw new UsageError("--port must be an integer");
+  const seed = numberOption("seed", values.seed, 0, 2 ** 32 - 1);
+  if (seed !== undefined && !Number.isInteger(seed))
+    throw new UsageError("--seed must be an integer");
+  if (values.token !== undefined && (values.token === "" || /\s/.test(values.token))) {
+    throw new UsageError("--token must be non-empty, without spaces");
+  }
+
+  const faults: {
+    -readonly [K in keyof FaultOptions]: FaultOptions[K];
+  } = {};
+  const latencyMs = numberOption("latency", values.latency, 0, 600_000);
+  const jitterMs = numberOption("jitter", values.jitter, 0, 600_000);
+  const dropAfterExecute = numberOption("drop", values.drop, 0, 1);
+  const failBeforeExecute = numberOption("fail", values.fail, 0, 1);
+  if (latencyMs !== undefined) faults.latencyMs = latencyMs;
+  if (jitterMs !== undefined) faults.jitterMs = jitterMs;
+  if (dropAfterExecute !== undefined) faults.dropAfterExecute = dropAfterExecute;
+  if (failBeforeExecute !== undefined) faults.failBeforeExecute = failBeforeExecute;
+  if (seed !== undefined) faults.seed = seed;
+
+  return {
+    port,
+    host: values.host ?? "127.0.0.1",
+    token: values.token,
+    backend: redisUrl !== undefined ? { url: redisUrl } : (backendName as BackendChoice),
+    faults,
+  };
+}
+
+function describeFaults(server: DevServer): string | undefined {
+  const f = server.faults.options;
+  if (!server.faults.active) return undefined;
+  const parts: string[] = [];
+  if (f.latencyMs > 0 || f.jitterMs > 0) parts.push(`latency ${f.latencyMs} ms ± ${f.jitterMs} ms`);
+  if (f.dropAfterExecute > 0) parts.push(`drop after execute ${f.dropAfterExecute}`);
+  if (f.failBeforeExecute > 0) parts.push(`fail before execute ${f.failBeforeExecute}`);
+  parts.push(`seed ${f.seed}`);
+  return parts.join(", ");
+}
+
+export interface CliIo {
+  readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
+  /** Resolves when the process should stop (default: SIGINT or SIGTERM). */
+  readonly stopSignal?: Promise<unknown>;
+  /** Called once the server is listening (tests use it). */
+  readonly onReady?: (server: DevServer) => void;
+}
+
+function waitForSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const handler = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", handler);
+      process.off("SIGTERM", handler);
+      resolve(signal);
+    };
+    process.on("SIGINT", handler);
+    process.on("SIGTERM", handler);
+  });
+}
+
+async function runDev(args: readonly string[], io: CliIo): Promise<number> {
+  const command = parseDevArgs(args);
+  // Listen for signals before starting, so Ctrl-C during startup still shuts down cleanly.
+  const stop = io.stopSignal ?? waitForSignal();
+  const server = await startDevServer({
+    port: command.port,
+    host: command.host,
+    ...(command.token === undefined ? {} : { token: command.token }),
+    backend: command.backend,
+    faults: command.faults,
+    log: (line) => {
+      if (!line.startsWith("backend:") && !line.startsWith("listening on")) io.err(line);
+    },
+  });
+  io.out(`edgelock dev server listening on ${server.url}`);
+  io.out(`backend: ${server.backendKind} — ${server.backendDescription}`);
+  const faults = describeFaults(server);
+  if (faults !== undefined) io.out(`faults: ${faults}`);
+  io.out("");
+  io.out("Point @upstash/redis at it with:");
+  io.out(`UPSTASH_REDIS_REST_URL=${server.url}`);
+  io.out(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
+  io.onReady?.(server);
+
+  await stop;
+  io.out("stopping…");
+  await server.close();
+  return 0;
+}
+
+/** Runs the CLI with the given arguments (without `node` and the script); returns the exit code. */
+export async function main(
+  argv: readonly string[],
+  io: CliIo = { out: (line) => console.log(line), err: (line) => console.error(line) },
+): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+      io.out(HELP);
+      return command === undefined ? 1 : 0;
+    }
+    if (command === "dev") {
+      if (rest.includes("--help") || rest.includes("-h")) {
+        io.out(HELP);
+        return 0;
+      }
+      return await runDev(rest, io);
+    }
+    throw new UsageError(`unknown command "${command}"`);
+  } catch (error) {
+    const isUsage =
+      error instanceof UsageError ||
+      (error instanceof Error &&
+        "code" in error &&
+        String(error.code).startsWith("ERR_PARSE_ARGS"));
+    io.err(`edgelock: ${error instanceof Error ? error.message : String(error)}`);
+    if (isUsage) io.err('run "edgelock --help" for usage');
+    return isUsage ? 2 : 1;
+  }
+}
+
+function isDirectRun(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isDirectRun()) {
+  process.exitCode = await main(process.argv.slice(2));
+}

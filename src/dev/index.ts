@@ -1,0 +1,167 @@
+/**
+ * `edgelock/dev`: a local server that speaks the Upstash Redis REST protocol, for development and
+ * tests. Point `@upstash/redis` (on its defaults) at `url` with `token`.
+ *
+ * Behind it runs a real Redis (one you name, or a throwaway `redis-server` it spawns) or the
+ * embedded in-memory engine. Faults (latency, lost responses, refused requests) can be injected to
+ * exercise retry paths, and request counters make "this took exactly N requests" testable.
+ */
+import { randomBytes } from "node:crypto";
+import type { Backend } from "./backend.js";
+import { findRedisServerBinary, startRedisServer } from "./redis-server.js";
+import { createRedisUrlBackend } from "./resp/redis-backend.js";
+import { FaultController, type FaultOptions } from "./rest/faults.js";
+import { startRestServer } from "./rest/server.js";
+import { ServerStats } from "./rest/stats.js";
+
+export type { Backend, Command, CommandArg, Reply } from "./backend.js";
+export { reply } from "./backend.js";
+export { findRedisServerBinary, type RedisServerHandle, startRedisServer } from "./redis-server.js";
+export { createRedisUrlBackend, type RedisUrlBackendOptions } from "./resp/redis-backend.js";
+export {
+  createPrng,
+  FaultController,
+  type FaultCounts,
+  type FaultDecision,
+  type FaultOptions,
+  type FaultSettings,
+} from "./rest/faults.js";
+export type { RouteKind } from "./rest/routes.js";
+export { type RestServer, type RestServerOptions, startRestServer } from "./rest/server.js";
+export { ServerStats, type StatsSnapshot } from "./rest/stats.js";
+
+/** Which store serves the commands. */
+export type BackendChoice = "auto" | "redis-server" | "embedded" | { readonly url: string };
+
+export type BackendKind = "redis-url" | "redis-server" | "embedded";
+
+export interface DevServerOptions {
+  /** TCP port of the REST API. Default 0: a free port (the CLI defaults to 8079). */
+  port?: number;
+  /** Interface to listen on. Default `"127.0.0.1"` (loopback only). */
+  host?: string;
+  /** Bearer token clients must send. Default: 32 random hex characters, new for each start. */
+  token?: string;
+  /**
+   * Where commands run. Default `"auto"`: the `REDIS_URL` environment variable if set, else a
+   * spawned `redis-server` if the binary is found (PATH or `REDIS_SERVER_BIN`), else the embedded
+   * engine. `"redis-server"` always spawns one (fails if missing); `"embedded"` uses the
+   * in-memory engine; `{ url: "redis://…" }` connects to that Redis.
+   */
+  backend?: BackendChoice;
+  /** Faults to inject from the start; change them later through `DevServer.faults`. Default none. */
+  faults?: FaultOptions;
+  /** Receives human-readable lines (backend in use, listening address, failures). Default: silent. */
+  log?: (line: string) => void;
+  /** Request bodies larger than this get HTTP 413. Default 10 MiB. */
+  maxBodyBytes?: number;
+}
+
+export interface DevServer {
+  /** Base URL for `UPSTASH_REDIS_REST_URL`, e.g. `http://127.0.0.1:8079`. */
+  readonly url: string;
+  /** Token for `UPSTASH_REDIS_REST_TOKEN`. */
+  readonly token: string;
+  readonly backendKind: BackendKind;
+  /** e.g. `redis-server 7.0.15 at 127.0.0.1:41234 (spawned, not persisted)`. */
+  readonly backendDescription: string;
+  /** Change fault injection at runtime; read what was injected with `counts()`. */
+  readonly faults: FaultController;
+  /** Request and command counters; `snapshot()` and `reset()`. */
+  readonly stats: ServerStats;
+  /** The backend behind the server, for tests that need to inspect state directly. */
+  readonly backend: Backend;
+  /** Stops the HTTP server, then the backend (and any redis-server it spawned). Idempotent. */
+  close(): Promise<void>;
+}
+
+interface ChosenBackend {
+  readonly kind: BackendKind;
+  readonly backend: Backend;
+}
+
+/** The engine (and its Lua runtime) is loaded only when chosen, so Redis setups never pay for it. */
+async function loadEmbeddedBackend(): Promise<Backend> {
+  const { createEmbeddedBackend } = await import("./engine/index.js");
+  return createEmbeddedBackend();
+}
+
+async function spawnRedisServerBackend(): Promise<Backend> {
+  const server = await startRedisServer();
+  try {
+    return await createRedisUrlBackend(server.url, {
+      description: `redis-server ${server.version} at 127.0.0.1:${server.port} (spawned, not persisted)`,
+      onClose: () => server.close(),
+    });
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+async function chooseBackend(choice: BackendChoice): Promise<ChosenBackend> {
+  if (typeof choice === "object") {
+    return { kind: "redis-url", backend: await createRedisUrlBackend(choice.url) };
+  }
+  switch (choice) {
+    case "redis-server":
+      return { kind: "redis-server", backend: await spawnRedisServerBackend() };
+    case "embedded":
+      return { kind: "embedded", backend: await loadEmbeddedBackend() };
+    case "auto": {
+      const redisUrl = process.env.REDIS_URL;
+      if (redisUrl !== undefined && redisUrl !== "") return chooseBackend({ url: redisUrl });
+      if (findRedisServerBinary() !== undefined) return chooseBackend("redis-server");
+      return chooseBackend("embedded");
+    }
+    default:
+      throw new Error(`unknown backend choice ${JSON.stringify(choice)}`);
+  }
+}
+
+/** Starts the backend, then the REST server; resolves once both are ready. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const token = options.token ?? randomBytes(16).toString("hex");
+  if (token === "" || /\s/.test(token)) throw new Error("token must be non-empty, without spaces");
+  const log = options.log ?? (() => undefined);
+  const faults = new FaultController(options.faults);
+  const stats = new ServerStats();
+
+  const { kind, backend } = await chooseBackend(options.backend ?? "auto");
+  log(`backend: ${backend.description}`);
+  let rest: Awaited<ReturnType<typeof startRestServer>>;
+  try {
+    rest = await startRestServer({
+      backend,
+      token,
+      faults,
+      stats,
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      log,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    });
+  } catch (error) {
+    await backend.close();
+    throw error;
+  }
+  log(`listening on ${rest.url}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: rest.url,
+    token,
+    backendKind: kind,
+    backendDescription: backend.description,
+    faults,
+    stats,
+    backend,
+    close() {
+      closing ??= (async () => {
+        await rest.close();
+        await backend.close();
+      })();
+      return closing;
+    },
+  };
+}

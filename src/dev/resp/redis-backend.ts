@@ -1,0 +1,128 @@
+/** A `Backend` that forwards commands to a real Redis over RESP2. */
+import type { Backend, Command, Reply } from "../backend.js";
+import { reply } from "../backend.js";
+import { isBlockingCommand, sharedConnectionRefusal } from "./command-policy.js";
+import type { RespConnection } from "./connection.js";
+import { RespPool } from "./pool.js";
+import { describeAddress, parseRedisUrl } from "./redis-url.js";
+
+export interface RedisUrlBackendOptions {
+  /** Connections in the pool. Default 4. */
+  readonly poolSize?: number;
+  /** Connect timeout per connection. Default 5000 ms. */
+  readonly connectTimeoutMs?: number;
+  /** Overrides the description shown in logs. Default `Redis <version> at host:port[/db]`. */
+  readonly description?: string;
+  /** Runs after the pool is closed by `close()` (e.g. to stop a spawned server). Default none. */
+  readonly onClose?: () => Promise<void>;
+}
+
+const CLIENT_NAME = "edgelock-dev";
+
+/**
+ * Connects to `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS), sending AUTH and
+ * SELECT on every connection. Rejects if Redis is unreachable or refuses the credentials.
+ */
+export async function createRedisUrlBackend(
+  url: string,
+  options: RedisUrlBackendOptions = {},
+): Promise<Backend> {
+  const settings = parseRedisUrl(url);
+  const pool = await RespPool.open(settings, {
+    clientName: CLIENT_NAME,
+    ...(options.poolSize === undefined ? {} : { size: options.poolSize }),
+    ...(options.connectTimeoutMs === undefined
+      ? {}
+      : { connectTimeoutMs: options.connectTimeoutMs }),
+  });
+  let description = options.description;
+  if (description === undefined) {
+    const version = await readServerVersion(pool).catch(() => undefined);
+    const db = settings.db === 0 ? "" : `/${settings.db}`;
+    description = `Redis ${version ?? "(unknown version)"} at ${describeAddress(settings)}${db}`;
+  }
+  return new RedisBackend(pool, description, options.onClose);
+}
+
+async function readServerVersion(pool: RespPool): Promise<string | undefined> {
+  const connection = await pool.acquire();
+  const [info] = await connection.send([["INFO", "server"]]);
+  if (info?.type !== "bulk" || info.value === null) return undefined;
+  return /redis_version:([^\r\n]+)/.exec(Buffer.from(info.value).toString("utf8"))?.[1];
+}
+
+class RedisBackend implements Backend {
+  private closing: Promise<void> | undefined;
+  /** Connections opened for blocking commands; dropped on close so nothing waits forever. */
+  private readonly dedicated = new Set<RespConnection>();
+
+  constructor(
+    private readonly pool: RespPool,
+    readonly description: string,
+    private readonly onClose: (() => Promise<void>) | undefined,
+  ) {}
+
+  async command(command: Command): Promise<Reply> {
+    const [result] = await this.pipeline([command]);
+    return result ?? reply.error("ERR empty command");
+  }
+
+  async pipeline(commands: readonly Command[]): Promise<Reply[]> {
+    const replies: Array<Reply | undefined> = commands.map((command) => {
+      if (command.length === 0) return reply.error("ERR empty command");
+      const refusal = sharedConnectionRefusal(command);
+      return refusal === undefined ? undefined : reply.error(refusal);
+    });
+    const runnable = commands.filter((_, index) => replies[index] === undefined);
+    const results = await this.run(runnable, runnable.some(isBlockingCommand));
+    let next = 0;
+    return replies.map((existing) => existing ?? results[next++]!);
+  }
+
+  async transaction(commands: readonly Command[]): Promise<Reply> {
+    for (const command of commands) {
+      if (command.length === 0)
+        return reply.error("EXECABORT Transaction discarded: empty command");
+      const refusal = sharedConnectionRefusal(command);
+      if (refusal !== undefined) return reply.error(`EXECABORT Transaction discarded: ${refusal}`);
+    }
+    // MULTI, the commands and EXEC leave in one write on one connection: nothing can interleave.
+    const replies = await this.run([["MULTI"], ...commands, ["EXEC"]], false);
+    const exec = replies[replies.length - 1];
+    const multi = replies[0];
+    if (multi?.type === "error") return multi;
+    if (exec === undefined) return reply.error("ERR no reply to EXEC");
+    if (exec.type === "error") {
+      // Say which command made Redis discard the transaction; EXECABORT alone does not.
+      const cause = replies.slice(1, -1).find((queued) => queued.type === "error");
+      return cause?.type === "error" ? reply.error(`${exec.message} (${cause.message})`) : exec;
+    }
+    if (exec.type === "array" && exec.value === null) {
+      return reply.error("EXECABORT Transaction aborted");
+    }
+    return exec;
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const connection of this.dedicated) connection.destroy();
+      await this.pool.close();
+      await this.onClose?.();
+    })();
+    return this.closing;
+  }
+
+  private async run(commands: readonly Command[], blocking: boolean): Promise<Reply[]> {
+    if (commands.length === 0) return [];
+    if (this.closing !== undefined) throw new Error("backend is closed");
+    if (!blocking) return (await this.pool.acquire()).send(commands);
+    const dedicated = await this.pool.openDedicated();
+    this.dedicated.add(dedicated);
+    try {
+      return await dedicated.send(commands);
+    } finally {
+      this.dedicated.delete(dedicated);
+      await dedicated.close();
+    }
+  }
+}

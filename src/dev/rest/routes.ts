@@ -1,0 +1,48 @@
+/**
+ * Maps an HTTP method and path to what the request asks for. The routes `@upstash/redis` uses are
+ * `POST /` (one command as a JSON array), `POST /pipeline` and `POST /multi-exec`; path-style
+ * commands (`GET /set/foo/bar?EX=100`) are Upstash's documented curl-friendly form.
+ */
+
+export type RouteKind = "command" | "pipeline" | "multi-exec" | "path" | "unknown";
+
+export type Route =
+  | { readonly kind: "command" | "pipeline" | "multi-exec" }
+  /** Path-style: the command's words from the path, and extra arguments from the query string. */
+  | { readonly kind: "path"; readonly segments: readonly string[]; readonly query: URLSearchParams }
+  | { readonly kind: "unknown"; readonly status: 404 | 405; readonly message: string };
+
+/** Methods Upstash accepts; anything else is 405. */
+const ALLOWED_METHODS = new Set(["GET", "HEAD", "POST", "PUT"]);
+const BODY_METHODS = new Set(["POST", "PUT"]);
+/** A plausible command name; other first segments (favicon.ico, …) are 404s. */
+const COMMAND_NAME = /^[A-Za-z][A-Za-z0-9_]*$/;
+
+export function resolveRoute(method: string, url: URL): Route {
+  if (!ALLOWED_METHODS.has(method)) {
+    return { kind: "unknown", status: 405, message: `method ${method} is not allowed` };
+  }
+  const path = url.pathname.replace(/\/+$/, "");
+  if (path === "" || path === "/pipeline" || path === "/multi-exec") {
+    if (!BODY_METHODS.has(method)) {
+      return {
+        kind: "unknown",
+        status: 405,
+        message: `${path || "/"} expects POST with a JSON body`,
+      };
+    }
+    return { kind: path === "" ? "command" : path === "/pipeline" ? "pipeline" : "multi-exec" };
+  }
+
+  let segments: string[];
+  try {
+    segments = path.slice(1).split("/").map(decodeURIComponent);
+  } catch {
+    return { kind: "unknown", status: 404, message: "malformed percent-encoding in the path" };
+  }
+  const name = segments[0] ?? "";
+  if (!COMMAND_NAME.test(name) || name === "pipeline") {
+    return { kind: "unknown", status: 404, message: `no route for ${url.pathname}` };
+  }
+  return { kind: "path", segments, query: url.searchParams };
+}

@@ -1,0 +1,184 @@
+/**
+ * The HTTP server speaking the Upstash REST protocol (node:http). Every response is JSON and
+ * carries an `upstash-sync-token` header, errors included: `@upstash/redis` cannot parse anything
+ * else and reads the sync token from every response.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Backend } from "../backend.js";
+import { commandName } from "../resp/command-policy.js";
+import { RequestShapeError } from "./arguments.js";
+import { AUTH_ERROR_MESSAGE, createTokenCheck, presentedToken } from "./auth.js";
+import { readBody } from "./body.js";
+import { encodeError, type ResponseEncoding } from "./encode.js";
+import { executePlan, type RestOutcome } from "./execute.js";
+import type { FaultController, FaultDecision } from "./faults.js";
+import { planCommands, planRequest, type RequestPlan } from "./request-plan.js";
+import { resolveRoute } from "./routes.js";
+import type { ServerStats } from "./stats.js";
+
+export interface RestServerOptions {
+  readonly backend: Backend;
+  /** The bearer token clients must present. */
+  readonly token: string;
+  readonly faults: FaultController;
+  readonly stats: ServerStats;
+  /** Interface to listen on. */
+  readonly host: string;
+  /** Port to listen on; 0 picks a free one. */
+  readonly port: number;
+  /** Larger request bodies get HTTP 413. Default 10 MiB. */
+  readonly maxBodyBytes?: number;
+  /** Receives one line per notable event (backend failures). Default: silent. */
+  readonly log?: (line: string) => void;
+}
+
+export interface RestServer {
+  /** Base URL, e.g. `http://127.0.0.1:8079`. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening and drops open connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+function sleep(ms: number): Promise<void> {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+function urlHost(host: string): string {
+  if (host === "0.0.0.0" || host === "") return "127.0.0.1";
+  if (host === "::") return "[::1]";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
+  const { backend, faults, stats } = options;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const isValidToken = createTokenCheck(options.token);
+  const log = options.log ?? (() => undefined);
+  let syncToken = 0;
+
+  function send(
+    request: http.IncomingMessage,
+    response: http.ServerResponse,
+    status: number,
+    body: string,
+  ): void {
+    const bytes = Buffer.from(body, "utf8");
+    syncToken += 1;
+    response.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": bytes.byteLength,
+      // Read-your-writes: the client sends back the latest token; one node has nothing to sync.
+      "upstash-sync-token": String(syncToken),
+    });
+    response.end(request.method === "HEAD" ? undefined : bytes);
+    stats.recordResponse(status, bytes.byteLength);
+  }
+
+  async function handle(request: http.IncomingMessage, response: http.ServerResponse) {
+    const method = request.method ?? "GET";
+    const url = new URL(request.url ?? "/", "http://localhost");
+    const route = resolveRoute(method, url);
+    const bodyResult = await readBody(request, maxBodyBytes);
+    stats.recordRequest(
+      route.kind,
+      bodyResult.kind === "ok" ? bodyResult.body.byteLength : bodyResult.received,
+    );
+
+    if (!isValidToken(presentedToken(request.headers, url))) {
+      send(request, response, 401, encodeError(AUTH_ERROR_MESSAGE));
+      return;
+    }
+    if (route.kind === "unknown") {
+      send(request, response, route.status, encodeError(route.message));
+      return;
+    }
+    if (bodyResult.kind === "too-large") {
+      send(request, response, 413, encodeError(`request body exceeds ${maxBodyBytes} bytes`));
+      return;
+    }
+    if (request.headers["upstash-response-format"] !== undefined) {
+      send(request, response, 400, encodeError("Upstash-Response-Format is not supported here"));
+      return;
+    }
+    const encodingHeader = request.headers["upstash-encoding"];
+    const encoding: ResponseEncoding =
+      typeof encodingHeader === "string" && encodingHeader.toLowerCase() === "base64"
+        ? "base64"
+        : "text";
+
+    let plan: RequestPlan;
+    try {
+      plan = planRequest(route, bodyResult.body);
+    } catch (error) {
+      if (!(error instanceof RequestShapeError)) throw error;
+      send(request, response, 400, encodeError(`ERR ${error.message}`));
+      return;
+    }
+
+    const decision: FaultDecision = faults.decide(route.kind, planCommands(plan).map(commandName));
+    if (decision.failBeforeExecute) {
+      await sleep(decision.delayMs);
+      send(request, response, 503, encodeError("injected fault: failBeforeExecute"));
+      return;
+    }
+
+    let outcome: RestOutcome;
+    try {
+      outcome = await executePlan(plan, backend, encoding);
+    } catch (error) {
+      // The backend itself failed (connection lost…): the command may or may not have run.
+      const message = error instanceof Error ? error.message : String(error);
+      log(`backend failure: ${message}`);
+      send(request, response, 500, encodeError(`ERR backend failure: ${message}`));
+      return;
+    }
+    stats.recordCommands(outcome.executed);
+
+    await sleep(decision.delayMs);
+    if (decision.dropAfterExecute) {
+      // The work is done but the client never hears about it, as when a reply is lost in transit.
+      request.socket.destroy();
+      return;
+    }
+    send(request, response, outcome.status, outcome.body);
+  }
+
+  const server = http.createServer((request, response) => {
+    handle(request, response).catch((error: unknown) => {
+      log(`request failed: ${error instanceof Error ? error.message : String(error)}`);
+      if (!response.headersSent && !response.destroyed) {
+        send(request, response, 500, encodeError("ERR internal server error"));
+      } else {
+        response.destroy();
+      }
+    });
+  });
+  // Outlive the client's keep-alive (undici: 4 s) so it never reuses a socket we just closed.
+  server.keepAliveTimeout = 10_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost(options.host)}:${port}`,
+    port,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

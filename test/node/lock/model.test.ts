@@ -1,0 +1,154 @@
+/**
+ * Model-based test: random sequences of acquire / re-enter / release / extend / force-release /
+ * expiry by several owners, checked step by step against a reference model of a reentrant lock.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { LockClient, type LockHandle, LockNotHeldError } from "../../../src/index.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { sleepMs, useTestBed } from "./testbed.js";
+
+const OWNERS = 3;
+
+interface Model {
+  holder: number | null;
+  count: number;
+}
+
+interface Real {
+  client: LockClient;
+  name: string;
+  owners: string[];
+  handles: LockHandle[][];
+  expire(): Promise<void>;
+}
+
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+class Acquire implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const handle = await r.client
+      .lock(r.name)
+      .tryAcquire({ leaseMs: 20_000, owner: r.owners[this.who] });
+    if (m.holder === null || m.holder === this.who) {
+      expect(handle).not.toBeNull();
+      m.holder = this.who;
+      m.count += 1;
+      r.handles[this.who]!.push(handle!);
+    } else {
+      expect(handle).toBeNull();
+    }
+  }
+  toString = () => `acquire(${this.who})`;
+}
+
+class Release implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const handle = r.handles[this.who]!.pop();
+    if (!handle) return;
+    const outcome = await handle.release().then(
+      () => "released",
+      (e: unknown) => (e instanceof LockNotHeldError ? "not-held" : e),
+    );
+    if (m.holder === this.who) {
+      expect(outcome).toBe("released");
+      m.count -= 1;
+      if (m.count === 0) m.holder = null;
+    } else {
+      expect(outcome).toBe("not-held");
+    }
+  }
+  toString = () => `release(${this.who})`;
+}
+
+class Extend implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const handle = r.handles[this.who]!.at(-1);
+    if (!handle) return;
+    const outcome = await handle.extend(20_000).then(
+      () => "extended",
+      (e: unknown) => (e instanceof LockNotHeldError ? "not-held" : e),
+    );
+    expect(outcome).toBe(m.holder === this.who ? "extended" : "not-held");
+  }
+  toString = () => `extend(${this.who})`;
+}
+
+class ForceRelease implements Cmd {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    expect(await r.client.lock(r.name).forceRelease()).toBe(m.holder !== null);
+    m.holder = null;
+    m.count = 0;
+  }
+  toString = () => "forceRelease";
+}
+
+class Expire implements Cmd {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    await r.expire();
+    m.holder = null;
+    m.count = 0;
+  }
+  toString = () => "expire";
+}
+
+class Observe implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const lock = r.client.lock(r.name);
+    expect(await lock.isLocked()).toBe(m.holder !== null);
+    expect(await lock.holdCount(r.owners[this.who])).toBe(m.holder === this.who ? m.count : 0);
+  }
+  toString = () => `observe(${this.who})`;
+}
+
+describe.each(backendKindsUnderTest())("reentrant lock against its model on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  it("agrees with the model on every step", async () => {
+    const who = fc.integer({ min: 0, max: OWNERS - 1 });
+    const commands = fc.commands(
+      [
+        who.map((w) => new Acquire(w)),
+        who.map((w) => new Acquire(w)),
+        who.map((w) => new Release(w)),
+        who.map((w) => new Release(w)),
+        who.map((w) => new Extend(w)),
+        who.map((w) => new Observe(w)),
+        fc.constant(new ForceRelease()),
+        fc.constant(new Expire()),
+      ],
+      { maxCommands: 25 },
+    );
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(commands, async (cmds) => {
+        run += 1;
+        const redis = bed.redis();
+        const client = bed.client({ redis });
+        const name = `model-${run}`;
+        const real: Real = {
+          client,
+          name,
+          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          handles: Array.from({ length: OWNERS }, () => []),
+          async expire() {
+            await redis.pexpire(`${client.prefix}:{${name}}`, 1);
+            await sleepMs(5);
+          },
+        };
+        await fc.asyncModelRun(() => ({ model: { holder: null, count: 0 }, real }), cmds);
+      }),
+      { numRuns: 30, seed: 20261122 },
+    );
+  });
+});

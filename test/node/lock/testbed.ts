@@ -1,0 +1,60 @@
+/**
+ * One local REST server per test file and backend kind, the real @upstash/redis client on its
+ * defaults, and LockClients with a fresh key prefix per test so that tests never share keys.
+ */
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll } from "vitest";
+import { type DevServer, type DevServerOptions, startDevServer } from "../../../src/dev/index.js";
+import { LockClient, type LockClientOptions } from "../../../src/index.js";
+
+export type BackendKind = "redis-server" | "embedded";
+
+export interface TestBed {
+  readonly server: DevServer;
+  /** A new @upstash/redis client on its defaults (auto-pipelining, base64). */
+  redis(): Redis;
+  /** A LockClient with a fresh prefix (unless given) on a new Redis client. */
+  client(options?: Partial<LockClientOptions>): LockClient;
+  /** HTTP requests the server received so far. */
+  requests(): number;
+}
+
+let prefixCounter = 0;
+export function freshPrefix(): string {
+  prefixCounter += 1;
+  return `t${Date.now().toString(36)}${prefixCounter}`;
+}
+
+export function useTestBed(kind: BackendKind, options: DevServerOptions = {}): TestBed {
+  let server: DevServer | undefined;
+  beforeAll(async () => {
+    server = await startDevServer({ ...options, backend: kind });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  const bed: TestBed = {
+    get server() {
+      if (!server) throw new Error("the test server is not started yet");
+      return server;
+    },
+    redis: () => new Redis({ url: bed.server.url, token: bed.server.token }),
+    client: (overrides = {}) =>
+      new LockClient({ redis: bed.redis(), prefix: freshPrefix(), ...overrides }),
+    requests: () => bed.server.stats.snapshot().requests,
+  };
+  return bed;
+}
+
+export async function until(
+  predicate: () => Promise<boolean> | boolean,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

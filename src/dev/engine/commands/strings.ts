@@ -1,0 +1,252 @@
+/** String commands: GET, SET (all options), INCR family, APPEND, ... */
+import type { Reply } from "../../backend.js";
+import { asciiLower } from "../bytes.js";
+import type { CommandContext, CommandSpec } from "../context.js";
+import { Errors, fail, invalidExpireTime, wrongArity } from "../errors.js";
+import type { Entry } from "../keyspace.js";
+import {
+  addLongDouble,
+  formatLongDoubleHuman,
+  isFiniteLongDouble,
+  parseLongDouble,
+} from "../longdouble.js";
+import { INT64_MAX, INT64_MIN, inInt64Range, parseInt64 } from "../numbers.js";
+import { R } from "../replies.js";
+import { intArg, lookupTyped } from "./util.js";
+
+function getString(ctx: CommandContext, key: string): string | undefined {
+  return lookupTyped(ctx, key, "string")?.data;
+}
+
+/** Writes a string value; keeps the existing expiry only when asked (SET KEEPTTL, INCR, APPEND). */
+function putString(ctx: CommandContext, key: string, data: string, keepTtl: boolean): Entry {
+  return ctx.db.set(key, { type: "string", data }, keepTtl);
+}
+
+interface SetOptions {
+  nx: boolean;
+  xx: boolean;
+  get: boolean;
+  keepTtl: boolean;
+  expire?: { unit: "ex" | "px" | "exat" | "pxat"; value: string };
+}
+
+/** Mirrors Redis's option parser, including which repeats and combinations it tolerates. */
+function parseSetOptions(argv: readonly string[]): SetOptions {
+  const o: SetOptions = { nx: false, xx: false, get: false, keepTtl: false };
+  for (let j = 3; j < argv.length; j++) {
+    const opt = asciiLower(argv[j]!);
+    const next = argv[j + 1];
+    const unit = o.expire?.unit;
+    if (opt === "nx" && !o.xx) o.nx = true;
+    else if (opt === "xx" && !o.nx) o.xx = true;
+    else if (opt === "get") o.get = true;
+    else if (opt === "keepttl" && unit === undefined) o.keepTtl = true;
+    else if (
+      (opt === "ex" || opt === "px" || opt === "exat" || opt === "pxat") &&
+      next !== undefined &&
+      !o.keepTtl &&
+      (unit === undefined || unit === opt)
+    ) {
+      o.expire = { unit: opt, value: next };
+      j++;
+    } else {
+      fail(Errors.syntax);
+    }
+  }
+  return o;
+}
+
+/** Absolute expiry in ms for SET/GETEX options, with Redis's validation. */
+function expireAtFromOption(
+  ctx: CommandContext,
+  name: string,
+  option: { unit: "ex" | "px" | "exat" | "pxat"; value: string },
+): number {
+  let ms = intArg(option.value);
+  const seconds = option.unit === "ex" || option.unit === "exat";
+  if (ms <= 0n || (seconds && ms > INT64_MAX / 1000n)) fail(invalidExpireTime(name));
+  if (seconds) ms *= 1000n;
+  if (option.unit === "ex" || option.unit === "px") {
+    ms += BigInt(ctx.now());
+    if (ms > INT64_MAX) fail(invalidExpireTime(name));
+  }
+  return Number(ms);
+}
+
+function set(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", value = ""] = argv;
+  const o = parseSetOptions(argv);
+  const expireAt = o.expire ? expireAtFromOption(ctx, "set", o.expire) : undefined;
+  let reply: Reply = R.ok();
+  if (o.get) reply = R.bulk(getString(ctx, key));
+  const found = ctx.db.lookup(key, ctx.now()) !== undefined;
+  if ((o.nx && found) || (o.xx && !found)) return o.get ? reply : R.nil();
+  const entry = putString(ctx, key, value, o.keepTtl);
+  if (expireAt !== undefined) ctx.db.setExpire(key, entry, expireAt);
+  return reply;
+}
+
+function setWithTtl(name: string, unit: "ex" | "px") {
+  return (ctx: CommandContext, argv: readonly string[]): Reply => {
+    const [, key = "", ttl = "", value = ""] = argv;
+    const expireAt = expireAtFromOption(ctx, name, { unit, value: ttl });
+    ctx.db.setExpire(key, putString(ctx, key, value, false), expireAt);
+    return R.ok();
+  };
+}
+
+function setnx(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", value = ""] = argv;
+  if (ctx.db.lookup(key, ctx.now()) !== undefined) return R.int(0);
+  putString(ctx, key, value, false);
+  return R.int(1);
+}
+
+function get(ctx: CommandContext, argv: readonly string[]): Reply {
+  return R.bulk(getString(ctx, argv[1]!));
+}
+
+function getdel(ctx: CommandContext, argv: readonly string[]): Reply {
+  const value = getString(ctx, argv[1]!);
+  if (value !== undefined) ctx.db.delete(argv[1]!);
+  return R.bulk(value);
+}
+
+function getset(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", value = ""] = argv;
+  const old = getString(ctx, key);
+  putString(ctx, key, value, false);
+  return R.bulk(old);
+}
+
+function getex(ctx: CommandContext, argv: readonly string[]): Reply {
+  const key = argv[1]!;
+  let expire: { unit: "ex" | "px" | "exat" | "pxat"; value: string } | undefined;
+  let persistKey = false;
+  for (let j = 2; j < argv.length; j++) {
+    const opt = asciiLower(argv[j]!);
+    const next = argv[j + 1];
+    if (opt === "persist" && expire === undefined) persistKey = true;
+    else if (
+      (opt === "ex" || opt === "px" || opt === "exat" || opt === "pxat") &&
+      next !== undefined &&
+      !persistKey &&
+      (expire === undefined || expire.unit === opt)
+    ) {
+      expire = { unit: opt, value: next };
+      j++;
+    } else fail(Errors.syntax);
+  }
+  const expireAt = expire ? expireAtFromOption(ctx, "getex", expire) : undefined;
+  const found = lookupTyped(ctx, key, "string");
+  if (found === undefined) return R.nil();
+  if (expireAt !== undefined) {
+    if (expireAt <= ctx.now()) ctx.db.delete(key);
+    else ctx.db.setExpire(key, found.entry, expireAt);
+  } else if (persistKey) {
+    ctx.db.setExpire(key, found.entry, undefined);
+  }
+  return R.bulk(found.data);
+}
+
+function mget(ctx: CommandContext, argv: readonly string[]): Reply {
+  const now = ctx.now();
+  // MGET never fails with WRONGTYPE: non-string keys read as nil.
+  return R.bulks(
+    argv.slice(1).map((key) => {
+      const value = ctx.db.lookup(key, now)?.value;
+      return value?.type === "string" ? value.data : null;
+    }),
+  );
+}
+
+function mset(ctx: CommandContext, argv: readonly string[]): Reply {
+  if (argv.length % 2 === 0) fail(wrongArity("mset"));
+  for (let i = 1; i < argv.length; i += 2) putString(ctx, argv[i]!, argv[i + 1]!, false);
+  return R.ok();
+}
+
+function msetnx(ctx: CommandContext, argv: readonly string[]): Reply {
+  if (argv.length % 2 === 0) fail(wrongArity("msetnx"));
+  const now = ctx.now();
+  for (let i = 1; i < argv.length; i += 2) {
+    if (ctx.db.lookup(argv[i]!, now) !== undefined) return R.int(0);
+  }
+  for (let i = 1; i < argv.length; i += 2) putString(ctx, argv[i]!, argv[i + 1]!, false);
+  return R.int(1);
+}
+
+/** INCR/DECR/INCRBY/DECRBY share this; the TTL is preserved like in Redis. */
+function incrementBy(ctx: CommandContext, key: string, delta: bigint): Reply {
+  const current = getString(ctx, key);
+  let value = 0n;
+  if (current !== undefined) {
+    const parsed = parseInt64(current);
+    if (parsed === null) fail(Errors.notInteger);
+    value = parsed;
+  }
+  const next = value + delta;
+  if (!inInt64Range(next)) fail(Errors.overflow);
+  putString(ctx, key, String(next), true);
+  return R.int(next);
+}
+
+function incrbyfloat(ctx: CommandContext, argv: readonly string[]): Reply {
+  const key = argv[1]!;
+  const current = getString(ctx, key);
+  const value = current === undefined ? parseLongDouble("0") : parseLongDouble(current);
+  const delta = parseLongDouble(argv[2]!);
+  if (value === null || delta === null) fail(Errors.notFloat);
+  const next = addLongDouble(value, delta);
+  if (!isFiniteLongDouble(next)) fail(Errors.nanOrInfinity);
+  const text = formatLongDoubleHuman(next);
+  putString(ctx, key, text, true);
+  return R.bulk(text);
+}
+
+function append(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", value = ""] = argv;
+  const next = (getString(ctx, key) ?? "") + value;
+  putString(ctx, key, next, true);
+  return R.int(next.length);
+}
+
+function strlen(ctx: CommandContext, argv: readonly string[]): Reply {
+  return R.int(getString(ctx, argv[1]!)?.length ?? 0);
+}
+
+export const stringCommands: readonly CommandSpec[] = [
+  { name: "get", arity: 2, handler: get },
+  { name: "set", arity: -3, write: true, handler: set },
+  { name: "setnx", arity: 3, write: true, handler: setnx },
+  { name: "setex", arity: 4, write: true, handler: setWithTtl("setex", "ex") },
+  { name: "psetex", arity: 4, write: true, handler: setWithTtl("psetex", "px") },
+  { name: "getdel", arity: 2, write: true, handler: getdel },
+  { name: "getset", arity: 3, write: true, handler: getset },
+  { name: "getex", arity: -2, write: true, handler: getex },
+  { name: "mget", arity: -2, handler: mget },
+  { name: "mset", arity: -3, write: true, handler: mset },
+  { name: "msetnx", arity: -3, write: true, handler: msetnx },
+  { name: "incr", arity: 2, write: true, handler: (ctx, argv) => incrementBy(ctx, argv[1]!, 1n) },
+  { name: "decr", arity: 2, write: true, handler: (ctx, argv) => incrementBy(ctx, argv[1]!, -1n) },
+  {
+    name: "incrby",
+    arity: 3,
+    write: true,
+    handler: (ctx, argv) => incrementBy(ctx, argv[1]!, intArg(argv[2])),
+  },
+  {
+    name: "decrby",
+    arity: 3,
+    write: true,
+    handler: (ctx, argv) => {
+      const delta = intArg(argv[2]);
+      if (delta === INT64_MIN) fail("ERR decrement would overflow");
+      return incrementBy(ctx, argv[1]!, -delta);
+    },
+  },
+  { name: "incrbyfloat", arity: 3, write: true, handler: incrbyfloat },
+  { name: "append", arity: 3, write: true, handler: append },
+  { name: "strlen", arity: 2, handler: strlen },
+];

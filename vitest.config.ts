@@ -25,7 +25,13 @@ export default defineConfig({
             return {
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { EDGELOCK_TEST_SERVERS: JSON.stringify(servers) },
+                bindings: {
+                  EDGELOCK_TEST_SERVERS: JSON.stringify(servers),
+                  // The LockWatchdog Durable Object renews on the first server (real Redis when
+                  // redis-server is installed), through the bindings a deployment would set.
+                  UPSTASH_REDIS_REST_URL: servers[0]?.url ?? "",
+                  UPSTASH_REDIS_REST_TOKEN: servers[0]?.token ?? "",
+                },
               },
             };
           }),

@@ -153,6 +153,7 @@ function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirm
     {
       name,
       owner,
+      key: spec.watchKey,
       leaseMs: runtime.watchdogTimeoutMs,
       renew: () => spec.renew(owner, runtime.watchdogTimeoutMs),
       failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),

@@ -6,6 +6,13 @@
 export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
+  /**
+   * The acquisition's watch key. For the reentrant lock (and the fair and write locks built on its
+   * hash) it is the lock's Redis key `<prefix>:{<name>}`, which the Durable Object watchdog
+   * re-arms with `lock.extend` elsewhere; other primitives' watch keys are not lock keys, and
+   * that watchdog renews them in process. In-process renewal ignores it.
+   */
+  readonly key?: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
   readonly leaseMs: number;
   /** Re-arms the lease: true when re-armed, false when the owner no longer holds the lock. */

@@ -1,0 +1,284 @@
+/**
+ * `LockWatchdog`: a SQLite-backed Durable Object that renews the leases of locks held beyond one
+ * invocation. Holders register a lease (`durableObjectWatchdog()` does it on acquire); the object
+ * keeps registrations in storage and arms its one alarm for the earliest renewal due; `alarm()`
+ * renews every due lease with the reentrant lock's own renew script (`lock.extend`) and re-arms.
+ *
+ * It stops renewing — and remembers why, for an hour — when the holder deregisters, the script
+ * finds the lock gone or taken, `maxHoldMs` passes, required heartbeats stop, or renewals fail
+ * until the lease has passed. So a crashed holder's lock frees itself within a bound (see
+ * docs/lease-vs-watchdog.md), and a lost lock reaches the holder through its next heartbeat.
+ *
+ * Alarms are at-least-once and may run late: a due lease is claimed in storage before its renewal
+ * is sent (a duplicate or retried alarm finds nothing due), renewals happen at a third of the
+ * lease, and the next alarm is armed in `finally`, so a handler that throws never leaves the
+ * object without one.
+ */
+import { LockInputError } from "../errors.js";
+import type { OperationContext } from "../locks/context.js";
+import { extendLease } from "../locks/lock/extend.js";
+import { redisMessageOf } from "../transport/failures.js";
+import type { RedisLike } from "../transport/redis-like.js";
+import {
+  type DeregisterMessage,
+  keysOfLockKey,
+  type LeaseQuery,
+  parseDeregister,
+  parseQuery,
+  parseRegister,
+  type RegisterMessage,
+  WATCHDOG_ROUTES,
+  type WatchdogStatus,
+} from "./messages.js";
+import type { AlarmInfo, WatchdogState, WatchdogStorage } from "./platform.js";
+import { redisFromEnv, type WatchdogEnv } from "./redis.js";
+import {
+  afterThrowDelayMs,
+  claimedUntil,
+  ENDING_RETENTION_MS,
+  firstRenewalAt,
+  limitReached,
+  renewalIntervalMs,
+  retryDelayMs,
+} from "./schedule.js";
+import { type LeaseRecord, LeaseStore } from "./store.js";
+
+/** Re-sends of an ambiguous renewal, as a LockClient does by default. */
+const RENEW_RETRY = { retries: 2, delayMs: 50 } as const;
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+async function readJson(request: Request): Promise<unknown> {
+  try {
+    return await request.json();
+  } catch {
+    throw new LockInputError("The watchdog message is not JSON.");
+  }
+}
+
+export class LockWatchdog {
+  readonly #storage: WatchdogStorage;
+  readonly #store: LeaseStore;
+  readonly #env: WatchdogEnv;
+  #ctx: OperationContext | undefined;
+  /** Consecutive alarm handlers that threw (in memory: an evicted object starts afresh). */
+  #throws = 0;
+
+  constructor(state: WatchdogState, env: WatchdogEnv) {
+    this.#storage = state.storage;
+    this.#store = new LeaseStore(state.storage.sql);
+    this.#env = env;
+    // No setAlarm() here: an alarm wakes the object through its constructor, and re-arming in
+    // the constructor would push the alarm away every time, so that it never ran.
+  }
+
+  /**
+   * The Redis this object renews on. Default: `UPSTASH_REDIS_REST_URL` and
+   * `UPSTASH_REDIS_REST_TOKEN` of its env. Override in a subclass to connect otherwise; it must
+   * be the Redis the holders' LockClient uses. (Not named `connect`: that is the socket handler.)
+   */
+  protected createRedis(env: WatchdogEnv): RedisLike | undefined {
+    return redisFromEnv(env);
+  }
+
+  async fetch(request: Request): Promise<Response> {
+    const path = new URL(request.url).pathname;
+    try {
+      if (request.method === "GET" && path === WATCHDOG_ROUTES.list) {
+        const all = this.#store.list();
+        await this.#tidy();
+        return json(all);
+      }
+      if (request.method !== "POST") return json({ error: "method not allowed" }, 405);
+      switch (path) {
+        case WATCHDOG_ROUTES.register: {
+          const message = parseRegister(await readJson(request));
+          if (!this.#context()) {
+            return json(
+              {
+                error:
+                  "This LockWatchdog has no Redis: set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN on its Worker.",
+              },
+              // A 4xx: the holder gives up at once instead of retrying a misconfiguration.
+              424,
+            );
+          }
+          return json(await this.#register(message));
+        }
+        case WATCHDOG_ROUTES.deregister:
+          return json(await this.#deregister(parseDeregister(await readJson(request))));
+        case WATCHDOG_ROUTES.heartbeat:
+          return json(await this.#heartbeat(parseQuery(await readJson(request))));
+        case WATCHDOG_ROUTES.status: {
+          const query = parseQuery(await readJson(request));
+          const status = this.#store.status(query.key, query.owner);
+          await this.#tidy();
+          return json(status);
+        }
+        default:
+          return json({ error: `no route ${path}` }, 404);
+      }
+    } catch (error) {
+      if (error instanceof LockInputError) return json({ error: error.message }, 400);
+      throw error;
+    }
+  }
+
+  /**
+   * Renews every due lease, then arms the alarm for the next one — in `finally`, so that a throw
+   * (which the runtime retries at most six times, then drops the alarm) never ends renewal. A
+   * retried or duplicate invocation (`alarmInfo.isRetry`) does the same: renewals already done
+   * are no longer due.
+   */
+  async alarm(_alarmInfo?: AlarmInfo): Promise<void> {
+    let threw = false;
+    try {
+      await this.renewDue(Date.now());
+      this.#throws = 0;
+    } catch (error) {
+      threw = true;
+      this.#throws += 1;
+      throw error;
+    } finally {
+      // Not at once after a throw: a handler that keeps throwing must not spin.
+      await this.#rearm(threw ? Date.now() + afterThrowDelayMs(this.#throws) : 0);
+    }
+  }
+
+  /** @internal Renews (or ends) every lease due at `now`; what `alarm()` runs. */
+  protected async renewDue(now: number): Promise<void> {
+    const ctx = this.#context();
+    const renewals: Promise<void>[] = [];
+    for (const lease of this.#store.due(now)) {
+      const limit = limitReached(lease, now);
+      if (limit) {
+        this.#store.remove(lease.key, lease.owner, lease.registration, { ...limit, at: now });
+        continue;
+      }
+      // Claimed before the request goes out: a duplicate alarm finds it no longer due.
+      this.#store.reschedule(lease, claimedUntil(now, lease.leaseMs));
+      renewals.push(this.#renew(lease, ctx));
+    }
+    // Together: @upstash/redis sends renewals issued in one tick as one /pipeline request.
+    await Promise.all(renewals);
+  }
+
+  async #renew(lease: LeaseRecord, ctx: OperationContext | undefined): Promise<void> {
+    const sentAt = Date.now();
+    let held: boolean;
+    try {
+      if (!ctx) throw new Error("no Redis configured (UPSTASH_REDIS_REST_URL, _TOKEN)");
+      held = await extendLease(ctx, keysOfLockKey(lease.key), lease.owner, lease.leaseMs);
+    } catch (error) {
+      const at = Date.now();
+      if (at - lease.confirmedAt >= lease.leaseMs) {
+        this.#store.remove(lease.key, lease.owner, lease.registration, {
+          reason: "renewal-failed",
+          detail: `renewals failed until the lease had passed: ${redisMessageOf(error)}`,
+          at,
+        });
+      } else {
+        this.#store.failed(lease, at + retryDelayMs(lease.leaseMs));
+      }
+      return;
+    }
+    if (held) {
+      this.#store.renewed(lease, sentAt, sentAt + renewalIntervalMs(lease.leaseMs));
+    } else {
+      this.#store.remove(lease.key, lease.owner, lease.registration, {
+        reason: "gone",
+        detail:
+          "the renew script found the lock gone (expired or force-released) or another owner's",
+        at: Date.now(),
+      });
+    }
+  }
+
+  async #register(message: RegisterMessage): Promise<WatchdogStatus> {
+    const now = Date.now();
+    const nextRenewalAt = firstRenewalAt(now, message.leaseMs, message.sinceConfirmedMs);
+    this.#store.put({
+      key: message.key,
+      owner: message.owner,
+      registration: message.registration,
+      leaseMs: message.leaseMs,
+      registeredAt: now,
+      holdUntil: now + message.maxHoldMs,
+      heartbeatTimeoutMs: message.heartbeatTimeoutMs,
+      lastHeartbeatAt: now,
+      confirmedAt: now - message.sinceConfirmedMs,
+      renewals: 0,
+      lastRenewedAt: null,
+      nextRenewalAt,
+      failures: 0,
+    });
+    const current = await this.#storage.getAlarm();
+    if (current === null || current > nextRenewalAt) await this.#storage.setAlarm(nextRenewalAt);
+    return this.#store.status(message.key, message.owner);
+  }
+
+  async #deregister(message: DeregisterMessage): Promise<WatchdogStatus> {
+    const ending =
+      message.registration === null
+        ? {
+            reason: "released" as const,
+            detail: "forgotten by its owner from another invocation",
+            at: Date.now(),
+          }
+        : undefined;
+    this.#store.remove(message.key, message.owner, message.registration, ending);
+    const status = this.#store.status(message.key, message.owner);
+    await this.#tidy();
+    return status;
+  }
+
+  async #heartbeat(query: LeaseQuery): Promise<WatchdogStatus> {
+    const now = Date.now();
+    const lease = this.#store.get(query.key, query.owner);
+    if (lease) {
+      // A heartbeat after the deadline does not revive the lease: the bound holds.
+      const limit = limitReached(lease, now);
+      if (limit) {
+        this.#store.remove(lease.key, lease.owner, lease.registration, { ...limit, at: now });
+      } else {
+        this.#store.heartbeat(query.key, query.owner, now);
+      }
+    }
+    const status = this.#store.status(query.key, query.owner);
+    await this.#tidy();
+    return status;
+  }
+
+  /** Arms the alarm for the next wake (not before `notBefore`), or clears an empty object. */
+  async #rearm(notBefore: number): Promise<void> {
+    const now = Date.now();
+    this.#store.prune(now, ENDING_RETENTION_MS);
+    const wake = this.#store.nextWakeAt(ENDING_RETENTION_MS);
+    if (wake === null) await this.#clear();
+    else await this.#storage.setAlarm(Math.max(wake, notBefore));
+  }
+
+  /** An object that holds nothing deletes its storage, so that idle lock names cost nothing. */
+  async #tidy(): Promise<void> {
+    if (this.#store.nextWakeAt(ENDING_RETENTION_MS) === null) await this.#clear();
+  }
+
+  async #clear(): Promise<void> {
+    this.#store.forgetSchema();
+    await this.#storage.deleteAlarm();
+    await this.#storage.deleteAll();
+  }
+
+  #context(): OperationContext | undefined {
+    if (!this.#ctx) {
+      const redis = this.createRedis(this.#env);
+      if (redis) this.#ctx = { redis, retry: RENEW_RETRY, operationTtlMs: 60_000 };
+    }
+    return this.#ctx;
+  }
+}

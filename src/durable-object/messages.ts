@@ -1,0 +1,224 @@
+/**
+ * The watchdog's wire protocol: small JSON messages from holders to the `LockWatchdog` Durable
+ * Object, and the status it answers with. Every message carries the protocol version `v`, and the
+ * object validates each one (unknown fields, bad keys, owners or durations are refused with 400)
+ * before it touches storage, so that a holder and an object deployed at different versions fail
+ * loudly instead of renewing the wrong thing.
+ */
+import { LockBackendError, LockInputError } from "../errors.js";
+import { type LockKeys, lockKeys } from "../locks/keys.js";
+import {
+  checkDuration,
+  checkLease,
+  checkLockName,
+  checkOptions,
+  checkOwner,
+  checkPrefix,
+} from "../validate.js";
+
+/** Version of the messages below. A change that old objects would misread bumps it. */
+export const WATCHDOG_PROTOCOL = 1;
+
+/** Path of each message, under the object's fetch handler. */
+export const WATCHDOG_ROUTES = {
+  register: "/v1/register",
+  deregister: "/v1/deregister",
+  heartbeat: "/v1/heartbeat",
+  status: "/v1/status",
+  list: "/v1/leases",
+} as const;
+
+/** "Renew this lease until told otherwise (within `maxHoldMs`, while heartbeats arrive)." */
+export interface RegisterMessage {
+  readonly v: typeof WATCHDOG_PROTOCOL;
+  /** What to renew, and so which script renews it: `lock` = the reentrant lock's `lock.extend`. */
+  readonly kind: "lock";
+  /** The lock's Redis key, `<prefix>:{<name>}`. */
+  readonly key: string;
+  readonly owner: string;
+  /** Random id of this registration: a late deregistration of an older one cannot remove it. */
+  readonly registration: string;
+  /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
+  readonly leaseMs: number;
+  /** How long ago (holder's clock) the lease was last set, when this message was sent. */
+  readonly sinceConfirmedMs: number;
+  /** Renewal stops this long after registration, whatever else happens. */
+  readonly maxHoldMs: number;
+  /** Renewal stops after this long without a heartbeat; null: no heartbeats required. */
+  readonly heartbeatTimeoutMs: number | null;
+}
+
+/** "Stop renewing." `registration: null` forgets whichever registration (another invocation). */
+export interface DeregisterMessage {
+  readonly v: typeof WATCHDOG_PROTOCOL;
+  readonly key: string;
+  readonly owner: string;
+  readonly registration: string | null;
+}
+
+/** A heartbeat (keeps a registration that requires them) or a status query: same shape. */
+export interface LeaseQuery {
+  readonly v: typeof WATCHDOG_PROTOCOL;
+  readonly key: string;
+  readonly owner: string;
+}
+
+/** Why the object stopped renewing a lease. */
+export type EndReason =
+  /** The holder's owner was deregistered from another invocation (`watchdog.forget()`). */
+  | "released"
+  /** The renew script found the lock gone (expired, force-released) or held by another owner. */
+  | "gone"
+  /** `maxHoldMs` passed since registration. */
+  | "max-hold"
+  /** Heartbeats were required and none arrived for `heartbeatTimeoutMs`. */
+  | "heartbeat-timeout"
+  /** Renewals kept failing (Redis unreachable) until the lease had surely passed. */
+  | "renewal-failed";
+
+/** What the object knows of one (lock, owner): the answer to every message. */
+export type WatchdogStatus =
+  | {
+      readonly state: "renewing";
+      readonly key: string;
+      readonly owner: string;
+      readonly leaseMs: number;
+      /** Object clock, epoch ms. */
+      readonly registeredAt: number;
+      /** Renewal stops at this time (registeredAt + maxHoldMs). */
+      readonly holdUntil: number;
+      readonly heartbeatTimeoutMs: number | null;
+      readonly lastHeartbeatAt: number;
+      /** Successful renewals so far. */
+      readonly renewals: number;
+      readonly lastRenewedAt: number | null;
+      readonly nextRenewalAt: number;
+      /** Failed renewal attempts since the last success. */
+      readonly failures: number;
+    }
+  | {
+      readonly state: "ended";
+      readonly key: string;
+      readonly owner: string;
+      readonly reason: EndReason;
+      /** A sentence for logs. */
+      readonly detail: string;
+      readonly endedAt: number;
+      readonly renewals: number;
+    }
+  | { readonly state: "unknown"; readonly key: string; readonly owner: string };
+
+const END_REASONS: readonly EndReason[] = [
+  "released",
+  "gone",
+  "max-hold",
+  "heartbeat-timeout",
+  "renewal-failed",
+];
+const REGISTRATION_ID = /^[0-9a-f]{16,64}$/;
+const LOCK_KEY = /^([^{}]+):\{([^{}]+)\}$/;
+
+/** The Redis key of lock `name` under `prefix` (validated). */
+export function lockKeyOf(prefix: string, name: string): string {
+  return lockKeys(checkPrefix(prefix), checkLockName(name)).lock;
+}
+
+/** The keys of the lock whose main key is `value`, as `lockKeys` builds it: `<prefix>:{<name>}`. */
+export function keysOfLockKey(value: unknown): LockKeys {
+  const match = typeof value === "string" ? LOCK_KEY.exec(value) : null;
+  if (!match) {
+    throw new LockInputError("key must be a lock key of the form <prefix>:{<name>}.");
+  }
+  return lockKeys(checkPrefix(match[1]!), checkLockName(match[2]!));
+}
+
+/** A valid lock key. */
+export function checkLockKey(value: unknown): string {
+  return keysOfLockKey(value).lock;
+}
+
+function checkVersion(value: unknown): typeof WATCHDOG_PROTOCOL {
+  if (value !== WATCHDOG_PROTOCOL) {
+    throw new LockInputError(
+      `Unsupported watchdog protocol version ${String(value)}; this LockWatchdog speaks v${WATCHDOG_PROTOCOL}. Deploy the same edgelock version on both sides.`,
+    );
+  }
+  return WATCHDOG_PROTOCOL;
+}
+
+function checkRegistrationId(value: unknown): string {
+  if (typeof value !== "string" || !REGISTRATION_ID.test(value)) {
+    throw new LockInputError("registration must be 16 to 64 lowercase hex characters.");
+  }
+  return value;
+}
+
+export function parseRegister(body: unknown): RegisterMessage {
+  const given = checkOptions<RegisterMessage>(body, "register message", [
+    "v",
+    "kind",
+    "key",
+    "owner",
+    "registration",
+    "leaseMs",
+    "sinceConfirmedMs",
+    "maxHoldMs",
+    "heartbeatTimeoutMs",
+  ]);
+  if (given.kind !== "lock") {
+    throw new LockInputError(`kind must be "lock", got ${JSON.stringify(given.kind)}.`);
+  }
+  return {
+    v: checkVersion(given.v),
+    kind: "lock",
+    key: checkLockKey(given.key),
+    owner: checkOwner(given.owner),
+    registration: checkRegistrationId(given.registration),
+    leaseMs: checkLease(given.leaseMs),
+    sinceConfirmedMs: checkDuration(given.sinceConfirmedMs, "sinceConfirmedMs", { min: 0 }),
+    maxHoldMs: checkDuration(given.maxHoldMs, "maxHoldMs", { min: 1 }),
+    heartbeatTimeoutMs:
+      given.heartbeatTimeoutMs === null
+        ? null
+        : checkLease(given.heartbeatTimeoutMs, "heartbeatTimeoutMs"),
+  };
+}
+
+export function parseDeregister(body: unknown): DeregisterMessage {
+  const given = checkOptions<DeregisterMessage>(body, "deregister message", [
+    "v",
+    "key",
+    "owner",
+    "registration",
+  ]);
+  return {
+    v: checkVersion(given.v),
+    key: checkLockKey(given.key),
+    owner: checkOwner(given.owner),
+    registration: given.registration === null ? null : checkRegistrationId(given.registration),
+  };
+}
+
+export function parseQuery(body: unknown): LeaseQuery {
+  const given = checkOptions<LeaseQuery>(body, "lease query", ["v", "key", "owner"]);
+  return { v: checkVersion(given.v), key: checkLockKey(given.key), owner: checkOwner(given.owner) };
+}
+
+/** Checks a status the object answered (the holder side trusts nothing it did not check). */
+export function parseStatus(body: unknown): WatchdogStatus {
+  const value = body as Partial<Record<string, unknown>> | null;
+  const ok =
+    value !== null &&
+    typeof value === "object" &&
+    typeof value.key === "string" &&
+    typeof value.owner === "string" &&
+    (value.state === "unknown" ||
+      (value.state === "renewing" && typeof value.renewals === "number") ||
+      (value.state === "ended" && END_REASONS.includes(value.reason as EndReason)));
+  if (!ok) {
+    throw new LockBackendError(
+      `Unexpected answer from the LockWatchdog: ${JSON.stringify(body)?.slice(0, 200)}.`,
+    );
+  }
+  return value as WatchdogStatus;
+}

@@ -1,0 +1,84 @@
+/**
+ * When the watchdog renews and when it stops: pure functions of a lease's record and the clock,
+ * so that the rules read in one place and the Durable Object only applies them.
+ *
+ * Alarms may run late (maintenance, failover: up to a minute, says Cloudflare) and are retried
+ * with backoff, so renewal happens at a third of the lease, not near its end: a renewal up to two
+ * thirds of a lease late still finds the lock held.
+ */
+import type { EndReason } from "./messages.js";
+
+/** After an alarm handler threw, the next alarm waits this, doubling per throw up to a minute. */
+export const AFTER_THROW_MS = 250;
+
+/** The delay before the next alarm after `throws` consecutive throwing handlers. */
+export function afterThrowDelayMs(throws: number): number {
+  return Math.min(60_000, AFTER_THROW_MS * 2 ** Math.max(0, throws - 1));
+}
+
+/** Renewal stops this long after registration unless the holder chose otherwise: 15 minutes. */
+export const DEFAULT_MAX_HOLD_MS = 15 * 60_000;
+
+/** How long the object remembers why it stopped renewing, so that the holder can ask: 1 hour. */
+export const ENDING_RETENTION_MS = 60 * 60_000;
+
+/** Renew when this fraction of the lease has passed (Redisson's rhythm). */
+const RENEW_AT_FRACTION = 1 / 3;
+
+/** Time between two successful renewals of a lease. */
+export function renewalIntervalMs(leaseMs: number): number {
+  return Math.max(1, Math.floor(leaseMs * RENEW_AT_FRACTION));
+}
+
+/**
+ * An alarm also renews the leases due within half a renewal interval (a sixth of the lease):
+ * renewing at a sixth instead of a third is harmless, and it brings the leases of one object into
+ * the same rounds after at most one round whatever their phases — one alarm and one pipelined
+ * Redis request for all of them instead of one each.
+ */
+export const EARLY_RENEWAL_DIVISOR = 6;
+
+/** After a failed renewal, try again sooner: several times before the lease could run out. */
+export function retryDelayMs(leaseMs: number): number {
+  return Math.max(50, Math.min(renewalIntervalMs(leaseMs), Math.floor(leaseMs / 15)));
+}
+
+/**
+ * While a renewal is in flight its lease is rescheduled to this, so that a duplicate alarm does
+ * not send it again (even with the early window), and a handler that died mid-way retries it.
+ */
+export function claimedUntil(now: number, leaseMs: number): number {
+  return now + retryDelayMs(leaseMs) + Math.floor(leaseMs / EARLY_RENEWAL_DIVISOR);
+}
+
+/** The first renewal of a lease that was set `sinceConfirmedMs` before it was registered. */
+export function firstRenewalAt(now: number, leaseMs: number, sinceConfirmedMs: number): number {
+  return now + Math.max(0, renewalIntervalMs(leaseMs) - sinceConfirmedMs);
+}
+
+/** The parts of a registration that decide whether it may still be renewed. */
+export interface RenewalLimits {
+  readonly holdUntil: number;
+  readonly heartbeatTimeoutMs: number | null;
+  readonly lastHeartbeatAt: number;
+}
+
+/** Why renewal must stop at `now`, or null while it may go on. */
+export function limitReached(
+  lease: RenewalLimits,
+  now: number,
+): { reason: EndReason; detail: string } | null {
+  if (now >= lease.holdUntil) {
+    return { reason: "max-hold", detail: "maxHoldMs passed since the lock was registered" };
+  }
+  if (
+    lease.heartbeatTimeoutMs !== null &&
+    now - lease.lastHeartbeatAt >= lease.heartbeatTimeoutMs
+  ) {
+    return {
+      reason: "heartbeat-timeout",
+      detail: `no heartbeat for ${now - lease.lastHeartbeatAt} ms (heartbeatTimeoutMs ${lease.heartbeatTimeoutMs})`,
+    };
+  }
+  return null;
+}

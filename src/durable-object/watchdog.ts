@@ -1,0 +1,197 @@
+/**
+ * `durableObjectWatchdog(env.LOCK_WATCHDOG)`: the Renewer that hands lease renewal to the
+ * `LockWatchdog` Durable Object, so that a lock in watchdog mode stays held across invocations
+ * (Queue consumers, Workflow steps, `waitUntil` jobs, a lock released by another request) without
+ * timers in the holder.
+ *
+ * Cost: acquire and release send no extra Redis request; registration and deregistration are one
+ * Durable Object request each; renewal is the object's alarm (one Redis request per due lease, or
+ * one per round for the leases of one object, pipelined).
+ */
+import { LockBackendError, LockInputError } from "../errors.js";
+import { checkLockName, checkOwner } from "../validate.js";
+import { inProcessRenewer } from "../watchdog/in-process.js";
+import type { Renewal, RenewalTarget, Renewer } from "../watchdog/renewer.js";
+import { callWatchdog, type WatchdogRoute } from "./calls.js";
+import { keysOfLockKey, lockKeyOf, WATCHDOG_PROTOCOL, type WatchdogStatus } from "./messages.js";
+import {
+  checkNamespace,
+  type DurableObjectWatchdogOptions,
+  type ResolvedWatchdogOptions,
+  resolveWatchdogOptions,
+} from "./options.js";
+import type { WatchdogNamespace } from "./platform.js";
+import { type ActiveRegistration, startRegistration } from "./registration.js";
+import { objectNameFor } from "./shard.js";
+
+/** How many (name, owner) → key pairs a watchdog remembers for `heartbeat(handle)`. */
+const REMEMBERED_KEYS = 1_024;
+
+/**
+ * A lock as the watchdog knows it: a LockHandle will do, or `{ name, owner }` carried to another
+ * invocation. `prefix`: the LockClient's key prefix; default the one of the last hold of (name,
+ * owner) started in this isolate, else the watchdog's `prefix` option.
+ */
+export interface WatchedLock {
+  readonly name: string;
+  readonly owner: string;
+  readonly prefix?: string;
+}
+
+export class DurableObjectWatchdog implements Renewer {
+  readonly #namespace: WatchdogNamespace;
+  readonly #options: ResolvedWatchdogOptions;
+  readonly #active = new Set<ActiveRegistration>();
+  /** Keys of locks started here, by name and owner, so a handle finds its lease after it ended. */
+  readonly #keys = new Map<string, string>();
+  readonly #pending = new Set<Promise<unknown>>();
+  readonly #inProcess = inProcessRenewer();
+
+  /** Use `durableObjectWatchdog(namespace, options)`. */
+  constructor(namespace: WatchdogNamespace, options?: DurableObjectWatchdogOptions) {
+    this.#namespace = checkNamespace(namespace);
+    this.#options = resolveWatchdogOptions(options);
+  }
+
+  /** The options in force, defaults applied. */
+  get options(): ResolvedWatchdogOptions {
+    return this.#options;
+  }
+
+  /**
+   * @internal Called by LockClient when a lock is acquired in watchdog mode. Locks the object
+   * cannot renew with `lock.extend` (read locks, MultiLock, RedLock) are renewed in process.
+   */
+  start(target: RenewalTarget, confirmedAt: number): Renewal {
+    const key = renewableKey(target);
+    if (key === undefined) return this.#inProcess.start(target, confirmedAt);
+    const registration = startRegistration(
+      {
+        namespace: this.#namespace,
+        options: this.#options,
+        track: (promise) => this.#track(promise),
+        forget: (which) => this.#active.delete(which),
+      },
+      { ...target, key },
+      confirmedAt,
+    );
+    this.#active.add(registration);
+    this.#remember(target.name, target.owner, key);
+    return registration;
+  }
+
+  /**
+   * Tells the object the holder of `lock` is alive (needed when `heartbeatTimeoutMs` is set) and
+   * returns the lease's state. When it says the lock is lost, a hold of it in this isolate is
+   * told too: its handle's `signal` aborts. One Durable Object request.
+   * @example
+   * for (const step of steps) { await run(step); await watchdog.heartbeat(held); }
+   */
+  heartbeat(lock: WatchedLock): Promise<WatchdogStatus> {
+    return this.#ask("heartbeat", lock);
+  }
+
+  /** The lease's state as the object knows it, without counting as a heartbeat. One request. */
+  status(lock: WatchedLock): Promise<WatchdogStatus> {
+    return this.#ask("status", lock);
+  }
+
+  /**
+   * Stops the renewal of `lock` from an invocation that does not hold its handle, e.g. after
+   * `lock.release({ owner })`. The object records it as "released", so that a holder still
+   * heartbeating elsewhere learns its lock is gone. One request. (Without it the next renewal finds
+   * the lock released and stops anyway.)
+   */
+  forget(lock: WatchedLock): Promise<WatchdogStatus> {
+    return this.#ask("deregister", lock);
+  }
+
+  /**
+   * Resolves when every watchdog request started so far has settled — pass it to
+   * `ctx.waitUntil()` so that a deregistration is not cut off when the response is sent.
+   */
+  async settled(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  async #ask(route: WatchdogRoute, lock: WatchedLock): Promise<WatchdogStatus> {
+    const { key, owner } = this.#resolve(lock);
+    const body =
+      route === "deregister"
+        ? { v: WATCHDOG_PROTOCOL, key, owner, registration: null }
+        : { v: WATCHDOG_PROTOCOL, key, owner };
+    const objectName = objectNameFor(this.#options.shardBy, key, owner);
+    // Only holds registered before the question was sent: an earlier answer is not about them.
+    const concerned = [...this.#active].filter(
+      (active) => active.key === key && active.owner === owner && active.confirmed,
+    );
+    const outcome = await this.#track(callWatchdog(this.#namespace, objectName, route, body));
+    if (outcome.kind === "refused") {
+      throw new LockBackendError(
+        `The Durable Object watchdog refused ${route}: ${outcome.message}`,
+      );
+    }
+    for (const active of concerned) active.observe(outcome.status);
+    return outcome.status;
+  }
+
+  #resolve(lock: WatchedLock): { key: string; owner: string } {
+    if (lock === null || typeof lock !== "object") {
+      throw new LockInputError("Pass the lock as a handle or as { name, owner, prefix? }.");
+    }
+    const name = checkLockName(lock.name);
+    const owner = checkOwner(lock.owner);
+    if (lock.prefix !== undefined) return { key: lockKeyOf(lock.prefix, name), owner };
+    const known = this.#keys.get(`${name}\n${owner}`);
+    return { key: known ?? lockKeyOf(this.#options.prefix, name), owner };
+  }
+
+  #remember(name: string, owner: string, key: string): void {
+    const id = `${name}\n${owner}`;
+    this.#keys.delete(id);
+    this.#keys.set(id, key);
+    // Bounded: the oldest go first (a Map iterates in insertion order).
+    if (this.#keys.size > REMEMBERED_KEYS) {
+      const oldest = this.#keys.keys().next();
+      if (!oldest.done) this.#keys.delete(oldest.value);
+    }
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#pending.add(promise);
+    const done = () => this.#pending.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+}
+
+/**
+ * The key the object can renew `target` by, with the reentrant lock's `lock.extend`: the watch
+ * key when it is the lock key `<prefix>:{<name>}` of the target's own name, else undefined.
+ */
+function renewableKey(target: RenewalTarget): string | undefined {
+  const { key, name } = target;
+  if (key === undefined || !key.endsWith(`:{${name}}`)) return undefined;
+  try {
+    return keysOfLockKey(key).lock === key ? key : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The Renewer of `new LockClient({ redis, watchdog: durableObjectWatchdog(env.LOCK_WATCHDOG) })`:
+ * locks acquired without `leaseMs` register with the `LockWatchdog` Durable Object, whose alarms
+ * renew them, instead of using timers in this isolate.
+ * @param namespace the Durable Object binding of the `LockWatchdog` class
+ * @param options limits and heartbeats; see DurableObjectWatchdogOptions for the defaults
+ * @example
+ * const watchdog = durableObjectWatchdog(env.LOCK_WATCHDOG, { heartbeatTimeoutMs: 60_000 });
+ * const client = new LockClient({ redis: Redis.fromEnv(env), watchdog });
+ */
+export function durableObjectWatchdog(
+  namespace: WatchdogNamespace,
+  options?: DurableObjectWatchdogOptions,
+): DurableObjectWatchdog {
+  return new DurableObjectWatchdog(namespace, options);
+}

@@ -1,0 +1,90 @@
+/**
+ * Shard by lock or by owner? Measured: one owner holds several locks in Durable Object watchdog
+ * mode for a while; we count Durable Object requests, alarm invocations and HTTP requests to
+ * Redis in each layout. (Printed for docs/lease-vs-watchdog.md; asserted loosely.)
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { LockWatchdog, type ShardBy } from "../../../src/durable-object/index.js";
+import { LockClient } from "../../../src/index.js";
+import { server, sleepMs, watchdogBed } from "./support.js";
+
+const LOCKS = 4;
+const LEASE_MS = 900;
+const HOLD_MS = 2_700;
+
+interface Measure {
+  shardBy: ShardBy;
+  doRequests: Record<string, number>;
+  alarms: number;
+  redisRequests: number;
+  renewRounds: number;
+}
+
+async function measure(shardBy: ShardBy): Promise<Measure> {
+  const bed = watchdogBed(LEASE_MS, { heartbeatIntervalMs: 0, shardBy });
+  const owner = LockClient.newOwner();
+  let alarms = 0;
+  let redisRequests = 0;
+  const originalAlarm = LockWatchdog.prototype.alarm;
+  LockWatchdog.prototype.alarm = function (this: LockWatchdog, info) {
+    alarms += 1;
+    return originalAlarm.call(this, info);
+  };
+  const originalFetch = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (url.startsWith(server.url)) redisRequests += 1;
+    return originalFetch(input, init);
+  });
+  const handles = [];
+  for (let i = 0; i < LOCKS; i++) handles.push(await bed.client.lock(`m${i}`).acquire({ owner }));
+  await bed.watchdog.settled();
+  const heldFrom = { alarms, redisRequests };
+  await sleepMs(HOLD_MS);
+  const during = {
+    alarms: alarms - heldFrom.alarms,
+    redis: redisRequests - heldFrom.redisRequests,
+  };
+  try {
+    for (const handle of handles) {
+      expect(handle.signal.aborted).toBe(false);
+      await handle.release();
+    }
+    await bed.watchdog.settled();
+  } finally {
+    LockWatchdog.prototype.alarm = originalAlarm;
+    vi.restoreAllMocks();
+  }
+  return {
+    shardBy,
+    doRequests: { ...bed.namespace.calls },
+    alarms: during.alarms,
+    redisRequests: during.redis,
+    renewRounds: Math.floor(HOLD_MS / (LEASE_MS / 3)),
+  };
+}
+
+describe(`sharding the LockWatchdog on ${server.kind}`, () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("by owner: one alarm and one pipelined Redis request per round; by lock: one per lock", async () => {
+    const byLock = await measure("lock");
+    const byOwner = await measure("owner");
+    console.log(
+      `${LOCKS} locks of one owner held ${HOLD_MS} ms, lease ${LEASE_MS} ms (~${byLock.renewRounds} rounds):\n` +
+        [byLock, byOwner]
+          .map(
+            (m) =>
+              `  shardBy ${m.shardBy}: DO requests ${JSON.stringify(m.doRequests)}, alarms ${m.alarms}, Redis HTTP requests ${m.redisRequests}`,
+          )
+          .join("\n"),
+    );
+    // Registration and deregistration: one Durable Object request per lock each, both ways.
+    expect(byLock.doRequests).toEqual({ register: LOCKS, deregister: LOCKS });
+    expect(byOwner.doRequests).toEqual({ register: LOCKS, deregister: LOCKS });
+    // Renewal: the owner's leases share rounds in one object.
+    expect(byLock.alarms).toBeGreaterThanOrEqual(LOCKS * 4);
+    expect(byOwner.alarms * 2).toBeLessThanOrEqual(byLock.alarms);
+    expect(byOwner.redisRequests * 2).toBeLessThanOrEqual(byLock.redisRequests);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Shared by the Durable Object watchdog tests: the server the LockWatchdog renews on, LockClients
+ * that use it through counting wrappers (Durable Object calls, Redis script calls), and waits.
+ */
+import { env } from "cloudflare:workers";
+import { Redis } from "@upstash/redis/cloudflare";
+import {
+  type DurableObjectWatchdog,
+  type DurableObjectWatchdogOptions,
+  durableObjectWatchdog,
+  type WatchdogNamespace,
+  type WatchdogStatus,
+} from "../../../src/durable-object/index.js";
+import { objectNameFor } from "../../../src/durable-object/shard.js";
+import { LockClient, type RedisLike } from "../../../src/index.js";
+
+interface TestServer {
+  kind: string;
+  url: string;
+  token: string;
+}
+
+const servers: TestServer[] = JSON.parse(env.EDGELOCK_TEST_SERVERS);
+
+/** The server the LockWatchdog renews on (its UPSTASH_REDIS_REST_* bindings point there). */
+export const server: TestServer = (() => {
+  const first = servers.find((each) => each.url === env.UPSTASH_REDIS_REST_URL);
+  if (!first) throw new Error("UPSTASH_REDIS_REST_URL is not one of the test servers");
+  return first;
+})();
+
+/** Durable Object calls by route (register, deregister, heartbeat, status). */
+export interface CountingNamespace extends WatchdogNamespace {
+  readonly calls: Record<string, number>;
+  total(): number;
+}
+
+export function countingNamespace(inner: WatchdogNamespace = env.LOCK_WATCHDOG): CountingNamespace {
+  const calls: Record<string, number> = {};
+  return {
+    calls,
+    total: () => Object.values(calls).reduce((sum, n) => sum + n, 0),
+    idFromName: (name) => inner.idFromName(name),
+    get: (id) => {
+      const stub = inner.get(id);
+      return {
+        fetch(input, init) {
+          const route = new URL(input).pathname.split("/").pop() ?? "?";
+          calls[route] = (calls[route] ?? 0) + 1;
+          return stub.fetch(input, init);
+        },
+      };
+    },
+  };
+}
+
+/** Script calls (EVAL/EVALSHA) a RedisLike received. */
+export function countingRedis(inner: RedisLike): RedisLike & { readonly calls: number } {
+  let calls = 0;
+  return {
+    get calls() {
+      return calls;
+    },
+    eval(script, keys, args) {
+      calls += 1;
+      return inner.eval(script, keys, args);
+    },
+    evalsha(sha, keys, args) {
+      calls += 1;
+      return inner.evalsha(sha, keys, args);
+    },
+  };
+}
+
+let prefixes = 0;
+
+export interface WatchdogBed {
+  readonly client: LockClient;
+  readonly watchdog: DurableObjectWatchdog;
+  readonly namespace: CountingNamespace;
+  /** Script calls this client sent (the object's renewals are not among them). */
+  redisCalls(): number;
+}
+
+/** A LockClient with a fresh prefix whose watchdog is the LockWatchdog. */
+export function watchdogBed(
+  watchdogTimeoutMs: number,
+  options: DurableObjectWatchdogOptions = {},
+  prefix?: string,
+): WatchdogBed {
+  prefixes += 1;
+  const namespace = countingNamespace();
+  const redis = countingRedis(new Redis({ url: server.url, token: server.token }));
+  const watchdog = durableObjectWatchdog(namespace, options);
+  const client = new LockClient({
+    redis,
+    prefix: prefix ?? `do${Date.now().toString(36)}${prefixes}`,
+    watchdogTimeoutMs,
+    watchdog,
+  });
+  return { client, watchdog, namespace, redisCalls: () => redis.calls };
+}
+
+/** A plain client (in-process watchdog) on the same server and prefix, e.g. a second owner. */
+export function plainClient(prefix: string): LockClient {
+  return new LockClient({ redis: new Redis({ url: server.url, token: server.token }), prefix });
+}
+
+/** The stub of the object (sharded by lock) that renews lock `name` of `client`. */
+export function objectOf(client: LockClient, name: string) {
+  const id = env.LOCK_WATCHDOG.idFromName(objectNameFor("lock", `${client.prefix}:{${name}}`, ""));
+  return env.LOCK_WATCHDOG.get(id);
+}
+
+export function renewals(status: WatchdogStatus): number {
+  return status.state === "unknown" ? 0 : status.renewals;
+}
+
+export async function until(
+  predicate: () => Promise<boolean> | boolean,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleepMs(10);
+  }
+}
+
+export const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

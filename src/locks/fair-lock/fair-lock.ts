@@ -1,0 +1,124 @@
+/**
+ * The fair lock (Redisson RFairLock) for polling waiters: first come, first served. A waiter's
+ * first failed attempt queues it; the lock goes to the head of the queue; every poll refreshes
+ * the waiter's deadline, and a waiter that stops polling is dropped after `waiterTimeoutMs`, so
+ * the queue never stalls behind the dead. Holds, extend, inspection and force-release are the
+ * reentrant lock's; acquisition and release (which records how long holds last, to pace the
+ * waiters) are its own.
+ */
+import { LockNotHeldError } from "../../errors.js";
+import { checkOptions, checkOwner } from "../../validate.js";
+import {
+  type AcquireOptions,
+  type AcquisitionSpec,
+  acquireOrNull,
+  acquireOrThrow,
+} from "../acquisition.js";
+import { extendLease } from "../lock/extend.js";
+import type { LockHandle } from "../lock/handle.js";
+import { Lock } from "../lock/lock.js";
+import type { LockRuntime } from "../runtime.js";
+import { attemptFairAcquire } from "./acquire.js";
+import { type FairLockKeys, fairLockKeys } from "./keys.js";
+import { leaveQueue } from "./leave.js";
+import { QueuePacer } from "./pacing.js";
+import { queueLength } from "./queue-length.js";
+import { releaseFairHold } from "./release.js";
+import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "./waiting.js";
+
+/** Options of `client.fairLock(name, options)`. */
+export type FairLockOptions = QueueOptions;
+
+export class FairLock extends Lock {
+  /** How long a waiter keeps its place in the queue without polling, in ms. */
+  readonly waiterTimeoutMs: number;
+  readonly #runtime: LockRuntime;
+  readonly #keys: FairLockKeys;
+
+  /** @internal Use `client.fairLock(name, options)`. */
+  constructor(runtime: LockRuntime, name: unknown, options?: FairLockOptions) {
+    super(runtime, name);
+    const given = checkOptions<FairLockOptions>(options, "fair lock options", ["waiterTimeoutMs"]);
+    this.waiterTimeoutMs = checkWaiterTimeout(given.waiterTimeoutMs);
+    this.#runtime = runtime;
+    this.#keys = fairLockKeys(runtime.prefix, this.name);
+  }
+
+  /**
+   * Acquires the lock in turn, waiting as long as `waitMs` allows (default: until acquired,
+   * aborted or out of poll budget). A waiter that gives up leaves the queue before it throws
+   * LockWaitTimeoutError, LockAbortedError or LockBudgetExceededError.
+   * @example
+   * await using held = await client.fairLock("payouts").acquire({ waitMs: 10_000 });
+   */
+  override acquire(options?: AcquireOptions): Promise<LockHandle> {
+    return acquireOrThrow(this.#spec(options, Number.POSITIVE_INFINITY), options);
+  }
+
+  /**
+   * Like `acquire()`, but resolves to null when `waitMs` (default 0) passes. With `waitMs: 0` it
+   * makes one attempt and never joins the queue: it succeeds only if the lock is free and nobody
+   * is waiting (or this owner re-enters).
+   */
+  override tryAcquire(options?: AcquireOptions): Promise<LockHandle | null> {
+    return acquireOrNull(this.#spec(options, 0), options);
+  }
+
+  /**
+   * Releases one hold of `owner` without its handle (e.g. in another invocation). Throws
+   * LockNotHeldError when that owner holds nothing.
+   */
+  override async release(options: { owner: string }): Promise<void> {
+    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
+    const owner = checkOwner(given.owner);
+    const result = await releaseFairHold(this.#runtime.ctx, this.#keys, owner);
+    if (!result.released) {
+      throw new LockNotHeldError(`Lock "${this.name}" is not held by the given owner.`);
+    }
+  }
+
+  /** Number of live waiters in the queue (one read-only request). */
+  queueLength(): Promise<number> {
+    return queueLength(this.#runtime.ctx, this.#keys.timeouts);
+  }
+
+  /** The spec of one acquisition: its pacing state lives as long as the call. */
+  #spec(options: unknown, defaultWaitMs: number): AcquisitionSpec {
+    const runtime = this.#runtime;
+    const { ctx } = runtime;
+    const keys = this.#keys;
+    const plan = peekWaitPlan(options, runtime, defaultWaitMs);
+    const waiterTimeoutMs = plan.mayWait ? this.waiterTimeoutMs : 0;
+    const pacer = new QueuePacer(plan.policy, Math.floor(this.waiterTimeoutMs / 3));
+    // Whether the server may list this waiter: true from the first queueing request until a
+    // reply says it holds the lock (the acquire script removes it from the queue then).
+    let mayBeQueued = false;
+    return {
+      runtime,
+      name: this.name,
+      watchKey: keys.lock,
+      attempt: async (owner, leaseMs) => {
+        const sentAt = Date.now();
+        if (plan.mayWait) mayBeQueued = true;
+        const outcome = await attemptFairAcquire(ctx, keys, owner, leaseMs, waiterTimeoutMs);
+        if (outcome.kind === "acquired") {
+          mayBeQueued = false;
+          return outcome;
+        }
+        return {
+          kind: "busy",
+          holderTtlMs: outcome.holderTtlMs,
+          ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, Date.now() - sentAt) } : {}),
+        };
+      },
+      control: (owner) => ({
+        extend: (ms) => extendLease(ctx, keys, owner, ms),
+        release: () => releaseFairHold(ctx, keys, owner),
+      }),
+      renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
+      gaveUp: async (owner) => {
+        if (mayBeQueued) await leaveQueue(ctx, [keys.queue, keys.timeouts], owner);
+      },
+    };
+  }
+}

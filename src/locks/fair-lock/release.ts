@@ -1,0 +1,52 @@
+/**
+ * Release one hold of an owner, as the reentrant lock does, and when the lock comes free record
+ * how long it was held: waiters pace their polls on it.
+ */
+import { newOperationId } from "../../ids.js";
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import type { OperationContext } from "../context.js";
+import type { ReleaseResult } from "../lock/release.js";
+import { integerReply } from "../reply.js";
+import type { FairLockKeys } from "./keys.js";
+import { SERVER_NOW_MS } from "./lua.js";
+import { learnAverage } from "./pace.js";
+
+// KEYS: 1 lock hash, 2 pace, 3 operation record. ARGV: 1 owner, 2 operation record ttl ms
+// Reply: {1, holds left} released one hold; {0} the owner holds nothing.
+export const FAIR_RELEASE = new Script(
+  "fairLock.release",
+  `local replay = redis.call('GET', KEYS[3])
+if replay then return {1, tonumber(replay)} end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {0} end
+local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+if left <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  left = 0
+  local at = redis.call('HGET', KEYS[2], 'at')
+  if at then
+    ${SERVER_NOW_MS}
+    ${learnAverage("KEYS[2]", "hold", "now - tonumber(at)")}
+    redis.call('HSET', KEYS[2], 'freed', now)
+  end
+end
+redis.call('SET', KEYS[3], left, 'PX', ARGV[2])
+return {1, left}`,
+);
+
+export async function releaseFairHold(
+  ctx: OperationContext,
+  keys: FairLockKeys,
+  owner: string,
+): Promise<ReleaseResult> {
+  const raw = await callScript(
+    ctx.redis,
+    FAIR_RELEASE,
+    [keys.lock, keys.pace, keys.operation(newOperationId())],
+    [owner, String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  const [status, left] = integerReply(raw, FAIR_RELEASE.name);
+  return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
+}

@@ -1,0 +1,59 @@
+/**
+ * What queued waiters share (the fair lock's queue, the read-write lock's waiting writers): how
+ * long a silent waiter keeps its place, and a look ahead at the acquire options to know whether
+ * this acquisition may wait at all and with which polling policy.
+ */
+import { checkDuration } from "../../validate.js";
+import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
+import type { LockRuntime } from "../runtime.js";
+
+/** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
+export const DEFAULT_WAITER_TIMEOUT_MS = 5_000;
+/** Smallest `waiterTimeoutMs`: a waiter polls every third of it and needs room for round trips. */
+export const MIN_WAITER_TIMEOUT_MS = 1_000;
+
+export interface QueueOptions {
+  /**
+   * How long a waiter keeps its place without polling, in ms. Every poll refreshes the waiter's
+   * deadline (server time) and waiters poll at least every third of this, so only a waiter that
+   * crashed or lost its connection is dropped; nobody waits behind the dead for longer than
+   * this. At least 1000. Default 5000.
+   */
+  waiterTimeoutMs?: number;
+}
+
+/** Validates the options of `client.fairLock()` / `client.readWriteLock()`'s queue part. */
+export function checkWaiterTimeout(value: unknown): number {
+  return value === undefined
+    ? DEFAULT_WAITER_TIMEOUT_MS
+    : checkDuration(value, "waiterTimeoutMs", { min: MIN_WAITER_TIMEOUT_MS });
+}
+
+/** What one acquisition call will do, read ahead of the shared acquisition flow. */
+export interface WaitPlan {
+  /** False for a single attempt (`waitMs: 0`, tryAcquire's default): it must never enqueue. */
+  readonly mayWait: boolean;
+  /** The polling policy the flow will use (the call's `wait` over the client's). */
+  readonly policy: WaitPolicy;
+}
+
+/**
+ * Reads `waitMs` and `wait` from acquire options without judging them: the shared acquisition
+ * flow validates the same options before any request, so a bad value is reported there.
+ */
+export function peekWaitPlan(
+  options: unknown,
+  runtime: LockRuntime,
+  defaultWaitMs: number,
+): WaitPlan {
+  const given: { waitMs?: unknown; wait?: unknown } =
+    typeof options === "object" && options !== null ? options : {};
+  let policy = runtime.waitPolicy;
+  try {
+    if (given.wait !== undefined) policy = resolveWaitPolicy(given.wait, runtime.waitPolicy);
+  } catch {
+    // acquireHold rejects the same `wait` before any request.
+  }
+  const waitMs = given.waitMs === undefined ? defaultWaitMs : given.waitMs;
+  return { mayWait: waitMs !== 0, policy };
+}

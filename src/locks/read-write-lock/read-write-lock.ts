@@ -1,0 +1,49 @@
+/**
+ * The read-write lock (Redisson RReadWriteLock): many readers or one writer, both reentrant.
+ * A writer may take read holds and then release the write lock to keep reading (downgrade); a
+ * reader asking for the write lock fails at once with LockUpgradeError instead of deadlocking.
+ * Writer preference (default on) keeps a stream of new readers from starving writers.
+ */
+import { checkLockName } from "../../validate.js";
+import type { LockRuntime } from "../runtime.js";
+import { readWriteLockKeys } from "./keys.js";
+import { ReadLock } from "./read-lock.js";
+import {
+  type ReadWriteLockOptions,
+  type ReadWriteSettings,
+  resolveReadWriteSettings,
+} from "./settings.js";
+import { WriteLock } from "./write-lock.js";
+
+export type { ReadWriteLockOptions };
+
+export class ReadWriteLock {
+  readonly name: string;
+  /** Whether new readers wait behind a waiting writer. */
+  readonly writerPreference: boolean;
+  /** How long a waiting writer's registration lasts without a poll, in ms. */
+  readonly waiterTimeoutMs: number;
+  readonly #read: ReadLock;
+  readonly #write: WriteLock;
+
+  /** @internal Use `client.readWriteLock(name, options)`. */
+  constructor(runtime: LockRuntime, name: unknown, options?: ReadWriteLockOptions) {
+    this.name = checkLockName(name);
+    const settings: ReadWriteSettings = resolveReadWriteSettings(options);
+    this.writerPreference = settings.writerPreference;
+    this.waiterTimeoutMs = settings.waiterTimeoutMs;
+    const keys = readWriteLockKeys(runtime.prefix, this.name);
+    this.#read = new ReadLock(runtime, keys, this.name, settings);
+    this.#write = new WriteLock(runtime, keys, this.name, settings);
+  }
+
+  /** The shared side: many owners may hold it at once while nobody writes. */
+  readLock(): ReadLock {
+    return this.#read;
+  }
+
+  /** The exclusive side: one owner, and no reader but itself. */
+  writeLock(): WriteLock {
+    return this.#write;
+  }
+}

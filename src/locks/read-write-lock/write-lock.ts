@@ -1,0 +1,169 @@
+/**
+ * The write side of a read-write lock: one writer, reentrant, with fencing tokens. Its hold is a
+ * reentrant lock's hash, so extend, release and inspection are the reentrant lock's operations;
+ * acquisition also waits for read holds to end, registers the waiting writer (writer
+ * preference), and refuses an upgrade from read holds with LockUpgradeError.
+ */
+
+import { LockNotHeldError, LockUpgradeError } from "../../errors.js";
+import { checkOptions, checkOwner } from "../../validate.js";
+import { nextPollDelay } from "../../wait/policy.js";
+import {
+  type AcquireOptions,
+  type AcquisitionSpec,
+  type AttemptOutcome,
+  acquireOrNull,
+  acquireOrThrow,
+} from "../acquisition.js";
+import { leaveQueue } from "../fair-lock/leave.js";
+import { peekWaitPlan } from "../fair-lock/waiting.js";
+import { extendLease } from "../lock/extend.js";
+import { forceRelease } from "../lock/force-release.js";
+import type { LockHandle } from "../lock/handle.js";
+import { inspectLock } from "../lock/inspect.js";
+import { releaseHold } from "../lock/release.js";
+import type { LockRuntime } from "../runtime.js";
+import type { ReadWriteLockKeys } from "./keys.js";
+import type { ReadWriteSettings } from "./settings.js";
+import { attemptWriteAcquire } from "./write-acquire.js";
+
+/*
+ * Deliberately not a subclass of Lock, although it has the same methods: a Lock's plain
+ * acquisition on this hash would ignore readers, so a write lock must never pass for a Lock
+ * (e.g. as a member of a MultiLock).
+ */
+export class WriteLock {
+  /** The name of the read-write lock. */
+  readonly name: string;
+  readonly #runtime: LockRuntime;
+  readonly #keys: ReadWriteLockKeys;
+  readonly #settings: ReadWriteSettings;
+
+  /** @internal Use `client.readWriteLock(name).writeLock()`. */
+  constructor(
+    runtime: LockRuntime,
+    keys: ReadWriteLockKeys,
+    name: string,
+    settings: ReadWriteSettings,
+  ) {
+    this.name = name;
+    this.#runtime = runtime;
+    this.#keys = keys;
+    this.#settings = settings;
+  }
+
+  /**
+   * Acquires the write lock once no other owner holds it for reading or writing, waiting as long
+   * as `waitMs` allows. Throws LockUpgradeError at once if this owner holds read holds but not
+   * the write lock; LockWaitTimeoutError, LockAbortedError or LockBudgetExceededError when the
+   * wait ends without it.
+   * @example
+   * await using writing = await client.readWriteLock("catalog").writeLock().acquire();
+   */
+  acquire(options?: AcquireOptions): Promise<LockHandle> {
+    return acquireOrThrow(this.#spec(options, Number.POSITIVE_INFINITY), options);
+  }
+
+  /** Like `acquire()`, but resolves to null when `waitMs` (default 0) passes. */
+  tryAcquire(options?: AcquireOptions): Promise<LockHandle | null> {
+    return acquireOrNull(this.#spec(options, 0), options);
+  }
+
+  /** True when any owner holds the write lock. */
+  async isLocked(): Promise<boolean> {
+    return (await inspectLock(this.#runtime.ctx, this.#keys, undefined)).locked;
+  }
+
+  /** True when `owner` holds the write lock. */
+  async isHeldBy(owner: string): Promise<boolean> {
+    return (await this.holdCount(owner)) > 0;
+  }
+
+  /**
+   * Write holds of `owner` (default: the enclosing scope's owner; outside a scope, whoever
+   * writes). 0 when not held.
+   */
+  async holdCount(owner?: string): Promise<number> {
+    const who = owner === undefined ? this.#runtime.resolveOwnerIfScoped() : checkOwner(owner);
+    return (await inspectLock(this.#runtime.ctx, this.#keys, who)).holds;
+  }
+
+  /** Remaining write lease in ms, or null when nobody writes. */
+  async remainingTtl(): Promise<number | null> {
+    return (await inspectLock(this.#runtime.ctx, this.#keys, undefined)).ttlMs;
+  }
+
+  /** Drops the write lock whoever holds it; read holds stay. True when it was held. */
+  forceRelease(): Promise<boolean> {
+    return forceRelease(this.#runtime.ctx, this.#keys);
+  }
+
+  /**
+   * Releases one write hold of `owner` without its handle. Throws LockNotHeldError when that
+   * owner holds none.
+   */
+  async release(options: { owner: string }): Promise<void> {
+    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
+    const owner = checkOwner(given.owner);
+    const result = await releaseHold(this.#runtime.ctx, this.#keys, owner);
+    if (!result.released) {
+      throw new LockNotHeldError(`The write lock "${this.name}" is not held by the given owner.`);
+    }
+  }
+
+  #spec(options: unknown, defaultWaitMs: number): AcquisitionSpec {
+    const runtime = this.#runtime;
+    const { ctx } = runtime;
+    const keys = this.#keys;
+    const { writerPreference, waiterTimeoutMs } = this.#settings;
+    const plan = peekWaitPlan(options, runtime, defaultWaitMs);
+    // Only a writer that will poll again registers, and only when readers must defer to it.
+    const registers = plan.mayWait && writerPreference;
+    const refreshMs = Math.floor(waiterTimeoutMs / 3);
+    let polls = 0;
+    // Whether the server may list this writer as waiting: true from the first registering
+    // request until a reply says otherwise (acquired, or refused as an upgrade).
+    let mayBeWaiting = false;
+    return {
+      runtime,
+      name: this.name,
+      watchKey: keys.lock,
+      attempt: async (owner, leaseMs) => {
+        if (registers) mayBeWaiting = true;
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await attemptWriteAcquire(
+            ctx,
+            keys,
+            owner,
+            leaseMs,
+            registers ? waiterTimeoutMs : 0,
+            this.name,
+          );
+        } catch (error) {
+          if (error instanceof LockUpgradeError) mayBeWaiting = false;
+          throw error;
+        }
+        if (outcome.kind === "acquired") mayBeWaiting = false;
+        if (outcome.kind === "acquired" || !registers) return outcome;
+        // A registered writer must poll often enough to keep its registration alive.
+        polls += 1;
+        const backoff = nextPollDelay(
+          plan.policy,
+          polls,
+          outcome.holderTtlMs,
+          Number.POSITIVE_INFINITY,
+        );
+        return { ...outcome, nextPollMs: Math.min(backoff, refreshMs) };
+      },
+      control: (owner) => ({
+        extend: (ms) => extendLease(ctx, keys, owner, ms),
+        release: () => releaseHold(ctx, keys, owner),
+      }),
+      renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
+      gaveUp: async (owner) => {
+        if (mayBeWaiting) await leaveQueue(ctx, [keys.writers], owner);
+      },
+    };
+  }
+}

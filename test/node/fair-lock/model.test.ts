@@ -1,0 +1,204 @@
+/**
+ * Model-based test of the fair lock's server operations: random sequences of polls (which
+ * queue), single attempts (which never queue), give-ups, releases, expiries, dead waiters and
+ * force-releases by several owners, checked step by step against a reference FIFO model.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { LockClient } from "../../../src/index.js";
+import type { OperationContext } from "../../../src/locks/context.js";
+import { attemptFairAcquire } from "../../../src/locks/fair-lock/acquire.js";
+import { type FairLockKeys, fairLockKeys } from "../../../src/locks/fair-lock/keys.js";
+import { leaveQueue } from "../../../src/locks/fair-lock/leave.js";
+import { queueLength } from "../../../src/locks/fair-lock/queue-length.js";
+import { releaseFairHold } from "../../../src/locks/fair-lock/release.js";
+import { forceRelease } from "../../../src/locks/lock/force-release.js";
+import { inspectLock } from "../../../src/locks/lock/inspect.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+
+const OWNERS = 4;
+const WAITER_TIMEOUT_MS = 20_000;
+
+interface Model {
+  holder: number | null;
+  count: number;
+  /** The last fencing token handed out. */
+  token: number;
+  queue: number[];
+}
+
+interface Real {
+  ctx: OperationContext;
+  keys: FairLockKeys;
+  owners: string[];
+  expireHolder(): Promise<void>;
+  killWaiter(owner: string): Promise<void>;
+}
+
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+/** The model's answer to an attempt by `who`; `queues` when the attempt may join the queue. */
+function attemptInModel(m: Model, who: number, queues: boolean): "acquired" | number {
+  if (m.holder === who) {
+    m.count += 1;
+    return "acquired";
+  }
+  if (m.holder === null && (m.queue.length === 0 || m.queue[0] === who)) {
+    m.holder = who;
+    m.count = 1;
+    m.token += 1;
+    m.queue = m.queue.filter((w) => w !== who);
+    return "acquired";
+  }
+  if (queues && !m.queue.includes(who)) m.queue.push(who);
+  return queues ? m.queue.indexOf(who) : -1;
+}
+
+class Attempt implements Cmd {
+  constructor(
+    readonly who: number,
+    readonly queues: boolean,
+  ) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const outcome = await attemptFairAcquire(
+      r.ctx,
+      r.keys,
+      r.owners[this.who]!,
+      20_000,
+      this.queues ? WAITER_TIMEOUT_MS : 0,
+    );
+    const expected = attemptInModel(m, this.who, this.queues);
+    if (expected === "acquired") {
+      expect(outcome).toEqual({ kind: "acquired", fencingToken: m.token });
+    } else {
+      expect(outcome.kind).toBe("busy");
+      if (outcome.kind === "busy") {
+        expect(outcome.queue.position).toBe(expected);
+        expect(outcome.queue.locked).toBe(m.holder !== null);
+      }
+    }
+  }
+  toString = () => `${this.queues ? "poll" : "tryOnce"}(${this.who})`;
+}
+
+class Leave implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const wasWaiting = await leaveQueue(
+      r.ctx,
+      [r.keys.queue, r.keys.timeouts],
+      r.owners[this.who]!,
+    );
+    expect(wasWaiting).toBe(m.queue.includes(this.who));
+    m.queue = m.queue.filter((w) => w !== this.who);
+  }
+  toString = () => `leave(${this.who})`;
+}
+
+class Release implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    const result = await releaseFairHold(r.ctx, r.keys, r.owners[this.who]!);
+    if (m.holder === this.who) {
+      m.count -= 1;
+      expect(result).toEqual({ released: true, holdsLeft: m.count });
+      if (m.count === 0) m.holder = null;
+    } else {
+      expect(result).toEqual({ released: false });
+    }
+  }
+  toString = () => `release(${this.who})`;
+}
+
+class ExpireHolder implements Cmd {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    await r.expireHolder();
+    m.holder = null;
+    m.count = 0;
+  }
+  toString = () => "expireHolder";
+}
+
+class KillWaiter implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    await r.killWaiter(r.owners[this.who]!);
+    m.queue = m.queue.filter((w) => w !== this.who);
+  }
+  toString = () => `killWaiter(${this.who})`;
+}
+
+class ForceRelease implements Cmd {
+  check = () => true;
+  async run(m: Model, r: Real) {
+    expect(await forceRelease(r.ctx, r.keys)).toBe(m.holder !== null);
+    m.holder = null;
+    m.count = 0;
+  }
+  toString = () => "forceRelease";
+}
+
+class Observe implements Cmd {
+  constructor(readonly who: number) {}
+  check = () => true;
+  async run(m: Model, r: Real) {
+    expect(await queueLength(r.ctx, r.keys.timeouts)).toBe(m.queue.length);
+    const state = await inspectLock(r.ctx, r.keys, r.owners[this.who]);
+    expect(state.locked).toBe(m.holder !== null);
+    expect(state.holds).toBe(m.holder === this.who ? m.count : 0);
+  }
+  toString = () => `observe(${this.who})`;
+}
+
+describe.each(backendKindsUnderTest())("fair lock against its FIFO model on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  it("agrees with the model on every step", async () => {
+    const who = fc.integer({ min: 0, max: OWNERS - 1 });
+    const commands = fc.commands(
+      [
+        who.map((w) => new Attempt(w, true)),
+        who.map((w) => new Attempt(w, true)),
+        who.map((w) => new Attempt(w, false)),
+        who.map((w) => new Leave(w)),
+        who.map((w) => new Release(w)),
+        who.map((w) => new Release(w)),
+        who.map((w) => new KillWaiter(w)),
+        who.map((w) => new Observe(w)),
+        fc.constant(new ExpireHolder()),
+        fc.constant(new ForceRelease()),
+      ],
+      { maxCommands: 40, size: "max" },
+    );
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(commands, async (cmds) => {
+        run += 1;
+        const redis = bed.redis();
+        const keys = fairLockKeys(freshPrefix(), `model-${run}`);
+        const real: Real = {
+          ctx: { redis, retry: { retries: 2, delayMs: 20 }, operationTtlMs: 60_000 },
+          keys,
+          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          async expireHolder() {
+            await redis.pexpire(keys.lock, 1);
+            await sleepMs(5);
+          },
+          async killWaiter(owner) {
+            // Its deadline is long past: the next script prunes it, as after a crash.
+            await redis.zadd(keys.timeouts, { xx: true }, { score: 1, member: owner });
+          },
+        };
+        const model: Model = { holder: null, count: 0, token: 0, queue: [] };
+        await fc.asyncModelRun(() => ({ model, real }), cmds);
+      }),
+      { numRuns: 30, seed: 20261122 },
+    );
+  });
+});

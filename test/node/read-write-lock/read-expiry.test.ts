@@ -1,0 +1,63 @@
+/**
+ * Every read hold has its own expiry: a crashed reader stops blocking writers when its own lease
+ * ends, whatever the other holds; the watchdog renews each hold on its own; extend() moves one
+ * hold only.
+ */
+import { describe, expect, it } from "vitest";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+
+describe.each(backendKindsUnderTest())("per-hold read expiry on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  it("frees the lock for a writer when a crashed reader's own lease ends", async () => {
+    const rw = bed.client().readWriteLock("crashed-reader");
+    // Reader A takes a short lease and "crashes" (never releases); B holds longer.
+    const crashed = await rw.readLock().acquire({ leaseMs: 300 });
+    const alive = await rw.readLock().acquire({ leaseMs: 10_000 });
+    await until(async () => (await rw.readLock().holdCount(crashed.owner)) === 0);
+    expect(await rw.readLock().holdCount(alive.owner)).toBe(1);
+    expect(await rw.writeLock().tryAcquire({ leaseMs: 10_000 })).toBeNull();
+    await alive.release();
+    // Nothing of A is left: the writer gets in at once.
+    const writer = await rw.writeLock().tryAcquire({ leaseMs: 10_000 });
+    expect(writer).not.toBeNull();
+    await writer?.release();
+  });
+
+  it("lets one owner's short hold expire although its long hold was released", async () => {
+    const rw = bed.client().readWriteLock("two-holds");
+    const long = await rw.readLock().acquire({ leaseMs: 10_000 });
+    const short = await rw.readLock().acquire({ leaseMs: 400, owner: long.owner });
+    expect(await rw.readLock().holdCount(long.owner)).toBe(2);
+    await long.release();
+    const started = Date.now();
+    const writer = await rw.writeLock().acquire({ leaseMs: 10_000, waitMs: 5_000 });
+    // The writer waited for the short hold's lease only, not for the long one's.
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // The short hold's handle learns that its lease has ended.
+    await until(() => short.signal.aborted, 1_000);
+    await writer.release();
+  });
+
+  it("renews each read hold in watchdog mode, and extend() moves one hold only", async () => {
+    const client = bed.client({ watchdogTimeoutMs: 300 });
+    const rw = client.readWriteLock("renewed");
+    const watched = await rw.readLock().acquire();
+    const leased = await rw.readLock().acquire({ leaseMs: 400, owner: watched.owner });
+    await sleepMs(900);
+    // The watched hold lived through three watchdog timeouts; the leased one expired.
+    expect(watched.signal.aborted).toBe(false);
+    expect(leased.signal.aborted).toBe(true);
+    expect(await rw.readLock().holdCount(watched.owner)).toBe(1);
+    const extended = await rw.readLock().acquire({ leaseMs: 300, owner: watched.owner });
+    await extended.extend(5_000);
+    await watched.release();
+    await sleepMs(500);
+    expect(await rw.readLock().holdCount(watched.owner)).toBe(1);
+    expect(await rw.readLock().remainingTtl()).toBeGreaterThan(3_000);
+    await extended.release();
+    expect(await rw.readLock().isLocked()).toBe(false);
+    expect(await rw.readLock().remainingTtl()).toBeNull();
+  });
+});

@@ -21,6 +21,19 @@ import { releaseHold } from "./release.js";
 
 export type { AcquireOptions };
 
+/** @internal What a lock made of locks (MultiLock, RedLock) needs from a member. */
+export interface LockInternals {
+  readonly runtime: LockRuntime;
+  readonly keys: LockKeys;
+}
+
+const internals = new WeakMap<object, LockInternals>();
+
+/** @internal The runtime and keys of `value` if it is a Lock, else undefined. */
+export function lockInternalsOf(value: unknown): LockInternals | undefined {
+  return typeof value === "object" && value !== null ? internals.get(value) : undefined;
+}
+
 export class Lock {
   readonly name: string;
   readonly #runtime: LockRuntime;
@@ -33,6 +46,7 @@ export class Lock {
     this.#runtime = runtime;
     const keys = lockKeys(runtime.prefix, this.name);
     this.#keys = keys;
+    internals.set(this, { runtime, keys });
     const ctx = runtime.ctx;
     this.#spec = {
       runtime,

@@ -1,0 +1,104 @@
+/**
+ * One all-or-nothing acquisition of the members that live on one Redis: one script call, so no
+ * partial hold is ever visible and no lock ordering is needed. Each member behaves as the
+ * reentrant lock: the same owner re-enters, and a first hold draws that member's fencing token.
+ */
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import { integerReply, ttlOrNull } from "../reply.js";
+import type { MemberGroup } from "./members.js";
+import { groupRecord, lockAndFenceKeys } from "./members.js";
+import { UNDO_HOLDS_LUA } from "./rollback.js";
+
+// KEYS: lock hash and fence counter of each member (2n keys), then the operation record: a hash
+//       with 's' (1 acquired, 0 or -1 rolled back) and each member's fencing token by position
+// ARGV: 1 owner, 2 lease ms, 3 record ttl ms
+// Reply: {1, token_1, ..., token_n} all held;
+//        {0, i, pttl} member i is held by another owner: nothing was taken;
+//        {-1} a re-send whose first run acquired, but a hold is gone since: the rest are undone;
+//        {-2} the operation was rolled back before it ran: nothing was taken.
+export const MULTI_ACQUIRE = new Script(
+  "multiLock.acquire",
+  `${UNDO_HOLDS_LUA}local n = math.floor((#KEYS - 1) / 2)
+local record = KEYS[#KEYS]
+local owner = ARGV[1]
+local state = redis.call('HGET', record, 's')
+if state then
+  if tonumber(state) ~= 1 then return {-2} end
+  local replay = {1}
+  for i = 1, n do
+    if redis.call('HEXISTS', KEYS[2 * i - 1], owner) == 0 then
+      undoHolds(owner, n)
+      redis.call('HSET', record, 's', -1)
+      return {-1}
+    end
+    replay[i + 1] = tonumber(redis.call('HGET', record, i))
+  end
+  return replay
+end
+for i = 1, n do
+  local lock = KEYS[2 * i - 1]
+  if redis.call('EXISTS', lock) == 1 and redis.call('HEXISTS', lock, owner) == 0 then
+    return {0, i, redis.call('PTTL', lock)}
+  end
+end
+local reply = {1}
+for i = 1, n do
+  local lock = KEYS[2 * i - 1]
+  local fence
+  if redis.call('HINCRBY', lock, owner, 1) == 1 then
+    fence = redis.call('INCR', KEYS[2 * i])
+  else
+    fence = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
+  end
+  if redis.call('PTTL', lock) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', lock, ARGV[2])
+  end
+  redis.call('HSET', record, i, fence)
+  reply[i + 1] = fence
+end
+redis.call('HSET', record, 's', 1)
+redis.call('PEXPIRE', record, ARGV[3])
+return reply`,
+);
+
+export type GroupAcquisition =
+  | { readonly kind: "acquired"; readonly fencingTokens: readonly number[] }
+  | {
+      readonly kind: "busy";
+      /** The member held by another owner (null when the hold vanished after a re-send). */
+      readonly blockedBy: string | null;
+      readonly holderTtlMs: number | null;
+    };
+
+/** Takes every member of `group` for `owner`, or none; `operationId` names it for rollback. */
+export async function acquireGroup(
+  group: MemberGroup,
+  owner: string,
+  leaseMs: number,
+  operationId: string,
+): Promise<GroupAcquisition> {
+  const { ctx } = group;
+  const raw = await callScript(
+    ctx.redis,
+    MULTI_ACQUIRE,
+    lockAndFenceKeys(group, groupRecord(group, operationId)),
+    [owner, String(leaseMs), String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  const [status, ...rest] = integerReply(raw, MULTI_ACQUIRE.name);
+  if (status === 1 && rest.length === group.members.length) {
+    return { kind: "acquired", fencingTokens: rest };
+  }
+  if (status === 0) {
+    const [position = 0, pttl] = rest;
+    return {
+      kind: "busy",
+      blockedBy: group.members[position - 1]?.name ?? null,
+      holderTtlMs: ttlOrNull(pttl),
+    };
+  }
+  // -1 / -2: nothing of this operation is held.
+  return { kind: "busy", blockedBy: null, holderTtlMs: null };
+}

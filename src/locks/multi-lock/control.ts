@@ -1,0 +1,58 @@
+/**
+ * What a MultiLock handle asks of its members: extend and release every group, in parallel.
+ * Release is exactly-once per group even across repeated `release()` calls: each group keeps one
+ * operation id, and a group already released is not asked again.
+ */
+import { LockBackendError } from "../../errors.js";
+import { newOperationId } from "../../ids.js";
+import type { HoldControl } from "../lock/handle.js";
+import type { ReleaseResult } from "../lock/release.js";
+import { extendGroup } from "./extend.js";
+import type { MemberGroup } from "./members.js";
+import { releaseGroup } from "./release.js";
+
+/** True when every member was re-armed; false when one is no longer held; throws if unknown. */
+export async function extendAll(
+  groups: readonly MemberGroup[],
+  owner: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const outcomes = await Promise.allSettled(
+    groups.map((group) => extendGroup(group, owner, leaseMs)),
+  );
+  if (outcomes.some((outcome) => outcome.status === "fulfilled" && !outcome.value)) return false;
+  const failure = outcomes.find((outcome) => outcome.status === "rejected");
+  if (failure !== undefined) throw failure.reason;
+  return true;
+}
+
+export interface MultiHoldControl extends HoldControl {
+  /** Members found not held by the owner at release (filled by `release()`). */
+  readonly notHeld: readonly string[];
+}
+
+export function multiHoldControl(groups: readonly MemberGroup[], owner: string): MultiHoldControl {
+  const operations = groups.map(() => newOperationId());
+  const released: (readonly string[] | undefined)[] = groups.map(() => undefined);
+  const notHeld: string[] = [];
+  return {
+    notHeld,
+    extend: (ms) => extendAll(groups, owner, ms),
+    async release(): Promise<ReleaseResult> {
+      const outcomes = await Promise.allSettled(
+        groups.map(async (group, i) => {
+          released[i] ??= await releaseGroup(group, owner, operations[i]!);
+        }),
+      );
+      const failure = outcomes.find((outcome) => outcome.status === "rejected");
+      if (failure !== undefined) {
+        // The handle stays held: release() again re-sends only the unfinished groups, same ids.
+        throw failure.reason instanceof LockBackendError
+          ? failure.reason
+          : new LockBackendError(String(failure.reason), { cause: failure.reason });
+      }
+      notHeld.splice(0, notHeld.length, ...released.flatMap((names) => names ?? []));
+      return notHeld.length === 0 ? { released: true, holdsLeft: 0 } : { released: false };
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Re-arm an owner's lease on every member of a group, only if it still holds them all. Used by
+ * `extend()` and the watchdog; re-sending it is harmless, so it carries no operation id.
+ */
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import { integerReply } from "../reply.js";
+import type { MemberGroup } from "./members.js";
+
+// KEYS: lock hash of each member. ARGV: 1 owner, 2 lease ms
+// Reply: {1} all re-armed; {0, i} member i is not held by the owner: nothing was re-armed.
+export const MULTI_EXTEND = new Script(
+  "multiLock.extend",
+  `for i = 1, #KEYS do
+  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 0 then return {0, i} end
+end
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+return {1}`,
+);
+
+/** True when every member was re-armed, false when the owner no longer holds one of them. */
+export async function extendGroup(
+  group: MemberGroup,
+  owner: string,
+  leaseMs: number,
+): Promise<boolean> {
+  const { ctx } = group;
+  const raw = await callScript(
+    ctx.redis,
+    MULTI_EXTEND,
+    group.members.map((member) => member.keys.lock),
+    [owner, String(leaseMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  return integerReply(raw, MULTI_EXTEND.name)[0] === 1;
+}

@@ -1,0 +1,95 @@
+/** A hold on every member of a MultiLock: one lease, one signal, one fencing token per member. */
+import { LockNotHeldError } from "../../errors.js";
+import type { LockHandle } from "../lock/handle.js";
+import type { MultiHoldControl } from "./control.js";
+
+export interface MultiLockMember {
+  /** The member lock's name. */
+  readonly name: string;
+  /** That lock's own fencing token (see `LockHandle.fencingToken`). */
+  readonly fencingToken: number;
+}
+
+export class MultiLockHandle implements AsyncDisposable {
+  /** The MultiLock's name: `multi(<member names>)`. */
+  readonly name: string;
+  /** The owner token, shared by every member. */
+  readonly owner: string;
+  /** Every member with its fencing token, in the order the MultiLock was built from. */
+  readonly members: readonly MultiLockMember[];
+  readonly #hold: LockHandle;
+  readonly #control: MultiHoldControl;
+
+  /** @internal Built by MultiLock.acquire(). */
+  constructor(hold: LockHandle, members: readonly MultiLockMember[], control: MultiHoldControl) {
+    this.name = hold.name;
+    this.owner = hold.owner;
+    this.members = members;
+    this.#hold = hold;
+    this.#control = control;
+  }
+
+  /** The members' fencing tokens, in member order. Each guards writes to that member's resource. */
+  get fencingTokens(): readonly number[] {
+    return this.members.map((member) => member.fencingToken);
+  }
+
+  /** The lease in ms, the same on every member (watchdog mode: the watchdog timeout). */
+  get leaseMs(): number {
+    return this.#hold.leaseMs;
+  }
+
+  /** True when the watchdog renews every member while the handle is held. */
+  get renewing(): boolean {
+    return this.#hold.renewing;
+  }
+
+  /** The latest moment (client clock) every member is surely held until, without renewal. */
+  get expiresAt(): number {
+    return this.#hold.expiresAt;
+  }
+
+  /** True once `release()` has run to its end. */
+  get released(): boolean {
+    return this.#hold.released;
+  }
+
+  /** Aborts (reason: LockLostError) as soon as any member is known to be lost. */
+  get signal(): AbortSignal {
+    return this.#hold.signal;
+  }
+
+  /**
+   * Re-arms every member's lease to `ms` from now; throws LockNotHeldError if one is gone.
+   * @param ms the new lease, whole milliseconds (at least 100)
+   */
+  extend(ms: number): Promise<void> {
+    return this.#hold.extend(ms);
+  }
+
+  /**
+   * Releases one hold on every member (each keeps its other re-entries). If some member was no
+   * longer held (lease expired, force-released), the others are released all the same and
+   * LockNotHeldError names the missing ones. On LockBackendError call it again: only the
+   * unfinished databases are asked, with the same operation ids.
+   */
+  async release(): Promise<void> {
+    if (this.released) return this.#hold.release(); // throws: this handle was released
+    try {
+      await this.#hold.release();
+    } catch (error) {
+      if (error instanceof LockNotHeldError && this.#control.notHeld.length > 0) {
+        throw new LockNotHeldError(
+          `MultiLock "${this.name}": ${this.#control.notHeld.map((name) => `"${name}"`).join(", ")} ` +
+            "no longer held by this owner at release (lease expired or force-released); the other members were released.",
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** `await using held = await multi.acquire()` releases at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.released) await this.release();
+  }
+}

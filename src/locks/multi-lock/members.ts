@@ -1,0 +1,80 @@
+/**
+ * The members of a MultiLock, grouped by the Redis they live on (by client identity): each group
+ * is acquired, extended and released by one script call.
+ */
+import { LockInputError } from "../../errors.js";
+import type { RedisLike } from "../../transport/redis-like.js";
+import type { OperationContext } from "../context.js";
+import { FairLock } from "../fair-lock/fair-lock.js";
+import type { LockKeys } from "../keys.js";
+import { lockInternalsOf } from "../lock/lock.js";
+
+/** Most locks one MultiLock may join: every script runs under Redis's global script lock. */
+export const MAX_MULTI_LOCK_MEMBERS = 256;
+
+export interface Member {
+  readonly name: string;
+  readonly keys: LockKeys;
+  /** Position in the list the MultiLock was built from. */
+  readonly index: number;
+}
+
+/** Members on one Redis client; `ctx` is the first member's (its retries and operation ttl). */
+export interface MemberGroup {
+  readonly ctx: OperationContext;
+  readonly members: readonly Member[];
+}
+
+export interface GroupedMembers {
+  readonly names: readonly string[];
+  readonly groups: readonly MemberGroup[];
+}
+
+/** Validates `locks` (locks from `client.lock()`, no duplicates) and groups them by Redis. */
+export function groupMembers(locks: unknown): GroupedMembers {
+  if (!Array.isArray(locks) || locks.length === 0 || locks.length > MAX_MULTI_LOCK_MEMBERS) {
+    throw new LockInputError(
+      `multiLock(locks) needs an array of 1 to ${MAX_MULTI_LOCK_MEMBERS} locks from client.lock(name).`,
+    );
+  }
+  const byRedis = new Map<RedisLike, { ctx: OperationContext; members: Member[] }>();
+  const names: string[] = [];
+  locks.forEach((lock: unknown, index) => {
+    const internals = lockInternalsOf(lock);
+    if (internals === undefined) {
+      throw new LockInputError(
+        `multiLock(locks): element ${index} is not a lock; pass locks from client.lock(name).`,
+      );
+    }
+    // Taken in one script as a plain lock, a fair lock would silently skip its queue.
+    if (lock instanceof FairLock) {
+      throw new LockInputError(
+        `multiLock(locks): element ${index} is a fair lock; a MultiLock takes plain locks only (client.lock(name)).`,
+      );
+    }
+    const name = (lock as { name: string }).name;
+    const { ctx } = internals.runtime;
+    let group = byRedis.get(ctx.redis);
+    if (group === undefined) {
+      group = { ctx, members: [] };
+      byRedis.set(ctx.redis, group);
+    }
+    // One script would count a lock listed twice as a re-entry: almost surely a mistake.
+    if (group.members.some((member) => member.keys.lock === internals.keys.lock)) {
+      throw new LockInputError(`multiLock(locks): lock "${name}" is listed twice.`);
+    }
+    group.members.push({ name, keys: internals.keys, index });
+    names.push(name);
+  });
+  return { names, groups: [...byRedis.values()] };
+}
+
+/** KEYS of a group's acquire and rollback scripts: each member's lock and fence, then `record`. */
+export function lockAndFenceKeys(group: MemberGroup, record: string): string[] {
+  return [...group.members.flatMap((member) => [member.keys.lock, member.keys.fence]), record];
+}
+
+/** The record of one operation on a group, under the first member's hash tag. */
+export function groupRecord(group: MemberGroup, operationId: string): string {
+  return group.members[0]!.keys.operation(operationId);
+}

@@ -1,0 +1,102 @@
+/**
+ * All of several locks or none (Redisson RedissonMultiLock), done for HTTP Redis: the members on
+ * one Redis are taken in one script call — one request, no partial hold, no lock ordering — and
+ * the groups on different Redis databases in parallel, with an exact rollback when any misses.
+ * It composes this folder's operations with the shared acquisition flow.
+ */
+import { LockWaitTimeoutError } from "../../errors.js";
+import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
+import type { LockRuntime } from "../runtime.js";
+import { attemptAll } from "./attempt.js";
+import { extendAll, type MultiHoldControl, multiHoldControl } from "./control.js";
+import { MultiLockHandle } from "./handle.js";
+import { groupMembers, type MemberGroup } from "./members.js";
+
+const MAX_SHOWN_NAME = 200;
+
+interface TimedOut {
+  readonly waitMs: number;
+  readonly holderTtlMs: number | null;
+  /** The member found held by another owner at the last attempt, if known. */
+  readonly blockedBy: string | null;
+}
+
+export class MultiLock {
+  /** `multi(<member names>)`, for messages and events. */
+  readonly name: string;
+  /** The members' names, in the order given. */
+  readonly names: readonly string[];
+  readonly #runtime: LockRuntime;
+  readonly #groups: readonly MemberGroup[];
+  readonly #watchKey: string;
+
+  /** @internal Use `client.multiLock(locks)`. */
+  constructor(runtime: LockRuntime, locks: unknown) {
+    const { names, groups } = groupMembers(locks);
+    const joined = names.join(", ");
+    this.name = `multi(${joined.length > MAX_SHOWN_NAME ? `${joined.slice(0, MAX_SHOWN_NAME)}…` : joined})`;
+    this.names = names;
+    this.#runtime = runtime;
+    this.#groups = groups;
+    this.#watchKey = `multi\n${groups.flatMap((g) => g.members.map((m) => m.keys.lock)).join("\n")}`;
+  }
+
+  /** How many Redis clients the members live on: the requests of one acquire or release. */
+  get databases(): number {
+    return this.#groups.length;
+  }
+
+  /**
+   * Acquires every member, waiting while any is held by another owner, as long as `waitMs`
+   * allows (default: until acquired, aborted or out of poll budget). Throws LockWaitTimeoutError,
+   * LockAbortedError, LockBudgetExceededError, or LockBackendError when a database failed (the
+   * members acquired elsewhere are rolled back first). The options are the reentrant lock's.
+   * @example
+   * const both = client.multiLock([client.lock("account:1"), client.lock("account:2")]);
+   * await using held = await both.acquire({ waitMs: 5_000, leaseMs: 10_000 });
+   */
+  async acquire(options?: AcquireOptions): Promise<MultiLockHandle> {
+    const outcome = await this.#acquire(options, Number.POSITIVE_INFINITY);
+    if (outcome instanceof MultiLockHandle) return outcome;
+    const error = new LockWaitTimeoutError(this.name, outcome.waitMs, outcome.holderTtlMs);
+    if (outcome.blockedBy !== null) error.message += ` The busy member: "${outcome.blockedBy}".`;
+    throw error;
+  }
+
+  /** Like `acquire()`, but resolves to null instead of throwing when `waitMs` (default 0) passes. */
+  async tryAcquire(options?: AcquireOptions): Promise<MultiLockHandle | null> {
+    const outcome = await this.#acquire(options, 0);
+    return outcome instanceof MultiLockHandle ? outcome : null;
+  }
+
+  async #acquire(options: unknown, defaultWaitMs: number): Promise<MultiLockHandle | TimedOut> {
+    const groups = this.#groups;
+    const memberCount = this.names.length;
+    let tokens: readonly number[] = [];
+    let blockedBy: string | null = null;
+    let control: MultiHoldControl | undefined;
+    const spec: AcquisitionSpec = {
+      runtime: this.#runtime,
+      name: this.name,
+      watchKey: this.#watchKey,
+      attempt: async (owner, leaseMs) => {
+        const attempt = await attemptAll(this.name, groups, memberCount, owner, leaseMs);
+        if (attempt.kind === "busy") {
+          blockedBy = attempt.blockedBy;
+          return { kind: "busy", holderTtlMs: attempt.holderTtlMs };
+        }
+        tokens = attempt.fencingTokens;
+        return { kind: "acquired", fencingToken: tokens[0] ?? 0 };
+      },
+      control: (owner) => {
+        control = multiHoldControl(groups, owner);
+        return control;
+      },
+      renew: (owner, leaseMs) => extendAll(groups, owner, leaseMs),
+    };
+    const outcome = await acquireHold(spec, options, defaultWaitMs);
+    if (!("handle" in outcome)) return { ...outcome, blockedBy };
+    const members = this.names.map((name, i) => ({ name, fencingToken: tokens[i] ?? 0 }));
+    return new MultiLockHandle(outcome.handle, members, control!);
+  }
+}

@@ -1,0 +1,55 @@
+/** Release one hold of an owner on every member of a group, in one script call. */
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import { integerReply } from "../reply.js";
+import type { MemberGroup } from "./members.js";
+import { groupRecord } from "./members.js";
+
+// KEYS: lock hash of each member, then the operation record (a hash: holds left by position)
+// ARGV: 1 owner, 2 record ttl ms
+// Reply: {left_1, ..., left_n}: the owner's holds left on each member, -1 where it held none.
+// A re-send replays the recorded reply instead of releasing twice.
+export const MULTI_RELEASE = new Script(
+  "multiLock.release",
+  `local n = #KEYS - 1
+local record = KEYS[#KEYS]
+local reply = {}
+if redis.call('EXISTS', record) == 1 then
+  for i = 1, n do reply[i] = tonumber(redis.call('HGET', record, i)) end
+  return reply
+end
+for i = 1, n do
+  local lock = KEYS[i]
+  local left = -1
+  if redis.call('HEXISTS', lock, ARGV[1]) == 1 then
+    left = redis.call('HINCRBY', lock, ARGV[1], -1)
+    if left <= 0 then
+      redis.call('HDEL', lock, ARGV[1])
+      left = 0
+    end
+  end
+  redis.call('HSET', record, i, left)
+  reply[i] = left
+end
+redis.call('PEXPIRE', record, ARGV[2])
+return reply`,
+);
+
+/** Names of the members the owner no longer held (empty when every member was released). */
+export async function releaseGroup(
+  group: MemberGroup,
+  owner: string,
+  operationId: string,
+): Promise<string[]> {
+  const { ctx } = group;
+  const raw = await callScript(
+    ctx.redis,
+    MULTI_RELEASE,
+    [...group.members.map((member) => member.keys.lock), groupRecord(group, operationId)],
+    [owner, String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  const left = integerReply(raw, MULTI_RELEASE.name);
+  return group.members.filter((_, i) => (left[i] ?? -1) < 0).map((member) => member.name);
+}

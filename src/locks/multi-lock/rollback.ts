@@ -1,0 +1,65 @@
+/**
+ * Undo one group acquisition, exactly, by its operation id: after an attempt that did not get
+ * every member, or whose outcome is unknown (the request may have run, its answer was lost).
+ * If the acquisition ran, the holds it took are released once; if it has not run, a tombstone
+ * makes a late copy of it (a re-send still in flight) take nothing.
+ */
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import type { MemberGroup } from "./members.js";
+import { groupRecord, lockAndFenceKeys } from "./members.js";
+
+/**
+ * Lua shared with the acquire script: drop one hold of `owner` on every member (KEYS 1, 3, 5…),
+ * deleting its field at zero. `n` is the number of members.
+ */
+export const UNDO_HOLDS_LUA = `local function undoHolds(owner, n)
+  for i = 1, n do
+    local lock = KEYS[2 * i - 1]
+    if redis.call('HEXISTS', lock, owner) == 1 and redis.call('HINCRBY', lock, owner, -1) <= 0 then
+      redis.call('HDEL', lock, owner)
+    end
+  end
+end
+`;
+
+// KEYS: lock hash and fence counter of each member, then the acquisition's record (a hash whose
+//       field 's' is 1 acquired, 0 rolled back before it ran, -1 rolled back after it ran)
+// ARGV: 1 owner, 2 record ttl ms
+// Reply: {1} the acquisition's holds are undone (now or by an earlier send); {0} it took none.
+export const MULTI_ROLLBACK = new Script(
+  "multiLock.rollback",
+  `${UNDO_HOLDS_LUA}local n = math.floor((#KEYS - 1) / 2)
+local record = KEYS[#KEYS]
+local state = redis.call('HGET', record, 's')
+if not state then
+  redis.call('HSET', record, 's', 0)
+  redis.call('PEXPIRE', record, ARGV[2])
+  return {0}
+end
+state = tonumber(state)
+if state == 1 then
+  undoHolds(ARGV[1], n)
+  redis.call('HSET', record, 's', -1)
+  return {1}
+end
+if state == -1 then return {1} end
+return {0}`,
+);
+
+/** Undoes the group acquisition `operationId` of `owner`; safe to call whatever its outcome. */
+export async function rollbackGroup(
+  group: MemberGroup,
+  owner: string,
+  operationId: string,
+): Promise<void> {
+  const { ctx } = group;
+  await callScript(
+    ctx.redis,
+    MULTI_ROLLBACK,
+    lockAndFenceKeys(group, groupRecord(group, operationId)),
+    [owner, String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+}

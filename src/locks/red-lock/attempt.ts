@@ -1,0 +1,218 @@
+/**
+ * One RedLock attempt (the algorithm of the Redis docs, steps 1–5): the reentrant acquire with the
+ * same owner on every database in parallel; success when a majority granted it while the hold
+ * is still valid (lease − elapsed − drift > 0). The attempt ends as soon as the outcome is
+ * certain — a majority granted, or too many refused — or when the response timeout passes, so a
+ * slow database does not slow the lock. A won attempt hands the requests still in flight to the
+ * hold, which adopts their late grants. Whatever is not kept is undone exactly, by operation id:
+ * every grant of a lost attempt, and every request whose outcome is unknown.
+ */
+import type { QuorumTally } from "../../errors.js";
+import { newOperationId } from "../../ids.js";
+import { acquireOn, type DatabaseVote } from "./acquire.js";
+import type { Database } from "./databases.js";
+import { settleWithin } from "./deadline.js";
+import type { HeldDatabase, LateAnswer } from "./hold.js";
+import { type RedLockSettings, ttlUntilQuorum, validUntil } from "./options.js";
+import { undoAcquire } from "./undo.js";
+
+export type QuorumAttempt =
+  | {
+      readonly kind: "acquired";
+      readonly held: readonly HeldDatabase[];
+      /** Requests still in flight at the decision: the hold adopts or undoes them. */
+      readonly late: readonly LateAnswer[];
+      readonly validUntil: number;
+      readonly tally: QuorumTally;
+    }
+  | {
+      /** Others hold it on too many databases (or the majority came too late). */
+      readonly kind: "contended";
+      readonly holderTtlMs: number | null;
+      readonly tally: QuorumTally;
+    }
+  | {
+      /** Too many databases failed or stayed silent for a majority to be possible. */
+      readonly kind: "unreachable";
+      readonly tally: QuorumTally;
+      readonly failures: readonly { readonly database: number; readonly error: unknown }[];
+    };
+
+type Slot =
+  | { readonly state: "unsent" }
+  | { readonly state: "pending" }
+  | { readonly state: "answered"; readonly vote: DatabaseVote }
+  | { readonly state: "failed"; readonly error: unknown };
+
+export async function attemptQuorum(
+  databases: readonly Database[],
+  owner: string,
+  leaseMs: number,
+  settings: RedLockSettings,
+): Promise<QuorumAttempt> {
+  const startedAt = Date.now();
+  const trustedUntil = validUntil(startedAt, leaseMs, settings);
+  const answerBy = Math.min(startedAt + settings.responseTimeoutMs, trustedUntil);
+  const operations = databases.map(() => newOperationId());
+  const { slots, answers, timedOut } = await collectVotes(settings, answerBy, (i) =>
+    acquireOn(databases[i]!, owner, leaseMs, operations[i]!),
+  );
+  const now = Date.now();
+  const tally = tallyOf(slots, settings, now - startedAt, timedOut);
+  const won = tally.acquired >= settings.quorum && now < trustedUntil;
+
+  if (won) {
+    // Failed requests may have run: undo them in the background (if an undo never lands, what
+    // it would undo expires with its lease). Requests in flight go to the hold.
+    slots.forEach((slot, i) => {
+      if (slot.state === "failed")
+        undoAcquire(databases[i]!, owner, operations[i]!).catch(() => {});
+    });
+    const late = slots.flatMap((slot, i): LateAnswer[] =>
+      slot.state === "pending"
+        ? [{ db: databases[i]!, operationId: operations[i]!, answer: answers[i]! }]
+        : [],
+    );
+    return {
+      kind: "acquired",
+      held: grantsOf(slots, databases),
+      late,
+      validUntil: trustedUntil,
+      tally,
+    };
+  }
+  const undoing = slots.flatMap((slot, i) =>
+    slot.state === "failed" ||
+    slot.state === "pending" ||
+    (slot.state === "answered" && slot.vote.kind === "acquired")
+      ? [undoAcquire(databases[i]!, owner, operations[i]!)]
+      : [],
+  );
+  await settleWithin(Promise.allSettled(undoing), settings.responseTimeoutMs);
+  if (tally.unreachable > settings.databases - settings.quorum) {
+    return {
+      kind: "unreachable",
+      tally,
+      failures: failuresOf(slots, timedOut, answerBy - startedAt),
+    };
+  }
+  const busyTtls = slots.flatMap((slot) =>
+    slot.state === "answered" && slot.vote.kind === "busy" ? [slot.vote.holderTtlMs] : [],
+  );
+  return {
+    kind: "contended",
+    holderTtlMs: ttlUntilQuorum(busyTtls, settings.quorum - tally.acquired),
+    tally,
+  };
+}
+
+interface Votes {
+  readonly slots: readonly Slot[];
+  /** The answer of each request sent (for those still pending at the decision). */
+  readonly answers: readonly (Promise<DatabaseVote | undefined> | undefined)[];
+  /** True when the response timeout, not the votes, ended the wait. */
+  readonly timedOut: boolean;
+}
+
+/** Sends to every database (at most `maxConcurrentRequests` at once) until the outcome is sure. */
+function collectVotes(
+  settings: RedLockSettings,
+  answerBy: number,
+  send: (index: number) => Promise<DatabaseVote>,
+): Promise<Votes> {
+  const slots: Slot[] = Array.from({ length: settings.databases }, () => ({ state: "unsent" }));
+  const answers: (Promise<DatabaseVote | undefined> | undefined)[] = slots.map(() => undefined);
+  return new Promise((resolve) => {
+    let next = 0;
+    let inFlight = 0;
+    let done = false;
+    const finish = (timedOut: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ slots: slots.slice(), answers, timedOut });
+    };
+    const timer = setTimeout(() => finish(true), Math.max(0, answerBy - Date.now()));
+    const launch = () => {
+      while (!done && inFlight < settings.maxConcurrentRequests && next < slots.length) {
+        const i = next++;
+        slots[i] = { state: "pending" };
+        inFlight += 1;
+        const settled = send(i).then(
+          (vote): Slot => ({ state: "answered", vote }),
+          (error: unknown): Slot => ({ state: "failed", error }),
+        );
+        answers[i] = settled.then((slot) => (slot.state === "answered" ? slot.vote : undefined));
+        void settled.then((slot) => {
+          inFlight -= 1;
+          if (done) return; // decided without it: it is adopted or undone as a late answer
+          slots[i] = slot;
+          if (isDecided(slots, settings)) finish(false);
+          else launch();
+        });
+      }
+    };
+    launch();
+  });
+}
+
+function isDecided(slots: readonly Slot[], settings: RedLockSettings): boolean {
+  let acquired = 0;
+  let refused = 0;
+  let open = 0;
+  for (const slot of slots) {
+    if (slot.state === "answered" && slot.vote.kind === "acquired") acquired += 1;
+    else if (slot.state === "answered" || slot.state === "failed") refused += 1;
+    else open += 1;
+  }
+  return (
+    acquired >= settings.quorum || refused > settings.databases - settings.quorum || open === 0
+  );
+}
+
+/**
+ * Databases still answering when the votes had already decided count nowhere; when the response
+ * timeout decided, they count as unreachable.
+ */
+function tallyOf(
+  slots: readonly Slot[],
+  settings: RedLockSettings,
+  elapsedMs: number,
+  timedOut: boolean,
+): QuorumTally {
+  let acquired = 0;
+  let busy = 0;
+  let unreachable = 0;
+  for (const slot of slots) {
+    if (slot.state === "answered") {
+      if (slot.vote.kind === "acquired") acquired += 1;
+      else busy += 1;
+    } else if (slot.state === "failed" || (slot.state === "pending" && timedOut)) {
+      unreachable += 1;
+    }
+  }
+  const { databases, quorum } = settings;
+  return { databases, quorum, acquired, busy, unreachable, elapsedMs };
+}
+
+function grantsOf(slots: readonly Slot[], databases: readonly Database[]): HeldDatabase[] {
+  return slots.flatMap((slot, i) =>
+    slot.state === "answered" && slot.vote.kind === "acquired"
+      ? [{ db: databases[i]!, fencingToken: slot.vote.fencingToken }]
+      : [],
+  );
+}
+
+function failuresOf(
+  slots: readonly Slot[],
+  timedOut: boolean,
+  windowMs: number,
+): { database: number; error: unknown }[] {
+  return slots.flatMap((slot, database) => {
+    if (slot.state === "failed") return [{ database, error: slot.error }];
+    if (slot.state === "pending" && timedOut) {
+      return [{ database, error: new Error(`no answer within ${windowMs} ms`) }];
+    }
+    return [];
+  });
+}

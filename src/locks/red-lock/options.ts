@@ -1,0 +1,109 @@
+/** The settings of a RedLock: how many databases, the majority, the drift model, the timeouts. */
+import { LockInputError } from "../../errors.js";
+import { checkCount, checkDuration, checkOptions } from "../../validate.js";
+
+export interface RedLockOptions {
+  /**
+   * Clock drift allowed between this client and each database, as a fraction of the lease. A
+   * hold is trusted for `lease − elapsed − drift` where `drift = ceil(lease × driftFactor) +
+   * driftMs`: a database's clock may run up to this much faster than the client's. From 0 to
+   * 0.5. Default 0.01 (1 %).
+   */
+  driftFactor?: number;
+  /**
+   * Fixed part of the drift, in ms: Redis expires keys with 1 ms precision and the client
+   * rounds. Default 2.
+   */
+  driftMs?: number;
+  /**
+   * How long one attempt waits for the databases to answer, in ms; databases silent by then
+   * count as unreachable and whatever they may have granted is rolled back. An attempt never
+   * waits past the validity of the hold it would get. Default 1000.
+   */
+  responseTimeoutMs?: number;
+  /**
+   * Requests one attempt keeps in flight at once. Default 6: a Cloudflare Workers invocation
+   * has at most six simultaneous open connections; more would queue unseen and eat validity.
+   */
+  maxConcurrentRequests?: number;
+}
+
+export interface RedLockSettings {
+  readonly databases: number;
+  /** floor(databases / 2) + 1 */
+  readonly quorum: number;
+  readonly driftFactor: number;
+  readonly driftMs: number;
+  readonly responseTimeoutMs: number;
+  readonly maxConcurrentRequests: number;
+}
+
+/** Most databases one RedLock may span. Three or five is the usual choice. */
+export const MAX_REDLOCK_DATABASES = 16;
+
+const OPTION_KEYS = [
+  "driftFactor",
+  "driftMs",
+  "responseTimeoutMs",
+  "maxConcurrentRequests",
+] as const;
+
+/** The majority of `databases`. */
+export function quorumOf(databases: number): number {
+  return Math.floor(databases / 2) + 1;
+}
+
+export function resolveRedLockSettings(options: unknown, databases: number): RedLockSettings {
+  const given = checkOptions<RedLockOptions>(options, "RedLock options", OPTION_KEYS);
+  const driftFactor = given.driftFactor ?? 0.01;
+  if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor <= 0.5)) {
+    throw new LockInputError(
+      `driftFactor must be a number from 0 to 0.5, got ${String(driftFactor)}.`,
+    );
+  }
+  return {
+    databases,
+    quorum: quorumOf(databases),
+    driftFactor,
+    driftMs: given.driftMs === undefined ? 2 : checkDuration(given.driftMs, "driftMs", { min: 0 }),
+    responseTimeoutMs:
+      given.responseTimeoutMs === undefined
+        ? 1_000
+        : checkDuration(given.responseTimeoutMs, "responseTimeoutMs", { min: 1 }),
+    maxConcurrentRequests:
+      given.maxConcurrentRequests === undefined
+        ? 6
+        : checkCount(
+            given.maxConcurrentRequests,
+            "maxConcurrentRequests",
+            1,
+            MAX_REDLOCK_DATABASES,
+          ),
+  };
+}
+
+/** The drift allowance of a lease: ceil(lease × driftFactor) + driftMs. */
+export function driftFor(leaseMs: number, settings: RedLockSettings): number {
+  return Math.ceil(leaseMs * settings.driftFactor) + settings.driftMs;
+}
+
+/**
+ * Until when (client clock) a hold is trusted: `startedAt + lease − drift`, with `startedAt`
+ * taken before the first request left. So validity = lease − elapsed − drift.
+ */
+export function validUntil(startedAt: number, leaseMs: number, settings: RedLockSettings): number {
+  return startedAt + leaseMs - driftFor(leaseMs, settings);
+}
+
+/**
+ * How long until enough busy databases are free for a majority: the `needed`-th shortest of the
+ * holders' remaining leases (null when unknown or when no wait on holders can help).
+ */
+export function ttlUntilQuorum(
+  busyTtls: readonly (number | null)[],
+  needed: number,
+): number | null {
+  if (needed <= 0 || busyTtls.includes(null)) return null;
+  const sorted = (busyTtls as number[]).slice().sort((a, b) => a - b);
+  return sorted[needed - 1] ?? null;
+}

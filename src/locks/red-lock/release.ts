@@ -1,0 +1,71 @@
+/**
+ * Release a RedLock hold on every database that holds it (the reentrant lock's release script on
+ * each, in parallel), and undo the grants still in flight. Exactly once per database even across repeated `release()` calls: each
+ * database keeps one operation id, and a database already answered is not asked again.
+ */
+import { LockBackendError } from "../../errors.js";
+import { newOperationId } from "../../ids.js";
+import { callScript } from "../../transport/call.js";
+import type { ReleaseResult } from "../lock/release.js";
+import { RELEASE } from "../lock/release.js";
+import { integerReply } from "../reply.js";
+import type { Database } from "./databases.js";
+import { settleWithin } from "./deadline.js";
+import type { QuorumHold } from "./hold.js";
+import { undoAcquire } from "./undo.js";
+
+/** The release of one handle: call it again after a LockBackendError. */
+export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<ReleaseResult> {
+  const operations = new Map<number, string>();
+  const answered = new Map<number, boolean>(); // database → it still held the lock at release
+  return async () => {
+    const { settings } = hold;
+    // Grants still in flight are undone by their own operation ids, beside the releases.
+    const late = hold.close().map(({ db, operationId }) => undoAcquire(db, owner, operationId));
+    const held = hold.held;
+    const pending = held.filter(({ db }) => !answered.has(db.index));
+    const [outcomes] = await Promise.all([
+      Promise.all(
+        pending.map(({ db }) => {
+          if (!operations.has(db.index)) operations.set(db.index, newOperationId());
+          return settleWithin(
+            releaseOn(db, owner, operations.get(db.index)!),
+            settings.responseTimeoutMs,
+          );
+        }),
+      ),
+      settleWithin(Promise.allSettled(late), settings.responseTimeoutMs),
+    ]);
+    let unknown = 0;
+    outcomes.forEach((outcome, i) => {
+      if (outcome.status === "fulfilled") answered.set(pending[i]!.db.index, outcome.value);
+      else unknown += 1;
+    });
+    const released = held.filter(({ db }) => answered.get(db.index) === true).length;
+    // Others can take the lock once a majority is free; what did not answer expires by itself.
+    if (unknown > settings.databases - settings.quorum) {
+      throw new LockBackendError(
+        `RedLock "${hold.lockName}": release reached ${held.length - unknown} of ${held.length} databases; ` +
+          `${unknown} did not answer, so a majority may stay locked until their leases end. Call release() again.`,
+      );
+    }
+    // Not held on a majority any more at release: the hold had been lost before.
+    return released + unknown >= settings.quorum
+      ? { released: true, holdsLeft: 0 }
+      : { released: false };
+  };
+}
+
+/** True when `owner` held the lock there and one hold was released. */
+async function releaseOn(db: Database, owner: string, operationId: string): Promise<boolean> {
+  const { ctx, keys } = db;
+  const raw = await callScript(
+    ctx.redis,
+    RELEASE,
+    [keys.lock, keys.operation(operationId)],
+    [owner, String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  return integerReply(raw, RELEASE.name)[0] === 1;
+}

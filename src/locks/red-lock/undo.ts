@@ -1,0 +1,54 @@
+/**
+ * Undo one database's acquire of a RedLock attempt, exactly, by its operation id: when the
+ * attempt failed, or when that database answered too late or not at all. If the acquire ran,
+ * its hold is released once; if it has not run yet, a mark makes a late copy of it (a re-send
+ * still in flight) replay as "not acquired" instead of taking the lock.
+ */
+import { callScript } from "../../transport/call.js";
+import { Script } from "../../transport/script.js";
+import { integerReply } from "../reply.js";
+import type { Database } from "./databases.js";
+
+// KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token
+//       there (>= 1) when it took a hold; this script leaves 0 (nothing was or will be taken)
+//       or -1 (the hold was undone)
+// ARGV: 1 owner, 2 record ttl ms
+// Reply: {1} the acquire's hold is undone (now or by an earlier send); {0} there was none.
+export const UNDO_ACQUIRE = new Script(
+  "redLock.undoAcquire",
+  `local record = redis.call('GET', KEYS[2])
+if not record then
+  redis.call('SET', KEYS[2], 0, 'PX', ARGV[2])
+  return {0}
+end
+local token = tonumber(record)
+if token == -1 then return {1} end
+if token <= 0 then return {0} end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  redis.call('SET', KEYS[2], 0, 'PX', ARGV[2])
+  return {0}
+end
+if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+end
+redis.call('SET', KEYS[2], -1, 'PX', ARGV[2])
+return {1}`,
+);
+
+/** True when a hold of that acquire was released. */
+export async function undoAcquire(
+  db: Database,
+  owner: string,
+  operationId: string,
+): Promise<boolean> {
+  const { ctx, keys } = db;
+  const raw = await callScript(
+    ctx.redis,
+    UNDO_ACQUIRE,
+    [keys.lock, keys.operation(operationId)],
+    [owner, String(ctx.operationTtlMs)],
+    ctx.retry,
+    ctx.observer,
+  );
+  return integerReply(raw, UNDO_ACQUIRE.name)[0] === 1;
+}

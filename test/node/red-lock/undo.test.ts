@@ -1,0 +1,55 @@
+/** Undoing one database's acquire by its operation id: exact whatever the order of arrival. */
+import { describe, expect, it } from "vitest";
+import { newOperationId } from "../../../src/ids.js";
+import { LockClient } from "../../../src/index.js";
+import { acquireOn } from "../../../src/locks/red-lock/acquire.js";
+import { databasesFor } from "../../../src/locks/red-lock/databases.js";
+import { undoAcquire } from "../../../src/locks/red-lock/undo.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { useTestBed } from "../lock/testbed.js";
+
+describe.each(backendKindsUnderTest())("RedLock undo by operation id (%s)", (kind) => {
+  const bed = useTestBed(kind);
+
+  function setup() {
+    const client = bed.client();
+    const [db] = databasesFor([client], "undo");
+    return { lock: client.lock("undo"), db: db!, owner: LockClient.newOwner() };
+  }
+
+  it("makes an acquire that arrives after its undo take nothing", async () => {
+    const { lock, db, owner } = setup();
+    const operation = newOperationId();
+    expect(await undoAcquire(db, owner, operation)).toBe(false);
+    expect((await acquireOn(db, owner, 5_000, operation)).kind).toBe("busy");
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("also when the owner holds the lock through another handle", async () => {
+    const { lock, db, owner } = setup();
+    const outer = await lock.acquire({ leaseMs: 5_000, owner });
+    const operation = newOperationId();
+    await undoAcquire(db, owner, operation);
+    expect((await acquireOn(db, owner, 5_000, operation)).kind).toBe("busy");
+    expect(await lock.holdCount(owner)).toBe(1);
+    await outer.release();
+  });
+
+  it("undoes exactly the hold of that acquire, once, however often it is sent", async () => {
+    const { lock, db, owner } = setup();
+    const outer = await lock.acquire({ leaseMs: 5_000, owner });
+    const operation = newOperationId();
+    expect(await acquireOn(db, owner, 5_000, operation)).toEqual({
+      kind: "acquired",
+      fencingToken: outer.fencingToken,
+    });
+    expect(await lock.holdCount(owner)).toBe(2);
+    expect(await undoAcquire(db, owner, operation)).toBe(true);
+    expect(await undoAcquire(db, owner, operation)).toBe(true); // a re-send replays
+    expect(await lock.holdCount(owner)).toBe(1);
+    // A late copy of the acquire replays as not acquired.
+    expect((await acquireOn(db, owner, 5_000, operation)).kind).toBe("busy");
+    expect(await lock.holdCount(owner)).toBe(1);
+    await outer.release();
+  });
+});

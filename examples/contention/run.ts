@@ -3,8 +3,8 @@
  * items of a stock through one lock, with a deliberately racy read-modify-write inside the
  * critical section. Without the lock they would oversell; with it the count is exact.
  *
- *   npm run demo                      # local REST server on REDIS_URL, redis-server, or embedded
- *   npm run demo -- --isolates 16 --orders 20
+ *   npm run demo:contention           # local REST server on REDIS_URL, redis-server, or embedded
+ *   npm run demo:contention -- --isolates 16 --orders 20
  *
  * Exits non-zero if any invariant broke.
  */

@@ -1,0 +1,36 @@
+/**
+ * What the middleware does when a step after the handler fails. The handler's response is never
+ * replaced by an error (the work is done; an error status would make the sender repeat it), so
+ * such failures are reported here instead of being silent.
+ */
+
+export interface MiddlewareFailure {
+  /** Which step failed: storing the response for replays, or releasing the lock. */
+  readonly kind: "store" | "release";
+  /** The lock name (withLock) or the idempotency key (idempotency). */
+  readonly key: string;
+  readonly error: unknown;
+  /** What the middleware did about it, in one sentence (also in the default log line). */
+  readonly consequence: string;
+}
+
+/** The default `onFailure`: one `console.error` line (Workers logs, Node stderr). */
+export function logFailure(failure: MiddlewareFailure): void {
+  const message = failure.error instanceof Error ? failure.error.message : String(failure.error);
+  console.error(
+    `edgelock/hono: ${failure.kind} failed for "${failure.key}": ${message}. ${failure.consequence}`,
+  );
+}
+
+/** Calls the reporter without letting it break the response. */
+export async function report<C>(
+  onFailure: (failure: MiddlewareFailure, c: C) => void | Promise<void>,
+  failure: MiddlewareFailure,
+  c: C,
+): Promise<void> {
+  try {
+    await onFailure(failure, c);
+  } catch {
+    // A throwing reporter must not turn a delivered response into an error.
+  }
+}

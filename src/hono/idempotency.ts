@@ -1,0 +1,435 @@
+/**
+ * `idempotency()`: each request key is processed once; later requests with the key get the
+ * stored response again (draft-ietf-httpapi-idempotency-key-header, as far as it applies to a
+ * middleware). The key's lock keeps concurrent duplicates out while the first one runs.
+ */
+import type { Context, Env, MiddlewareHandler } from "hono";
+import { createMiddleware } from "hono/factory";
+import { LockClient } from "../client.js";
+import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
+import type { LockHandle } from "../locks/lock/handle.js";
+import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
+import {
+  checkDuration,
+  checkLease,
+  checkLockName,
+  checkOptions,
+  checkPrefix,
+} from "../validate.js";
+import { resolveWaitPolicy, type WaitOptions, type WaitPolicy } from "../wait/policy.js";
+import { pollForLock } from "../wait/poll.js";
+import { sleep } from "../wait/sleep.js";
+import { BACKGROUND_DELAYS_MS, inBackground, releaseOrRetry } from "./background.js";
+import { logFailure, type MiddlewareFailure, report } from "./failures.js";
+import { requestFingerprint } from "./fingerprint.js";
+import { fromHeader, type KeyExtractor } from "./key-extractors.js";
+import { type RecordedResponse, recordResponse, replayResponse } from "./recorded-response.js";
+import { type KeyState, type PutOutcome, ResponseStore } from "./response-store.js";
+import { problem, retryAfterSeconds } from "./responses.js";
+
+export interface IdempotencyOptions<E extends Env = Env> {
+  /**
+   * HTTP Redis (an `@upstash/redis` client or any RedisLike), or a function that returns it for a
+   * request (e.g. from `c.env`, once per isolate). It holds the keys' locks and stored responses.
+   * Required.
+   */
+  redis: RedisLike | ((c: Context<E>) => RedisLike);
+  /**
+   * The request's idempotency key, or undefined when it has none. Default: the
+   * `Idempotency-Key` header (`fromHeader()`). See `key-extractors` for webhook senders.
+   */
+  key?: KeyExtractor<E>;
+  /**
+   * How long a stored response is replayed, in ms; cover the sender's retry window (Stripe
+   * retries for three days). Default 86 400 000 (24 h).
+   */
+  ttlMs?: number;
+  /**
+   * Lease of the key's lock while the handler runs, in ms: a crashed isolate frees the key after
+   * it. Always a lease (no watchdog), so that a key whose response could not be stored stays
+   * locked for exactly this long. Long work: `c.get("idempotency").lock.extend(ms)`.
+   * Default 30 000.
+   */
+  leaseMs?: number;
+  /**
+   * How long a duplicate that arrives while the first request runs waits for its response (then
+   * replayed) before it gets `409 Conflict`, in ms. Default 0: answer 409 at once.
+   */
+  waitMs?: number;
+  /** Polling policy of waiting duplicates. Default: edgelock's defaults (DEFAULT_WAIT_POLICY). */
+  wait?: WaitOptions;
+  /**
+   * What a request without a key gets: `true` answers 400 (the draft's rule), `false` runs the
+   * handler unguarded. Default true.
+   */
+  required?: boolean;
+  /**
+   * The request fingerprint: a key reused with another fingerprint answers 422. Default: SHA-256
+   * of method, path and body (`requestFingerprint`). `false` turns the check off.
+   */
+  fingerprint?: ((c: Context<E>) => string | Promise<string>) | false;
+  /**
+   * Which handler responses are final and stored. Default: every status below 500 except 408,
+   * 409, 425 and 429, which ask the sender to come back (a stored one would be replayed forever).
+   * Thrown errors and 5xx are never stored.
+   */
+  storeStatus?: (status: number) => boolean;
+  /** Response headers stored and replayed. Default content-type, content-language, location. */
+  storeHeaders?: readonly string[];
+  /**
+   * Largest body stored, in bytes. A larger one is sent to the first caller in full, but replays
+   * get the status and headers with an empty body and `edgelock-replay-body: omitted`.
+   * Default 65 536.
+   */
+  maxBodyBytes?: number;
+  /** Key prefix in Redis. Default "edgelock", like a LockClient's. */
+  prefix?: string;
+  /**
+   * Separates the keys of different uses (e.g. one per provider): the lock name is
+   * `<namespace>:<key>`. Default "idempotency".
+   */
+  namespace?: string;
+  /**
+   * Called when storing the response or releasing the key fails after the handler ran; the
+   * response is sent all the same (see docs/webhooks.md for what happens next). Default: one
+   * `console.error` line.
+   */
+  onFailure?: (failure: MiddlewareFailure, c: Context<E>) => void | Promise<void>;
+}
+
+/** What `c.get("idempotency")` gives the handler. */
+export interface IdempotencyContext {
+  /** The request's idempotency key. */
+  readonly key: string;
+  /** The hold on the key: `fencingToken` for writes, `extend(ms)` for long work, `signal`. */
+  readonly lock: LockHandle;
+}
+
+export interface IdempotencyVariables {
+  idempotency: IdempotencyContext;
+}
+
+const OPTION_KEYS = [
+  "redis",
+  "key",
+  "ttlMs",
+  "leaseMs",
+  "waitMs",
+  "wait",
+  "required",
+  "fingerprint",
+  "storeStatus",
+  "storeHeaders",
+  "maxBodyBytes",
+  "prefix",
+  "namespace",
+  "onFailure",
+] as const;
+
+const RETRY_LATER = new Set([408, 409, 425, 429]);
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+
+const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(status);
+
+/**
+ * Processes each idempotency key once and replays the stored response to every later request
+ * with the key. The flow per request: one lookup (a stored response is replayed at once, a key
+ * in progress answers 409); otherwise acquire the key's lock, run the handler, store its response
+ * for `ttlMs`, release. A handler that throws or answers 5xx stores nothing and frees the key,
+ * so the sender's retry runs it again.
+ *
+ * Answers of its own: 400 (no or invalid key), 409 + Retry-After (a duplicate is in progress),
+ * 422 (the key was used for a different request); replays carry `idempotent-replayed: true`.
+ *
+ * @param options.redis - HTTP Redis or `(c) => RedisLike` (required)
+ * @param options.key - the key extractor (default: the `Idempotency-Key` header)
+ * @param options.ttlMs - how long responses are replayed (default 24 h)
+ * @param options.leaseMs - lease of the key while the handler runs (default 30 000)
+ * @param options.waitMs - how long a duplicate waits for the first response (default 0: 409)
+ * @returns a middleware that sets `c.get("idempotency")` to `{ key, lock }`
+ *
+ * @example
+ * ```ts
+ * app.post(
+ *   "/webhooks/stripe",
+ *   verifyStripeSignature(),
+ *   idempotency({ redis, key: stripeEventId(), ttlMs: 3 * 24 * 3_600_000 }),
+ *   async (c) => {
+ *     const event = await c.req.json();
+ *     await fulfil(event, { fencingToken: c.get("idempotency").lock.fencingToken });
+ *     return c.json({ received: true });
+ *   },
+ * );
+ * ```
+ */
+export function idempotency<E extends Env = Env>(
+  options: IdempotencyOptions<E>,
+): MiddlewareHandler<E & { Variables: IdempotencyVariables }> {
+  const given = checkOptions<IdempotencyOptions<E>>(options, "idempotency options", OPTION_KEYS);
+  const settings = resolveSettings(given);
+  // One LockClient per Redis client, built once instead of per request.
+  const clients = new WeakMap<RedisLike, LockClient>();
+  const clientOf = (redis: RedisLike) => {
+    let client = clients.get(redis);
+    if (!client) {
+      client = new LockClient({ redis, prefix: settings.prefix });
+      clients.set(redis, client);
+    }
+    return client;
+  };
+
+  return createMiddleware<E & { Variables: IdempotencyVariables }>(
+    async function idempotency(c, next) {
+      const ctx = c as unknown as Context<E>;
+      const key = await settings.key(ctx);
+      if (key === undefined) {
+        if (!settings.required) return next();
+        return problem(400, "Idempotency key missing", "This request needs an idempotency key.");
+      }
+      if (!KEY_PATTERN.test(key)) {
+        return problem(
+          400,
+          "Invalid idempotency key",
+          "An idempotency key is 1 to 255 printable ASCII characters.",
+        );
+      }
+      const redis = settings.redis(ctx);
+      const name = `${settings.namespace}:${escapeKey(key)}`;
+      const store = new ResponseStore(redis, settings.prefix, name);
+      const fingerprint = settings.fingerprint ? await settings.fingerprint(ctx) : "";
+      const answer = (record: RecordedResponse) =>
+        record.fingerprint === fingerprint ? replayResponse(record) : reused();
+      const failure = (kind: MiddlewareFailure["kind"], error: unknown, consequence: string) =>
+        report(settings.onFailure, { kind, key, error, consequence }, ctx);
+
+      // A stored response is replayed; a key in progress is waited for (up to waitMs) or 409.
+      const started = Date.now();
+      const seen = await awaitKey(store, name, settings);
+      if (seen.record) return answer(seen.record);
+      if (seen.locked) return busy(seen.holderTtlMs);
+
+      let held: LockHandle;
+      try {
+        held = await clientOf(redis)
+          .lock(name)
+          .acquire({
+            waitMs: Math.max(0, started + settings.waitMs - Date.now()),
+            leaseMs: settings.leaseMs,
+            wait: settings.wait,
+          });
+      } catch (error) {
+        if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
+          return busy(error.holderTtlMs);
+        }
+        throw error;
+      }
+      // The next fencing token means nobody held the key since the lookup, so nobody stored a
+      // response since: no second lookup. Otherwise another request may have finished in between.
+      if (held.fencingToken !== seen.fence + 1) {
+        const again = await store.lookup().catch(async (error: unknown) => {
+          await held.release().catch(() => {});
+          throw error;
+        });
+        if (again.record) {
+          await held.release().catch(() => {});
+          return answer(again.record);
+        }
+      }
+
+      c.set("idempotency", { key, lock: held });
+      let completed = false;
+      try {
+        await next();
+        completed =
+          c.error === undefined && c.res.status < 500 && settings.storeStatus(c.res.status);
+      } finally {
+        if (!completed) {
+          // Nothing stored: the key is free for the sender's retry.
+          const error = await releaseOrRetry(c, held);
+          if (error !== undefined) {
+            await failure("release", error, "Nothing was stored; the release is retried.");
+          }
+        }
+      }
+      if (!completed) return;
+
+      // Until it is stored, the key stays locked: duplicates get 409 rather than a second run.
+      let record: RecordedResponse;
+      try {
+        record = await recordResponse(
+          c.res,
+          fingerprint,
+          settings.storeHeaders,
+          settings.maxBodyBytes,
+        );
+      } catch (error) {
+        await failure(
+          "store",
+          error,
+          "The response body could not be read to store it; the key stays locked until its lease ends.",
+        );
+        return;
+      }
+      let stored: PutOutcome;
+      try {
+        stored = await store.put(held.owner, record, settings.ttlMs);
+      } catch (error) {
+        await failure(
+          "store",
+          error,
+          "The response was sent but not stored; the key stays locked until its lease ends " +
+            "while the store is retried in the background.",
+        );
+        inBackground(c, () => storeLater(store, held, record, settings.ttlMs, failure));
+        return;
+      }
+      const error = await releaseOrRetry(c, held);
+      if (error !== undefined) {
+        await failure(
+          "release",
+          error,
+          stored === "stored"
+            ? "The response is stored and replayed; the release is retried."
+            : "The lease ran out before the handler finished: a duplicate may have run meanwhile.",
+        );
+      }
+    },
+  );
+}
+
+interface Settings<E extends Env> {
+  redis: (c: Context<E>) => RedisLike;
+  key: KeyExtractor<E>;
+  ttlMs: number;
+  leaseMs: number;
+  waitMs: number;
+  wait: WaitPolicy;
+  required: boolean;
+  fingerprint: ((c: Context<E>) => string | Promise<string>) | undefined;
+  storeStatus: (status: number) => boolean;
+  storeHeaders: readonly string[];
+  maxBodyBytes: number;
+  prefix: string;
+  namespace: string;
+  onFailure: (failure: MiddlewareFailure, c: Context<E>) => void | Promise<void>;
+}
+
+function resolveSettings<E extends Env>(given: Partial<IdempotencyOptions<E>>): Settings<E> {
+  const { redis } = given;
+  if (redis === undefined) {
+    throw new LockInputError(
+      "idempotency() needs `redis`: an @upstash/redis client or (c) => client.",
+    );
+  }
+  let redisFor: (c: Context<E>) => RedisLike;
+  if (typeof redis === "function") redisFor = redis;
+  else {
+    const fixed = checkRedisLike(redis);
+    redisFor = () => fixed;
+  }
+  return {
+    redis: redisFor,
+    key: given.key ?? fromHeader(),
+    ttlMs:
+      given.ttlMs === undefined ? 86_400_000 : checkDuration(given.ttlMs, "ttlMs", { min: 1_000 }),
+    leaseMs: given.leaseMs === undefined ? 30_000 : checkLease(given.leaseMs),
+    waitMs: given.waitMs === undefined ? 0 : checkDuration(given.waitMs, "waitMs", { min: 0 }),
+    wait: resolveWaitPolicy(given.wait),
+    required: given.required ?? true,
+    fingerprint:
+      given.fingerprint === false ? undefined : (given.fingerprint ?? requestFingerprint),
+    storeStatus: given.storeStatus ?? defaultStoreStatus,
+    storeHeaders: (given.storeHeaders ?? ["content-type", "content-language", "location"]).map(
+      (name) => name.toLowerCase(),
+    ),
+    maxBodyBytes:
+      given.maxBodyBytes === undefined
+        ? 65_536
+        : checkDuration(given.maxBodyBytes, "maxBodyBytes", { min: 0 }),
+    prefix: given.prefix === undefined ? "edgelock" : checkPrefix(given.prefix),
+    namespace: given.namespace === undefined ? "idempotency" : checkLockName(given.namespace),
+    onFailure: given.onFailure ?? logFailure,
+  };
+}
+
+/** Braces would move the hash tag; `%` escapes them. The rest of printable ASCII stays. */
+function escapeKey(key: string): string {
+  return key.replace(/[%{}]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+function busy(holderTtlMs: number | null): Response {
+  const seconds = retryAfterSeconds(holderTtlMs);
+  return problem(
+    409,
+    "Request in progress",
+    `A request with this idempotency key is being processed; retry after ${seconds} s.`,
+    { "retry-after": String(seconds) },
+  );
+}
+
+function reused(): Response {
+  return problem(
+    422,
+    "Idempotency key reused",
+    "This idempotency key was already used for a different request.",
+  );
+}
+
+/**
+ * Looks the key up; while it is in progress, polls (up to `waitMs`) until its response is stored
+ * or the key is free again. A response is read without taking the lock.
+ */
+async function awaitKey<E extends Env>(
+  store: ResponseStore,
+  name: string,
+  settings: Settings<E>,
+): Promise<KeyState> {
+  let last: KeyState | undefined;
+  try {
+    const outcome = await pollForLock<KeyState>({
+      lockName: name,
+      waitMs: settings.waitMs,
+      signal: undefined,
+      policy: settings.wait,
+      attempt: async () => {
+        last = await store.lookup();
+        return last.record || !last.locked
+          ? { done: true, value: last }
+          : { done: false, holderTtlMs: last.holderTtlMs };
+      },
+    });
+    if (outcome.acquired) return outcome.value;
+  } catch (error) {
+    // Out of poll budget while the key stays in progress: answered like a timeout.
+    if (!(error instanceof LockBudgetExceededError)) throw error;
+  }
+  if (last === undefined) throw new Error("unreachable: pollForLock made no attempt");
+  return last;
+}
+
+/** Retries storing after the inline attempts failed; releases the key once stored. */
+async function storeLater(
+  store: ResponseStore,
+  held: LockHandle,
+  record: RecordedResponse,
+  ttlMs: number,
+  failure: (kind: MiddlewareFailure["kind"], error: unknown, consequence: string) => Promise<void>,
+): Promise<void> {
+  let lastError: unknown;
+  for (const delay of BACKGROUND_DELAYS_MS) {
+    await sleep(delay);
+    try {
+      await store.put(held.owner, record, ttlMs);
+    } catch (error) {
+      lastError = error;
+      continue;
+    }
+    await held.release().catch(() => {});
+    return;
+  }
+  await failure(
+    "store",
+    lastError,
+    "Retries failed too: once the lease ends, a retry of this request runs the handler again.",
+  );
+}

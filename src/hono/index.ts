@@ -1,0 +1,34 @@
+/**
+ * `edgelock/hono`: Hono middleware over edgelock locks.
+ *
+ * - `withLock()`: one request at a time per key (an order, a customer, a tenant).
+ * - `idempotency()`: each idempotency key processed once, its response replayed to retries
+ *   (draft-ietf-httpapi-idempotency-key-header); made for webhooks.
+ *
+ * Hono is an optional peer dependency: only this entry point imports it.
+ * @module
+ */
+export type { MiddlewareFailure } from "./failures.js";
+export { logFailure } from "./failures.js";
+export { requestFingerprint } from "./fingerprint.js";
+export {
+  type IdempotencyContext,
+  type IdempotencyOptions,
+  type IdempotencyVariables,
+  idempotency,
+} from "./idempotency.js";
+export {
+  fromHeader,
+  fromJsonBody,
+  githubDelivery,
+  type KeyExtractor,
+  standardWebhookId,
+  stripeEventId,
+} from "./key-extractors.js";
+export { BODY_OMITTED_HEADER, REPLAY_HEADER, type RecordedResponse } from "./recorded-response.js";
+export {
+  type LockBusy,
+  type WithLockOptions,
+  type WithLockVariables,
+  withLock,
+} from "./with-lock.js";

@@ -1,0 +1,104 @@
+/**
+ * Where idempotency() keeps responses: beside the key's lock, under the same hash tag, so that
+ * one script sees the lock, its fence counter and the stored response together.
+ *
+ *   <prefix>:{<name>}            the lock (owner → hold count), as every edgelock lock
+ *   <prefix>:{<name>}:fence      its fence counter
+ *   <prefix>:{<name>}:response   the recorded response, kept for the idempotency ttl
+ */
+import { newOperationId } from "../ids.js";
+import { type LockKeys, lockKeys } from "../locks/keys.js";
+import { integerReply, ttlOrNull } from "../locks/reply.js";
+import { callScript, type RetryOptions } from "../transport/call.js";
+import type { RedisLike } from "../transport/redis-like.js";
+import { Script } from "../transport/script.js";
+import { decodeRecord, encodeRecord, type RecordedResponse } from "./recorded-response.js";
+
+// KEYS: 1 lock hash, 2 fence counter, 3 response record
+// Reply: {fence, lock pttl} when no response is stored; {fence, lock pttl, record} when one is.
+export const LOOKUP = new Script(
+  "idempotency.lookup",
+  `local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+local pttl = redis.call('PTTL', KEYS[1])
+local record = redis.call('GET', KEYS[3])
+if record then return {fence, pttl, record} end
+return {fence, pttl}`,
+);
+
+// KEYS: 1 lock hash, 2 response record, 3 operation record
+// ARGV: 1 owner, 2 record, 3 record ttl ms, 4 operation record ttl ms
+// Reply: {1} stored by the lock's holder; {2} stored after the hold was lost, no response was
+//        stored yet; {0} not stored: the hold was lost and another response is stored already.
+export const PUT = new Script(
+  "idempotency.put",
+  `local replay = redis.call('GET', KEYS[3])
+if replay then return {tonumber(replay)} end
+local outcome = 0
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  outcome = 1
+elseif redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') then
+  outcome = 2
+end
+redis.call('SET', KEYS[3], outcome, 'PX', ARGV[4])
+return {outcome}`,
+);
+
+/** The same re-send policy and operation record lifetime as a LockClient on its defaults. */
+const RETRY: RetryOptions = { retries: 2, delayMs: 50 };
+const OPERATION_TTL_MS = 60_000;
+
+/** What one lookup saw, atomically. */
+export interface KeyState {
+  /** The stored response, if any. */
+  readonly record: RecordedResponse | null;
+  /** True when some request holds the key's lock (it is being processed). */
+  readonly locked: boolean;
+  /** The holder's remaining lease in ms (null when free or unknown). */
+  readonly holderTtlMs: number | null;
+  /** The fence counter: the fencing token of the latest acquisition of the key's lock. */
+  readonly fence: number;
+}
+
+export type PutOutcome = "stored" | "stored-after-lease" | "superseded";
+
+export class ResponseStore {
+  readonly #keys: LockKeys;
+  readonly #record: string;
+
+  constructor(
+    readonly redis: RedisLike,
+    prefix: string,
+    lockName: string,
+  ) {
+    this.#keys = lockKeys(prefix, lockName);
+    this.#record = `${this.#keys.lock}:response`;
+  }
+
+  /** One read-only request: the stored response, and whether the key is being processed. */
+  async lookup(): Promise<KeyState> {
+    const keys = [this.#keys.lock, this.#keys.fence, this.#record];
+    const raw = await callScript(this.redis, LOOKUP, keys, [], RETRY);
+    const counters = Array.isArray(raw) ? raw.slice(0, 2) : raw;
+    const [fence = 0, pttl = -2] = integerReply(counters, LOOKUP.name);
+    const record = Array.isArray(raw) && raw.length > 2 ? decodeRecord(raw[2]) : null;
+    return { record, locked: pttl !== -2, holderTtlMs: ttlOrNull(pttl), fence };
+  }
+
+  /**
+   * Stores `record` for `ttlMs`. Written by the lock's holder it replaces anything; written after
+   * the hold was lost (the lease ran out mid-handler) it never replaces another response.
+   */
+  async put(owner: string, record: RecordedResponse, ttlMs: number): Promise<PutOutcome> {
+    const raw = await callScript(
+      this.redis,
+      PUT,
+      [this.#keys.lock, this.#record, this.#keys.operation(newOperationId())],
+      [owner, encodeRecord(record), String(ttlMs), String(OPERATION_TTL_MS)],
+      RETRY,
+    );
+    const [outcome] = integerReply(raw, PUT.name);
+    if (outcome === 1) return "stored";
+    return outcome === 2 ? "stored-after-lease" : "superseded";
+  }
+}

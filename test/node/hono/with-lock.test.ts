@@ -1,0 +1,233 @@
+/** withLock(): acquire before the handler, release after it (also on throw), 409 when busy. */
+import { Hono } from "hono";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { type MiddlewareFailure, withLock } from "../../../src/hono/index.js";
+import { LockClient, type LockHandle } from "../../../src/index.js";
+import { RELEASE } from "../../../src/locks/lock/release.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
+
+describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  function appWith(
+    client: LockClient,
+    handler: (c: { get(key: "lock"): LockHandle }) => Promise<Response> | Response,
+    options: Partial<Parameters<typeof withLock>[0]> = {},
+  ) {
+    const app = new Hono();
+    app.onError((_error, c) => c.text("handler failed", 500));
+    app.post(
+      "/orders/:id",
+      withLock({ client, key: (c) => `orders:${c.req.param("id")}`, ...options }),
+      (c) => handler(c),
+    );
+    return app;
+  }
+
+  it("holds the lock while the handler runs and releases it after", async () => {
+    const client = bed.client();
+    const lock = client.lock("orders:1");
+    const app = new Hono();
+    app.post(
+      "/orders/:id",
+      withLock({ client, key: (c) => `orders:${c.req.param("id")}` }),
+      async (c) => {
+        const held = c.get("lock");
+        expectTypeOf(held).toEqualTypeOf<LockHandle>();
+        return c.json({
+          token: held.fencingToken,
+          heldInside: await lock.isHeldBy(held.owner),
+        });
+      },
+    );
+    const res = await app.request("/orders/1", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ token: 1, heldInside: true });
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("releases the lock when the handler throws", async () => {
+    const client = bed.client();
+    const app = appWith(client, () => {
+      throw new Error("handler failed");
+    });
+    const res = await app.request("/orders/2", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(500);
+    expect(await client.lock("orders:2").isLocked()).toBe(false);
+    // The next request gets the lock at once, with the next fencing token.
+    const next = appWith(client, (c) => Response.json({ token: c.get("lock").fencingToken }));
+    const again = await next.request("/orders/2", { method: "POST" }, {}, executionContext());
+    expect(await again.json()).toEqual({ token: 2 });
+  });
+
+  it("answers 409 with Retry-After from the holder's lease, in one request", async () => {
+    const client = bed.client();
+    const holder = await client.lock("orders:3").acquire({ leaseMs: 4_500 });
+    let ran = false;
+    const app = appWith(client, () => {
+      ran = true;
+      return new Response("ok");
+    });
+    const before = bed.requests();
+    const res = await app.request("/orders/3", { method: "POST" }, {}, executionContext());
+    expect(bed.requests() - before).toBe(1);
+    expect(ran).toBe(false);
+    expect(res.status).toBe(409);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(await res.json()).toMatchObject({ status: 409, title: "Locked" });
+    await holder.release();
+  });
+
+  it("lets onBusy choose the answer", async () => {
+    const client = bed.client();
+    const holder = await client.lock("orders:4").acquire({ leaseMs: 10_000 });
+    const app = appWith(client, () => new Response("ok"), {
+      onBusy: (c, busy) => c.json({ later: busy.retryAfterSeconds, name: busy.name }, 503),
+    });
+    const res = await app.request("/orders/4", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ later: 10, name: "orders:4" });
+    await holder.release();
+  });
+
+  it("waits up to waitMs for the lock", async () => {
+    const client = bed.client();
+    const holder = await client.lock("orders:5").acquire({ leaseMs: 10_000 });
+    setTimeout(() => void holder.release(), 150);
+    const app = appWith(client, (c) => Response.json({ token: c.get("lock").fencingToken }), {
+      waitMs: 5_000,
+    });
+    const res = await app.request("/orders/5", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ token: 2 });
+  });
+
+  it("runs the requests of one key one at a time, and other keys alongside", async () => {
+    const client = bed.client();
+    const meter = overlapMeter();
+    const app = appWith(
+      client,
+      async () => {
+        meter.enter();
+        await sleepMs(15);
+        meter.leave();
+        return new Response("ok");
+      },
+      { waitMs: 20_000, leaseMs: 10_000 },
+    );
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        app.request("/orders/6", { method: "POST" }, {}, executionContext()),
+      ),
+    );
+    expect(results.map((res) => res.status)).toEqual(Array(8).fill(200));
+    expect(meter.max).toBe(1);
+
+    // Another key is not blocked by a held one.
+    const inside = gate();
+    const release = gate();
+    const blocking = appWith(client, async () => {
+      inside.open();
+      await release.opened;
+      return new Response("first");
+    });
+    const first = blocking.request("/orders/7", { method: "POST" }, {}, executionContext());
+    await inside.opened;
+    const other = await appWith(client, () => new Response("second")).request(
+      "/orders/8",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(other.status).toBe(200);
+    release.open();
+    expect((await first).status).toBe(200);
+  });
+
+  it("opens an owner scope: the handler's own acquisitions of the lock re-enter", async () => {
+    const client = bed.client();
+    const app = appWith(client, async (c) => {
+      const outer = c.get("lock");
+      const inner = await client.lock("orders:9").acquire({ waitMs: 0, leaseMs: 5_000 });
+      const holds = await client.lock("orders:9").holdCount();
+      await inner.release();
+      return Response.json({ same: inner.fencingToken === outer.fencingToken, holds });
+    });
+    const res = await app.request("/orders/9", { method: "POST" }, {}, executionContext());
+    expect(await res.json()).toEqual({ same: true, holds: 2 });
+    expect(await client.lock("orders:9").isLocked()).toBe(false);
+  });
+
+  it("takes the client from a function of the request (e.g. from c.env)", async () => {
+    const client = bed.client();
+    const app = new Hono<{ Bindings: { LOCKS: LockClient } }>();
+    app.post(
+      "/orders/:id",
+      withLock<{ Bindings: { LOCKS: LockClient } }>({
+        client: (c) => c.env.LOCKS,
+        key: (c) => `orders:${c.req.param("id")}`,
+      }),
+      (c) => c.text(String(c.get("lock").fencingToken)),
+    );
+    const res = await app.request(
+      "/orders/10",
+      { method: "POST" },
+      { LOCKS: client },
+      executionContext(),
+    );
+    expect(await res.text()).toBe("1");
+  });
+
+  it("sends the response and reports when the lease ran out mid-handler", async () => {
+    const client = bed.client();
+    const failures: MiddlewareFailure[] = [];
+    const app = appWith(
+      client,
+      async (c) => {
+        // The handle learns first (its clock starts before the request); then the key expires.
+        await until(() => c.get("lock").signal.aborted, 5_000);
+        await until(async () => !(await client.lock("orders:11").isLocked()), 5_000);
+        return new Response("late but done");
+      },
+      { leaseMs: 150, onFailure: (failure) => void failures.push(failure) },
+    );
+    const res = await app.request("/orders/11", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("late but done");
+    expect(failures).toHaveLength(1);
+    expect(failures[0]).toMatchObject({ kind: "release", key: "orders:11" });
+    expect((failures[0]!.error as Error).name).toBe("LockNotHeldError");
+  });
+
+  it("retries a failed release in the background until the lock is free", async () => {
+    const releaseSha = await RELEASE.sha1();
+    let failing = false;
+    const redis = failingScripts(
+      bed.redis(),
+      (source, sha) => source === RELEASE.source || sha === releaseSha,
+      () => failing,
+    );
+    const client = new LockClient({ redis, prefix: `r${Date.now().toString(36)}` });
+    const failures: MiddlewareFailure[] = [];
+    const app = appWith(
+      client,
+      () => {
+        failing = true;
+        return new Response("done");
+      },
+      { onFailure: (failure) => void failures.push(failure) },
+    );
+    const ctx = executionContext();
+    const res = await app.request("/orders/12", { method: "POST" }, {}, ctx);
+    expect(res.status).toBe(200);
+    expect(failures.map((f) => f.kind)).toEqual(["release"]);
+    expect(redis.failures).toBeGreaterThanOrEqual(1);
+    expect(await client.lock("orders:12").isLocked()).toBe(true);
+    failing = false;
+    await ctx.drain();
+    expect(await client.lock("orders:12").isLocked()).toBe(false);
+  });
+});

@@ -4,9 +4,15 @@ import { LockInputError } from "./errors.js";
 import { type LockEventListener, LockEvents, type LockEventType } from "./events.js";
 import { newOwnerToken } from "./ids.js";
 import type { OperationContext } from "./locks/context.js";
+import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
 import type { LockHandle } from "./locks/lock/handle.js";
 import type { AcquireOptions } from "./locks/lock/lock.js";
 import { Lock } from "./locks/lock/lock.js";
+import { MultiLock } from "./locks/multi-lock/multi-lock.js";
+import {
+  ReadWriteLock,
+  type ReadWriteLockOptions,
+} from "./locks/read-write-lock/read-write-lock.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
@@ -85,7 +91,7 @@ export class LockClient {
           : checkDuration(given.operationTtlMs, "operationTtlMs", { min: 10_000 }),
       ...(given.observer ? { observer: given.observer } : {}),
     };
-    const watchdog = given.watchdog ?? inProcessRenewer();
+    const watchdog = given.watchdog === undefined ? inProcessRenewer() : given.watchdog;
     if (typeof watchdog?.start !== "function") {
       throw new LockInputError("The watchdog option must be a Renewer (an object with start()).");
     }
@@ -111,6 +117,38 @@ export class LockClient {
   }
 
   /**
+   * All of `locks` or none (Redisson RedissonMultiLock). Members on one Redis client are taken
+   * in one script call (one request); members of other clients (other databases) in parallel,
+   * rolled back exactly when any misses. Owner, waiting and watchdog follow this client.
+   * @param locks locks from `client.lock(name)` of this or other clients; no lock twice
+   * @example
+   * const both = client.multiLock([client.lock("account:1"), client.lock("account:2")]);
+   * await using held = await both.acquire({ waitMs: 5_000 });
+   */
+  multiLock(locks: readonly Lock[]): MultiLock {
+    return new MultiLock(this.#runtime, locks);
+  }
+
+  /**
+   * The fair lock `name` (Redisson getFairLock): first come, first served among waiters. Cheap:
+   * no request until you use it.
+   * @param options `waiterTimeoutMs` (default 5000): how long a waiter that stopped polling keeps
+   *   its place in the queue
+   */
+  fairLock(name: string, options?: FairLockOptions): FairLock {
+    return new FairLock(this.#runtime, name, options);
+  }
+
+  /**
+   * The read-write lock `name` (Redisson getReadWriteLock): `.readLock()` and `.writeLock()`.
+   * Cheap: no request until you use it.
+   * @param options `writerPreference` (default true), `waiterTimeoutMs` (default 5000)
+   */
+  readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
+    return new ReadWriteLock(this.#runtime, name, options);
+  }
+
+  /**
    * Acquires `name`, runs `fn` with the handle, and releases in `finally`. If `fn` throws, its
    * error is what you get (a failed release does not hide it). If `fn` succeeds but the release
    * finds the lock no longer held (lease expired mid-work), LockNotHeldError is thrown: the
@@ -123,6 +161,9 @@ export class LockClient {
     fn: (handle: LockHandle) => Promise<T> | T,
     options?: AcquireOptions,
   ): Promise<T> {
+    if (typeof fn !== "function") {
+      throw new LockInputError("withLock(name, fn): fn must be a function.");
+    }
     const handle = await this.lock(name).acquire(options);
     let result: T;
     try {

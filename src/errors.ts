@@ -63,7 +63,97 @@ export class LockLostError extends EdgelockError {
   override name = "LockLostError";
 }
 
+/**
+ * A read-lock holder asked for the write lock of the same read-write lock while holding no write
+ * hold. Upgrading cannot be offered safely (two readers upgrading would wait for each other
+ * forever), so it fails at once, before waiting: release the read holds, then acquire the write
+ * lock (or take the write lock first and downgrade).
+ */
+export class LockUpgradeError extends EdgelockError {
+  override name = "LockUpgradeError";
+}
+
 /** HTTP Redis failed or answered something a lock script never returns. */
 export class LockBackendError extends EdgelockError {
   override name = "LockBackendError";
+}
+
+/** How the databases of a RedLock answered one acquisition attempt. */
+export interface QuorumTally {
+  /** Databases in the RedLock. */
+  readonly databases: number;
+  /** Databases that must grant the lock: a majority, floor(databases / 2) + 1. */
+  readonly quorum: number;
+  /** Databases that granted it. */
+  readonly acquired: number;
+  /** Databases where another owner holds it. */
+  readonly busy: number;
+  /** Databases that failed, or did not answer within the response timeout. */
+  readonly unreachable: number;
+  /** How long the attempt took, in ms (client clock). */
+  readonly elapsedMs: number;
+}
+
+function describeTally(tally: QuorumTally): string {
+  return (
+    `${tally.acquired} of ${tally.databases} databases granted it (${tally.quorum} needed), ` +
+    `${tally.busy} held by another owner, ${tally.unreachable} unreachable`
+  );
+}
+
+/**
+ * RedLock contention: other owners kept the lock on too many databases until `waitMs` passed.
+ * Nothing is held. `tally` is the last attempt's count.
+ */
+export class QuorumWaitTimeoutError extends LockWaitTimeoutError {
+  override name = "QuorumWaitTimeoutError";
+  constructor(
+    lockName: string,
+    waitMs: number,
+    holderTtlMs: number | null,
+    readonly tally: QuorumTally,
+  ) {
+    super(lockName, waitMs, holderTtlMs);
+    this.message =
+      `RedLock "${lockName}" got no majority within ${waitMs} ms: at the last attempt ` +
+      `${describeTally(tally)}` +
+      (tally.acquired >= tally.quorum
+        ? `, but only after ${tally.elapsedMs} ms, when its validity had run out (use a longer lease).`
+        : ".");
+  }
+}
+
+/**
+ * RedLock outage: too many databases failed or stayed silent for a majority to be possible, so
+ * waiting would not help. Nothing is held (holds that may have landed were rolled back or expire
+ * with their lease). `failures` has the error of each database that failed.
+ */
+export class QuorumUnreachableError extends LockBackendError {
+  override name = "QuorumUnreachableError";
+  constructor(
+    readonly lockName: string,
+    readonly tally: QuorumTally,
+    readonly failures: readonly { readonly database: number; readonly error: unknown }[],
+  ) {
+    super(
+      `RedLock "${lockName}": ${tally.unreachable} of ${tally.databases} databases failed or did ` +
+        `not answer in time, so no majority of ${tally.quorum} was possible (${describeTally(tally)}).` +
+        failures
+          .slice(0, 3)
+          .map(
+            ({ database, error }) =>
+              ` Database ${database}: ${error instanceof Error ? error.message : String(error)}`,
+          )
+          .join(""),
+    );
+  }
+}
+
+/**
+ * A held RedLock lost its majority: renewals or `extend()` found it on fewer than a quorum of
+ * databases, or no majority confirmed it before its validity ran out. The `reason` of the
+ * handle's aborted `signal`.
+ */
+export class QuorumLostError extends LockLostError {
+  override name = "QuorumLostError";
 }

@@ -11,11 +11,28 @@ export {
   LockInputError,
   LockLostError,
   LockNotHeldError,
+  LockUpgradeError,
   LockWaitTimeoutError,
+  QuorumLostError,
+  type QuorumTally,
+  QuorumUnreachableError,
+  QuorumWaitTimeoutError,
 } from "./errors.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
+export { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
 export { LockHandle } from "./locks/lock/handle.js";
 export { type AcquireOptions, Lock } from "./locks/lock/lock.js";
+export { MultiLockHandle, type MultiLockMember } from "./locks/multi-lock/handle.js";
+export { MultiLock } from "./locks/multi-lock/multi-lock.js";
+export { ReadLock } from "./locks/read-write-lock/read-lock.js";
+export {
+  ReadWriteLock,
+  type ReadWriteLockOptions,
+} from "./locks/read-write-lock/read-write-lock.js";
+export { WriteLock } from "./locks/read-write-lock/write-lock.js";
+export { QuorumLockHandle } from "./locks/red-lock/handle.js";
+export { QuorumLock } from "./locks/red-lock/quorum-lock.js";
+export { RedLock, type RedLockOptions } from "./locks/red-lock/red-lock.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
 export type { WaitOptions } from "./wait/policy.js";

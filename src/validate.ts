@@ -27,6 +27,8 @@ function checkKeyPart(value: unknown, what: string, maxBytes: number): string {
     throw new LockInputError(`The ${what} must be a string, got ${describe(value)}.`);
   }
   if (value.length === 0) throw new LockInputError(`The ${what} must not be empty.`);
+  // A lone surrogate travels as U+FFFD: two different names would share one key.
+  if (/\p{Cs}/u.test(value)) throw new LockInputError(`The ${what} must be well-formed Unicode.`);
   const bytes = utf8.encode(value).length;
   if (bytes > maxBytes) {
     throw new LockInputError(

@@ -1,0 +1,91 @@
+/** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
+
+export type ChaosBackend = "auto" | "redis-server" | "embedded";
+
+export interface ChaosConfig {
+  /** Seeds the workload's choices and the server's faults; print it to replay a run. */
+  readonly seed: number;
+  /** Lock operations to start (acquire, tryAcquire, re-entry, extend, release). */
+  readonly operations: number;
+  /** Fraction of requests refused before running (half) or answered into the void (half). */
+  readonly faultRate: number;
+  readonly backend: ChaosBackend;
+  /** Simulated isolates: each its own Redis client, LockClient and renewer. */
+  readonly isolates: number;
+  /** Concurrent holders per isolate, each with its own owner per critical section. */
+  readonly holdersPerIsolate: number;
+  /** Lock keys the holders compete for. */
+  readonly keys: number;
+  /** Lease of lease-mode holds, in ms. */
+  readonly leaseMs: number;
+  /** The clients' watchdogTimeoutMs (lease of watchdog-mode holds), in ms. */
+  readonly watchdogTimeoutMs: number;
+  /** Fraction of critical sections held in watchdog mode (the rest use a lease). */
+  readonly watchdogRate: number;
+  /** Fraction of acquisitions made with tryAcquire (a single attempt). */
+  readonly tryRate: number;
+  /** Fraction of sections that re-enter their lock once. */
+  readonly reentryRate: number;
+  /** Fraction of lease-mode sections that extend their lease once. */
+  readonly extendRate: number;
+  /** Fraction of sections whose holder crashes (stops without releasing, stops renewing). */
+  readonly crashRate: number;
+  /** Fraction of sections that hold about one lease long (a paused holder). */
+  readonly longHoldRate: number;
+  /** How long an `acquire` waits for a busy key, in ms. */
+  readonly waitMs: number;
+  /** The isolates' polling policy: short backoff ceilings keep hand-offs (and the run) fast. */
+  readonly wait: { readonly initialDelayMs: number; readonly maxDelayMs: number };
+  /** Latency spikes past the lease: every `everyMs`, for `durationMs`, `latencyMs` per request. */
+  readonly spike: {
+    readonly everyMs: number;
+    readonly durationMs: number;
+    readonly latencyMs: number;
+  };
+  /** How often a dead holder's lock is probed (through the fault-free observer), in ms. */
+  readonly probeIntervalMs: number;
+  /** Probing stops (and the holder counts as never freed) this long past its bound, in ms. */
+  readonly giveUpAfterMs: number;
+  /** An operation still pending after this is counted as hung, in ms. */
+  readonly hangAfterMs: number;
+}
+
+/** The short seeded run inside `npm test`: a few seconds per backend. */
+export const SHORT_RUN: ChaosConfig = {
+  seed: 20_260_915,
+  operations: 400,
+  faultRate: 0.12,
+  backend: "auto",
+  isolates: 4,
+  holdersPerIsolate: 3,
+  keys: 4,
+  leaseMs: 200,
+  watchdogTimeoutMs: 200,
+  watchdogRate: 0.3,
+  tryRate: 0.15,
+  reentryRate: 0.2,
+  extendRate: 0.15,
+  crashRate: 0.03,
+  longHoldRate: 0.02,
+  waitMs: 3_000,
+  wait: { initialDelayMs: 5, maxDelayMs: 40 },
+  spike: { everyMs: 700, durationMs: 100, latencyMs: 300 },
+  probeIntervalMs: 20,
+  giveUpAfterMs: 10_000,
+  hangAfterMs: 30_000,
+};
+
+/** `npm run chaos`: at least 100 000 lock operations with at least 10 % of requests faulted. */
+export const LONG_RUN: ChaosConfig = {
+  ...SHORT_RUN,
+  seed: 1,
+  operations: 100_000,
+  isolates: 8,
+  holdersPerIsolate: 4,
+  keys: 16,
+  leaseMs: 500,
+  watchdogTimeoutMs: 500,
+  crashRate: 0.01,
+  longHoldRate: 0.01,
+  spike: { everyMs: 4_000, durationMs: 250, latencyMs: 750 },
+};

@@ -1,0 +1,104 @@
+/** What a chaos run records while it runs; the invariants are computed from it afterwards. */
+import type { WriteStatus } from "./fenced-store.js";
+
+export type OperationKind = "acquire" | "tryAcquire" | "reenter" | "extend" | "release";
+
+/** One critical section: when it ran and until when its holder could trust its hold. */
+export interface SectionRecord {
+  readonly key: string;
+  readonly owner: string;
+  readonly token: number | undefined;
+  /** Client time when the hold was in hand. */
+  readonly start: number;
+  /** Client time when the section's work ended (its last write, or its crash). */
+  readonly end: number;
+  /**
+   * min(end, the hold's validity as known at the end, the moment its signal aborted): the
+   * interval [start, validEnd) is when the holder both believed it held the lock and its lease
+   * had surely not expired. These intervals must not overlap beyond the primitive's capacity.
+   */
+  readonly validEnd: number;
+}
+
+/** One write the fenced store answered. */
+export interface WriteRecord {
+  readonly key: string;
+  readonly owner: string;
+  readonly token: number;
+  readonly status: WriteStatus;
+  readonly previousToken: number;
+}
+
+/** A fencing token in the hands of an owner. */
+export interface TokenRecord {
+  readonly key: string;
+  readonly owner: string;
+  readonly token: number;
+}
+
+export type DeathCause = "crash" | "acquire-failed" | "release-failed";
+
+/** A holder that stopped without releasing; its lock must come free within its bound. */
+export interface DeadHolderRecord {
+  readonly key: string;
+  readonly owner: string;
+  readonly cause: DeathCause;
+  readonly diedAt: number;
+  /**
+   * Its last (re)arming request settled + its lease: the hold must be gone by then. Final once
+   * probing ended (a request in flight at the crash may still move it).
+   */
+  boundAt: number;
+  /** Send time of the last probe that still found it held (null if none did). */
+  lastSeenHeldAt: number | null;
+  /** When a probe first found it free (null if none did before probing stopped). */
+  freedAt: number | null;
+}
+
+/** A release sequence that ended cleanly, and what the fault-free observer saw right after. */
+export interface ReleaseCheck {
+  readonly key: string;
+  readonly owner: string;
+  readonly stillHeld: boolean;
+}
+
+export class Journal {
+  readonly sections: SectionRecord[] = [];
+  readonly writes: WriteRecord[] = [];
+  readonly tokens: TokenRecord[] = [];
+  readonly dead: DeadHolderRecord[] = [];
+  readonly releaseChecks: ReleaseCheck[] = [];
+  /** Lock operations started, by kind. */
+  readonly operations: Record<OperationKind, number> = {
+    acquire: 0,
+    tryAcquire: 0,
+    reenter: 0,
+    extend: 0,
+    release: 0,
+  };
+  /** How operations ended: "ok", "null" (busy), or the error's name. */
+  readonly outcomes = new Map<string, number>();
+  /** Operations that ended with something other than a result or an edgelock error. */
+  readonly untypedErrors: string[] = [];
+  /** Operations still pending after `hangAfterMs`. */
+  hung = 0;
+  /** Error messages, causes and events that contained the REST token. */
+  readonly secretLeaks: string[] = [];
+  /** Resource (fenced store) requests that failed even after re-tries. */
+  resourceErrors = 0;
+  /** Sections in which a re-entry found the outer hold already gone. */
+  reentriesAfterLoss = 0;
+  /** Events the clients emitted, by type. */
+  readonly events = new Map<string, number>();
+  /** Lock handles whose signal aborted during the section. */
+  lostDuringSection = 0;
+  unhandledRejections = 0;
+
+  get totalOperations(): number {
+    return Object.values(this.operations).reduce((sum, count) => sum + count, 0);
+  }
+
+  count(map: Map<string, number>, key: string): void {
+    map.set(key, (map.get(key) ?? 0) + 1);
+  }
+}

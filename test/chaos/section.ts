@@ -1,0 +1,231 @@
+/**
+ * One critical section of the workload: take a hold on a key, maybe re-enter it, do a racy
+ * read-modify-write of the key's counter through the fenced store, maybe extend, maybe crash,
+ * release — recording what the invariants need at every step.
+ */
+import { LockBackendError, LockClient, LockNotHeldError } from "../../src/index.js";
+import { sleep as sleepMs } from "../../src/wait/sleep.js";
+import type { ChaosConfig } from "./config.js";
+import type { DeadHolderWatch } from "./dead-holders.js";
+import type { FencedStore, WriteResult } from "./fenced-store.js";
+import type { DeathCause, Journal } from "./journal.js";
+import type { OperationRunner } from "./operations.js";
+import type { ChaosHold, ChaosIsolate, ChaosPrimitive, HoldPlan } from "./primitive.js";
+
+export interface SectionContext {
+  readonly config: ChaosConfig;
+  readonly journal: Journal;
+  readonly operations: OperationRunner;
+  readonly primitive: ChaosPrimitive;
+  readonly keys: readonly string[];
+  readonly stores: ReadonlyMap<string, FencedStore>;
+  /** The workload's seeded random source. */
+  readonly random: () => number;
+  /** Starts watching a holder that stopped without releasing. */
+  bury(watch: DeadHolderWatch): void;
+}
+
+/** What one section will do, drawn up front so that a seed describes the whole section. */
+interface SectionScript {
+  readonly key: string;
+  readonly plan: HoldPlan;
+  readonly reenter: boolean;
+  readonly extend: boolean;
+  readonly crash: "no" | "before-work" | "after-work";
+  readonly holdMs: number;
+}
+
+function draw(ctx: SectionContext): SectionScript {
+  const { config, random } = ctx;
+  const key = ctx.keys[Math.floor(random() * ctx.keys.length)] ?? ctx.keys[0]!;
+  const mode = random() < config.watchdogRate ? "watchdog" : "lease";
+  const leaseMs = mode === "lease" ? config.leaseMs : config.watchdogTimeoutMs;
+  const tryOnly = random() < config.tryRate;
+  const reenter = random() < config.reentryRate;
+  const extend = mode === "lease" && random() < config.extendRate;
+  const crashes = random() < config.crashRate;
+  const early = random() < 0.5;
+  const long = random() < config.longHoldRate;
+  const holdMs = long ? leaseMs * (0.6 + random() * 0.8) : random() * 3;
+  return {
+    key,
+    plan: {
+      owner: LockClient.newOwner(),
+      mode,
+      leaseMs,
+      waitMs: tryOnly ? Math.floor(random() * 2) * config.leaseMs : config.waitMs,
+      tryOnly,
+    },
+    reenter,
+    extend,
+    crash: crashes ? (early ? "before-work" : "after-work") : "no",
+    holdMs,
+  };
+}
+
+/** Re-sends on failure: the store's writes are idempotent by writer, its reads harmless. */
+async function withRetries<T>(journal: Journal, action: () => Promise<T>): Promise<T | undefined> {
+  for (let attempt = 0; attempt < 4; attempt++) {
+    try {
+      return await action();
+    } catch {
+      await sleepMs(10 * 2 ** attempt);
+    }
+  }
+  journal.resourceErrors += 1;
+  return undefined;
+}
+
+export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Promise<void> {
+  const { journal, operations, primitive } = ctx;
+  const script = draw(ctx);
+  const { key, plan } = script;
+
+  const acquired = await operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
+    primitive.acquire(isolate, key, plan),
+  );
+  if (!acquired.ok) {
+    // An acquire that failed in the network may have taken the lock all the same.
+    if (acquired.hung || acquired.error instanceof LockBackendError) {
+      const failedAt = Date.now();
+      bury(ctx, key, plan.owner, "acquire-failed", failedAt, () => failedAt + plan.leaseMs);
+    }
+    return;
+  }
+  const hold = acquired.value;
+  if (hold === null) return;
+
+  const start = Date.now();
+  let abortedAt = hold.signal.aborted ? start : Number.POSITIVE_INFINITY;
+  hold.signal.addEventListener(
+    "abort",
+    () => {
+      abortedAt = Math.min(abortedAt, Date.now());
+    },
+    { once: true },
+  );
+  recordToken(journal, key, hold);
+  const armedSettledAt = (inner: ChaosHold | undefined, diedAt: number) =>
+    Math.max(hold.lastArmedSettledAt(diedAt), inner?.lastArmedSettledAt(diedAt) ?? 0);
+
+  let inner: ChaosHold | undefined;
+  let uncertainHolds = false;
+  if (script.reenter && hold.reenter) {
+    const reentered = await operations.run("reenter", () => hold.reenter!());
+    if (reentered.ok) {
+      inner = reentered.value;
+      recordToken(journal, key, inner);
+      if (inner.fencingToken !== hold.fencingToken) journal.reentriesAfterLoss += 1;
+    } else if (reentered.hung || reentered.error instanceof LockBackendError) {
+      uncertainHolds = true; // it may have counted a second hold
+    }
+  }
+
+  const finish = (end: number) => {
+    if (hold.signal.aborted) journal.lostDuringSection += 1;
+    journal.sections.push({
+      key,
+      owner: hold.owner,
+      token: hold.fencingToken,
+      start,
+      end,
+      validEnd: Math.min(end, hold.validUntil(), abortedAt),
+    });
+  };
+  const crash = () => {
+    const end = Date.now();
+    hold.crash();
+    finish(end);
+    bury(ctx, key, hold.owner, "crash", end, () => armedSettledAt(inner, end) + plan.leaseMs);
+  };
+
+  if (script.crash === "before-work") return crash();
+  await readModifyWrite(ctx, isolate, key, hold, script);
+  if (script.crash === "after-work") return crash();
+  finish(Date.now());
+
+  const releasedAll = (await release(ctx, inner)) && (await release(ctx, hold));
+  if (!releasedAll) {
+    hold.crash(); // stop renewing a hold we can no longer release: it must expire
+    const failedAt = Date.now();
+    bury(ctx, key, hold.owner, "release-failed", failedAt, () => {
+      return armedSettledAt(inner, failedAt) + plan.leaseMs;
+    });
+    return;
+  }
+  const stillHeld = await primitive.isHeldBy(key, hold.owner);
+  if (stillHeld && uncertainHolds) {
+    // The failed re-entry did count a hold after all: nobody knows it, so it must expire.
+    const now = Date.now();
+    bury(
+      ctx,
+      key,
+      hold.owner,
+      "acquire-failed",
+      now,
+      () => armedSettledAt(inner, now) + plan.leaseMs,
+    );
+    return;
+  }
+  journal.releaseChecks.push({ key, owner: hold.owner, stillHeld });
+}
+
+/** The racy part: read, pause, maybe extend, write read + 1 through the fencing check. */
+async function readModifyWrite(
+  ctx: SectionContext,
+  isolate: ChaosIsolate,
+  key: string,
+  hold: ChaosHold,
+  script: SectionScript,
+): Promise<void> {
+  const store = ctx.stores.get(key)!;
+  const read = await withRetries(ctx.journal, () => store.read(isolate.redis));
+  await sleepMs(script.holdMs);
+  if (script.extend && hold.extend) {
+    await ctx.operations.run("extend", () => hold.extend!(script.plan.leaseMs));
+  }
+  const token = hold.fencingToken;
+  if (read === undefined || token === undefined) return;
+  const written: WriteResult | undefined = await withRetries(ctx.journal, () =>
+    store.write(isolate.redis, token, hold.owner, read + 1),
+  );
+  if (written) ctx.journal.writes.push({ key, owner: hold.owner, token, ...written });
+}
+
+/** Releases one hold, re-sending after backend failures. False when it could not be done. */
+async function release(ctx: SectionContext, hold: ChaosHold | undefined): Promise<boolean> {
+  if (hold === undefined) return true;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const released = await ctx.operations.run("release", () => hold.release());
+    if (released.ok || released.error instanceof LockNotHeldError) return true;
+    if (!(released.error instanceof LockBackendError)) return !released.hung;
+  }
+  return false;
+}
+
+function recordToken(journal: Journal, key: string, hold: ChaosHold): void {
+  if (hold.fencingToken !== undefined) {
+    journal.tokens.push({ key, owner: hold.owner, token: hold.fencingToken });
+  }
+}
+
+function bury(
+  ctx: SectionContext,
+  key: string,
+  owner: string,
+  cause: DeathCause,
+  diedAt: number,
+  boundOf: () => number,
+): void {
+  const record = {
+    key,
+    owner,
+    cause,
+    diedAt,
+    boundAt: boundOf(),
+    lastSeenHeldAt: null,
+    freedAt: null,
+  };
+  ctx.journal.dead.push(record);
+  ctx.bury({ record, boundOf });
+}

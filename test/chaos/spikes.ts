@@ -1,0 +1,47 @@
+/** Latency spikes past the lease: for a moment every request is answered late, then it passes. */
+import type { FaultController } from "../../src/dev/index.js";
+
+export interface SpikeSchedule {
+  readonly everyMs: number;
+  readonly durationMs: number;
+  readonly latencyMs: number;
+}
+
+export interface Spikes {
+  /** Spikes started so far. */
+  readonly count: number;
+  /** Stops the schedule and ends a spike in progress. */
+  stop(): void;
+}
+
+export function startSpikes(faults: FaultController, schedule: SpikeSchedule): Spikes {
+  let count = 0;
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const calm = () => {
+    faults.configure({ latencyMs: 0 });
+    if (!stopped) timer = setTimeout(spike, schedule.everyMs);
+  };
+  const spike = () => {
+    if (stopped) return;
+    count += 1;
+    faults.configure({ latencyMs: schedule.latencyMs });
+    timer = setTimeout(calm, schedule.durationMs);
+  };
+
+  if (schedule.everyMs > 0 && schedule.durationMs > 0 && schedule.latencyMs > 0) {
+    // The first comes early, so that even a short run on a fast machine meets one.
+    timer = setTimeout(spike, schedule.everyMs / 4);
+  }
+  return {
+    get count() {
+      return count;
+    },
+    stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      faults.configure({ latencyMs: 0 });
+    },
+  };
+}

@@ -1,0 +1,225 @@
+/**
+ * The chaos workload: isolates × holders run critical sections on a few keys through the faulty
+ * REST server (refused requests, lost responses, latency spikes past the lease, crashing holders)
+ * until the operation target is reached; then every dead holder is watched until its lock is
+ * free, the final state is read through the fault-free observer, and the invariants are checked.
+ */
+import { createPrng } from "../../src/dev/rest/faults.js";
+import type { ChaosConfig } from "./config.js";
+import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
+import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";
+import { FencedStore } from "./fenced-store.js";
+import { checkAll, type InvariantResult } from "./invariants.js";
+import { Journal, type OperationKind } from "./journal.js";
+import { OperationRunner } from "./operations.js";
+import type { ChaosPrimitive } from "./primitive.js";
+import { reentrantLockPrimitive } from "./primitives/lock.js";
+import { runSection, type SectionContext } from "./section.js";
+import { startSpikes } from "./spikes.js";
+
+/** Slack for clock granularity when checking a dead holder's bound, in ms. */
+const BOUND_TOLERANCE_MS = 25;
+
+export interface ChaosResult {
+  readonly config: ChaosConfig;
+  readonly primitive: string;
+  readonly backend: string;
+  readonly startedAt: string;
+  readonly elapsedMs: number;
+  readonly operations: {
+    readonly total: number;
+    readonly byKind: Readonly<Record<OperationKind, number>>;
+    /** How operations ended, e.g. `{ "acquire: ok": 1200, "release: LockNotHeldError": 3 }`. */
+    readonly outcomes: Readonly<Record<string, number>>;
+    readonly perSecond: number;
+  };
+  readonly sections: number;
+  readonly requests: {
+    readonly total: number;
+    readonly failedBeforeExecute: number;
+    readonly droppedAfterExecute: number;
+    readonly delayedBySpike: number;
+    readonly spikes: number;
+    /** (refused + dropped + delayed) / total. */
+    readonly faultedFraction: number;
+  };
+  readonly resource: {
+    readonly acceptedWrites: number;
+    readonly refusedStaleWrites: number;
+    readonly replayedWrites: number;
+    /** Accepted writes the racy counter lost (only holders past their lease can cause them). */
+    readonly lostUpdates: number;
+    readonly requestsFailed: number;
+  };
+  readonly holds: {
+    readonly lostDuringSection: number;
+    readonly reentriesAfterLoss: number;
+    readonly events: Readonly<Record<string, number>>;
+  };
+  readonly deadHolders: {
+    readonly total: number;
+    readonly byCause: Readonly<Record<string, number>>;
+    /** Longest time from a holder's death to its lock first seen free (an upper estimate), ms. */
+    readonly longestHeldMs: number;
+    /** Longest time from a holder's death to its lock last seen still held (a lower one), ms. */
+    readonly longestSeenHeldMs: number;
+    /**
+     * Latest sighting of a dead holder's lock still held, relative to its bound, in ms: at most
+     * the tolerance (25 ms) when every lock came free in time; negative means early.
+     */
+    readonly latestSightingPastBoundMs: number;
+  };
+  readonly invariants: readonly InvariantResult[];
+  readonly violations: number;
+}
+
+export interface ChaosRunOptions {
+  /** Builds the primitive under test. Default: the reentrant lock. */
+  readonly primitive?: (env: ChaosEnvironment) => ChaosPrimitive;
+  /** Called as operations start. */
+  readonly onProgress?: (operationsStarted: number) => void;
+}
+
+export async function runChaos(
+  config: ChaosConfig,
+  options: ChaosRunOptions = {},
+): Promise<ChaosResult> {
+  const env = await startEnvironment(config);
+  try {
+    return await runIn(env, config, options);
+  } finally {
+    await env.close();
+  }
+}
+
+async function runIn(
+  env: ChaosEnvironment,
+  config: ChaosConfig,
+  options: ChaosRunOptions,
+): Promise<ChaosResult> {
+  const journal = new Journal();
+  const operations = new OperationRunner(journal, env.server.token, config.hangAfterMs);
+  const primitive = options.primitive?.(env) ?? reentrantLockPrimitive(env.prefix, env.observer);
+  const keys = Array.from({ length: config.keys }, (_, i) => `key-${i}`);
+  const stores = new Map(keys.map((key) => [key, new FencedStore(`${env.prefix}-store`, key)]));
+  const watches: Promise<void>[] = [];
+  const context: SectionContext = {
+    config,
+    journal,
+    operations,
+    primitive,
+    keys,
+    stores,
+    random: createPrng(config.seed ^ 0x9e3779b9),
+    bury: (watch: DeadHolderWatch) => {
+      watches.push(watchDeadHolder(primitive, watch, config.probeIntervalMs, config.giveUpAfterMs));
+    },
+  };
+  const isolates = Array.from({ length: config.isolates }, (_, id) =>
+    createIsolate(env, id, config),
+  );
+  for (const isolate of isolates) {
+    isolate.client.on("lockLost", (event) => operations.inspectEvent(event));
+    isolate.client.on("renewalFailed", (event) => operations.inspectEvent(event));
+  }
+  const onUnhandled = () => {
+    journal.unhandledRejections += 1;
+  };
+  process.on("unhandledRejection", onUnhandled);
+
+  env.server.stats.reset();
+  env.server.faults.resetCounts();
+  const startedAt = new Date();
+  const spikes = startSpikes(env.server.faults, config.spike);
+  try {
+    const holder = async (isolate: (typeof isolates)[number]) => {
+      while (journal.totalOperations < config.operations) {
+        await runSection(context, isolate);
+        options.onProgress?.(journal.totalOperations);
+      }
+    };
+    await Promise.all(
+      isolates.flatMap((isolate) =>
+        Array.from({ length: config.holdersPerIsolate }, () => holder(isolate)),
+      ),
+    );
+  } finally {
+    spikes.stop();
+  }
+  const elapsedMs = Date.now() - startedAt.getTime();
+  const stats = env.server.stats.snapshot();
+  const faults = env.server.faults.counts();
+  env.server.faults.disable();
+
+  await Promise.all(watches);
+  const leftHeld = await Promise.all(
+    keys.map(async (key) => ({ key, owners: await primitive.holders(key) })),
+  );
+  const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
+  process.off("unhandledRejection", onUnhandled);
+
+  const invariants = checkAll(journal, {
+    capacity: primitive.capacity,
+    toleranceMs: BOUND_TOLERANCE_MS,
+    leftHeld,
+    inspectedForSecrets: operations.inspected,
+  });
+  const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
+  const accepted = totals.reduce((sum, t) => sum + t.accepted, 0);
+  const finalValues = totals.reduce((sum, t) => sum + t.value, 0);
+  const freed = journal.dead.filter((d) => d.freedAt !== null);
+  const seen = journal.dead.filter((d) => d.lastSeenHeldAt !== null);
+  return {
+    config,
+    primitive: primitive.name,
+    backend: env.server.backendDescription,
+    startedAt: startedAt.toISOString(),
+    elapsedMs,
+    operations: {
+      total: journal.totalOperations,
+      byKind: { ...journal.operations },
+      outcomes: Object.fromEntries([...journal.outcomes].sort()),
+      perSecond: Math.round((journal.totalOperations / Math.max(1, elapsedMs)) * 1000),
+    },
+    sections: journal.sections.length,
+    requests: {
+      total: stats.requests,
+      failedBeforeExecute: faults.failBeforeExecute,
+      droppedAfterExecute: faults.dropAfterExecute,
+      delayedBySpike: faults.delayed,
+      spikes: spikes.count,
+      faultedFraction:
+        stats.requests === 0
+          ? 0
+          : (faults.failBeforeExecute + faults.dropAfterExecute + faults.delayed) / stats.requests,
+    },
+    resource: {
+      acceptedWrites: accepted,
+      refusedStaleWrites: writes("refused"),
+      replayedWrites: writes("replayed"),
+      lostUpdates: accepted - finalValues,
+      requestsFailed: journal.resourceErrors,
+    },
+    holds: {
+      lostDuringSection: journal.lostDuringSection,
+      reentriesAfterLoss: journal.reentriesAfterLoss,
+      events: Object.fromEntries(journal.events),
+    },
+    deadHolders: {
+      total: journal.dead.length,
+      byCause: countBy(journal.dead.map((d) => d.cause)),
+      longestHeldMs: Math.max(0, ...freed.map((d) => d.freedAt! - d.diedAt)),
+      longestSeenHeldMs: Math.max(0, ...seen.map((d) => d.lastSeenHeldAt! - d.diedAt)),
+      latestSightingPastBoundMs:
+        seen.length === 0 ? 0 : Math.max(...seen.map((d) => d.lastSeenHeldAt! - d.boundAt)),
+    },
+    invariants,
+    violations: invariants.reduce((sum, result) => sum + result.violations, 0),
+  };
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}

@@ -1,0 +1,171 @@
+/**
+ * The short seeded chaos run (the long one is `npm run chaos`), and proof that its checks fail
+ * when the thing they guard is broken: each sabotaged primitive below must produce violations.
+ */
+import { describe, expect, it } from "vitest";
+import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
+import type { ChaosEnvironment } from "../../chaos/environment.js";
+import { checkExclusion, checkFencing } from "../../chaos/invariants.js";
+import type { ChaosHold, ChaosPrimitive } from "../../chaos/primitive.js";
+import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
+import { formatReport } from "../../chaos/report.js";
+import { type ChaosResult, runChaos } from "../../chaos/workload.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+
+function violationsOf(result: ChaosResult, name: string): number {
+  const found = result.invariants.find((invariant) => invariant.name === name);
+  if (!found) throw new Error(`no invariant named ${name}`);
+  return found.violations;
+}
+
+describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (kind) => {
+  it("breaks no invariant under refused requests, lost answers, latency spikes and crashes", async () => {
+    const result = await runChaos({ ...SHORT_RUN, backend: kind });
+    console.log(`chaos (${kind})\n${formatReport(result)}`);
+
+    expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
+    expect(result.violations).toBe(0);
+    // The run met every kind of trouble it claims to survive, and every check saw cases.
+    expect(result.operations.total).toBeGreaterThanOrEqual(SHORT_RUN.operations);
+    expect(result.requests.failedBeforeExecute).toBeGreaterThan(0);
+    expect(result.requests.droppedAfterExecute).toBeGreaterThan(0);
+    expect(result.requests.delayedBySpike).toBeGreaterThan(0);
+    expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+    expect(result.deadHolders.byCause.crash ?? 0).toBeGreaterThan(0);
+    expect(result.operations.byKind.reenter).toBeGreaterThan(0);
+    expect(result.operations.byKind.extend).toBeGreaterThan(0);
+    for (const invariant of result.invariants) expect(invariant.checked).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+/** A calm, small run for the sabotage cases: the breakage alone must produce violations. */
+const CALM: ChaosConfig = {
+  ...SHORT_RUN,
+  backend: backendKindsUnderTest()[0]!,
+  operations: 80,
+  waitMs: 400,
+  faultRate: 0,
+  crashRate: 0,
+  longHoldRate: 0,
+  spike: { everyMs: 0, durationMs: 0, latencyMs: 0 },
+  giveUpAfterMs: 300,
+};
+
+/** The reentrant lock with `change` applied to every hold it hands out. */
+function sabotaged(change: (hold: ChaosHold) => Partial<ChaosHold>) {
+  return (env: ChaosEnvironment) => {
+    const base = reentrantLockPrimitive(env.prefix, env.observer);
+    // Inner holds of re-entries are sabotaged the same way.
+    const wrap = (hold: ChaosHold): ChaosHold =>
+      delegate(hold, { reenter: async () => wrap(await hold.reenter!()), ...change(hold) });
+    const primitive: ChaosPrimitive = {
+      ...base,
+      acquire: async (isolate, key, plan) => {
+        const hold = await base.acquire(isolate, key, plan);
+        return hold && wrap(hold);
+      },
+    };
+    return primitive;
+  };
+}
+
+function delegate(hold: ChaosHold, overrides: Partial<ChaosHold>): ChaosHold {
+  return {
+    owner: hold.owner,
+    fencingToken: hold.fencingToken,
+    signal: hold.signal,
+    validUntil: () => hold.validUntil(),
+    lastArmedSettledAt: (sentBefore) => hold.lastArmedSettledAt(sentBefore),
+    reenter: () => hold.reenter!(),
+    extend: (ms) => hold.extend!(ms),
+    release: () => hold.release(),
+    crash: () => hold.crash(),
+    ...overrides,
+  };
+}
+
+describe("the chaos checks fail when what they guard is broken", () => {
+  it("sees overlapping sections when the lock does not exclude", async () => {
+    const tokens = new Map<string, number>();
+    const noLock: ChaosPrimitive = {
+      name: "no-lock",
+      capacity: 1,
+      async acquire(_isolate, key, plan) {
+        const token = (tokens.get(key) ?? 0) + 1;
+        tokens.set(key, token);
+        const start = Date.now();
+        return {
+          owner: plan.owner,
+          fencingToken: token,
+          signal: new AbortController().signal,
+          validUntil: () => start + plan.leaseMs,
+          lastArmedSettledAt: () => start,
+          release: async () => {},
+          crash: () => {},
+        };
+      },
+      isHeldBy: async () => false,
+      holders: async () => [],
+    };
+    const result = await runChaos({ ...CALM, keys: 1 }, { primitive: () => noLock });
+    expect(violationsOf(result, "no overlapping valid critical sections")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees duplicate fencing tokens", async () => {
+    const result = await runChaos(CALM, {
+      primitive: sabotaged(() => ({ fencingToken: 1 })),
+    });
+    expect(violationsOf(result, "fencing tokens strictly increase")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees a hold count that drifted (a re-entry never released)", async () => {
+    const result = await runChaos(
+      { ...CALM, reentryRate: 1, watchdogRate: 0 },
+      {
+        primitive: sabotaged((hold) => ({
+          reenter: async () => delegate(await hold.reenter!(), { release: async () => {} }),
+        })),
+      },
+    );
+    expect(violationsOf(result, "no hold count drift")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees a crashed holder whose lock outlives its bound (it kept renewing)", async () => {
+    const result = await runChaos(
+      { ...CALM, watchdogRate: 1, crashRate: 0.3 },
+      { primitive: sabotaged(() => ({ crash: () => {} })) },
+    );
+    expect(
+      violationsOf(result, "dead holders' locks came free within their bound"),
+    ).toBeGreaterThan(0);
+    expect(violationsOf(result, "no hold count drift")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("counts touching intervals as no overlap, and respects capacity", () => {
+    const section = (owner: string, start: number, validEnd: number) => ({
+      key: "k",
+      owner,
+      token: 1,
+      start,
+      end: validEnd,
+      validEnd,
+    });
+    expect(checkExclusion([section("a", 0, 10), section("b", 10, 20)], 1).violations).toBe(0);
+    expect(checkExclusion([section("a", 0, 10), section("b", 9, 20)], 1).violations).toBe(1);
+    expect(checkExclusion([section("a", 0, 10), section("b", 5, 20)], 2).violations).toBe(0);
+    // An empty window (the hold arrived already expired) overlaps nothing.
+    expect(checkExclusion([section("a", 0, 10), section("b", 5, 5)], 1).violations).toBe(0);
+  });
+
+  it("flags an accepted write whose token is not larger than the last", () => {
+    const write = (token: number, previousToken: number) => ({
+      key: "k",
+      owner: `o${token}`,
+      token,
+      status: "accepted" as const,
+      previousToken,
+    });
+    expect(checkFencing([write(2, 1), write(3, 2)], []).violations).toBe(0);
+    expect(checkFencing([write(2, 1), write(2, 2)], []).violations).toBe(1);
+  });
+});

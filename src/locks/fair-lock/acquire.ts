@@ -8,7 +8,7 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 import type { FairLockKeys } from "./keys.js";
 import { pruneDeadWaiters, refreshWaiter, SERVER_NOW_MS } from "./lua.js";
 import { learnAverage, PACE_TTL_MS } from "./pace.js";
@@ -117,7 +117,11 @@ export async function attemptFairAcquire(
     ctx.retry,
     ctx.observer,
   );
-  const [status, value, position, hold, gap, heldFor] = integerReply(raw, FAIR_ACQUIRE.name);
+  const [status, value, position, hold, gap, heldFor] = checkedReply(raw, FAIR_ACQUIRE.name, {
+    1: [4],
+    0: [6],
+    [-1]: [1],
+  });
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
   const pttl = status === 0 ? value : undefined;

@@ -113,7 +113,7 @@ export class FairLock extends Lock {
       },
       control: (owner) => ({
         extend: (ms) => extendLease(ctx, keys, owner, ms),
-        release: () => releaseFairHold(ctx, keys, owner),
+        release: (operationId) => releaseFairHold(ctx, keys, owner, operationId),
       }),
       renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
       gaveUp: async (owner) => {

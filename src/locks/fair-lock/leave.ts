@@ -6,7 +6,7 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers)
 // ARGV: 1 owner. Reply: {1} was waiting; {0} was not.
@@ -32,5 +32,5 @@ export async function leaveQueue(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, LEAVE_QUEUE.name)[0] === 1;
+  return checkedReply(raw, LEAVE_QUEUE.name, YES_OR_NO)[0] === 1;
 }

@@ -7,7 +7,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { ReleaseResult } from "../lock/release.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 import type { FairLockKeys } from "./keys.js";
 import { SERVER_NOW_MS } from "./lua.js";
 import { learnAverage } from "./pace.js";
@@ -38,15 +38,16 @@ export async function releaseFairHold(
   ctx: OperationContext,
   keys: FairLockKeys,
   owner: string,
+  operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
   const raw = await callScript(
     ctx.redis,
     FAIR_RELEASE,
-    [keys.lock, keys.pace, keys.operation(newOperationId())],
+    [keys.lock, keys.pace, keys.operation(operationId)],
     [owner, String(ctx.operationTtlMs)],
     ctx.retry,
     ctx.observer,
   );
-  const [status, left] = integerReply(raw, FAIR_RELEASE.name);
+  const [status, left] = checkedReply(raw, FAIR_RELEASE.name, { 1: [2], 0: [1] });
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

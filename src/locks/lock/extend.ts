@@ -6,7 +6,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 
 // KEYS: 1 lock hash. ARGV: 1 owner, 2 lease ms
 // Reply: {1} re-armed; {0} the owner holds nothing (released, expired or taken).
@@ -32,5 +32,5 @@ export async function extendLease(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, EXTEND.name)[0] === 1;
+  return checkedReply(raw, EXTEND.name, YES_OR_NO)[0] === 1;
 }

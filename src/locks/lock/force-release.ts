@@ -4,7 +4,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 
 // KEYS: 1 lock hash, 2 operation record. ARGV: 1 operation record ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
@@ -28,5 +28,5 @@ export async function forceRelease(ctx: OperationContext, keys: LockKeys): Promi
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, FORCE_RELEASE.name)[0] === 1;
+  return checkedReply(raw, FORCE_RELEASE.name, YES_OR_NO)[0] === 1;
 }

@@ -1,5 +1,6 @@
 /** A hold on a lock: its fencing token, its lease, and the way to extend and release it. */
 import { LockBackendError, LockLostError, LockNotHeldError } from "../../errors.js";
+import { newOperationId } from "../../ids.js";
 import { checkLease } from "../../validate.js";
 import type { WatchedHold } from "../../watchdog/registry.js";
 import type { ReleaseResult } from "./release.js";
@@ -7,7 +8,11 @@ import type { ReleaseResult } from "./release.js";
 /** What a handle asks of its lock; bound to the lock's keys and the handle's owner. */
 export interface HoldControl {
   extend(leaseMs: number): Promise<boolean>;
-  release(): Promise<ReleaseResult>;
+  /**
+   * Releases the hold as operation `operationId`. The handle passes the same id again after a
+   * failure whose outcome is unknown, so a release that did run is replayed, not applied twice.
+   */
+  release(operationId: string): Promise<ReleaseResult>;
 }
 
 export interface HandleInit {
@@ -46,6 +51,8 @@ export class LockHandle implements AsyncDisposable, WatchedHold {
   readonly #lost = new AbortController();
   #expiryTimer: ReturnType<typeof setTimeout> | undefined;
   #leaveWatchdog: (() => void) | undefined;
+  /** The id of a release that failed ambiguously; the next release() re-sends it. */
+  #pendingRelease: string | undefined;
 
   constructor(init: HandleInit) {
     this.name = init.name;
@@ -120,14 +127,17 @@ export class LockHandle implements AsyncDisposable, WatchedHold {
   async release(): Promise<void> {
     this.#assertHeld("release");
     this.#state = "releasing";
+    this.#pendingRelease ??= newOperationId();
     let result: ReleaseResult;
     try {
-      result = await this.#control.release();
+      result = await this.#control.release(this.#pendingRelease);
     } catch (error) {
-      // The outcome is unknown: keep the hold so that release() can be called again.
+      // The outcome is unknown: keep the hold so that release() can be called again, with the
+      // same operation id.
       this.#state = "held";
       throw error instanceof LockBackendError ? error : new LockBackendError(String(error));
     }
+    this.#pendingRelease = undefined;
     this.#state = "released";
     this.#stopTracking();
     if (!result.released) {

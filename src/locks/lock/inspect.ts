@@ -3,7 +3,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 
 // KEYS: 1 lock hash. ARGV: 1 owner, or '' for whoever holds it
 // Reply: {locked 0/1, pttl, holds}
@@ -41,6 +41,6 @@ export async function inspectLock(
     ctx.retry,
     ctx.observer,
   );
-  const [locked, pttl, holds] = integerReply(raw, INSPECT.name);
+  const [locked, pttl, holds] = checkedReply(raw, INSPECT.name, { 1: [3], 0: [3] });
   return { locked: locked === 1, ttlMs: locked === 1 ? ttlOrNull(pttl) : null, holds: holds ?? 0 };
 }

@@ -55,7 +55,7 @@ export class Lock {
       attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
       control: (owner) => ({
         extend: (ms) => extendLease(ctx, keys, owner, ms),
-        release: () => releaseHold(ctx, keys, owner),
+        release: (operationId) => releaseHold(ctx, keys, owner, operationId),
       }),
       renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
     };

@@ -5,7 +5,7 @@
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, lockAndFenceKeys } from "./members.js";
 import { UNDO_HOLDS_LUA } from "./rollback.js";
@@ -87,7 +87,12 @@ export async function acquireGroup(
     ctx.retry,
     ctx.observer,
   );
-  const [status, ...rest] = integerReply(raw, MULTI_ACQUIRE.name);
+  const [status, ...rest] = checkedReply(raw, MULTI_ACQUIRE.name, {
+    1: "any",
+    0: [3],
+    [-1]: [1],
+    [-2]: [1],
+  });
   if (status === 1 && rest.length === group.members.length) {
     return { kind: "acquired", fencingTokens: rest };
   }

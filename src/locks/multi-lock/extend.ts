@@ -4,7 +4,7 @@
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 import type { MemberGroup } from "./members.js";
 
 // KEYS: lock hash of each member. ARGV: 1 owner, 2 lease ms
@@ -33,5 +33,5 @@ export async function extendGroup(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, MULTI_EXTEND.name)[0] === 1;
+  return checkedReply(raw, MULTI_EXTEND.name, { 1: [1], 0: [2] })[0] === 1;
 }

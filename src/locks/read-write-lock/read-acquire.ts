@@ -10,7 +10,7 @@ import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../fair-lock/lua.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
@@ -69,7 +69,7 @@ export async function attemptReadAcquire(
     ctx.retry,
     ctx.observer,
   );
-  const [status, value] = integerReply(raw, READ_ACQUIRE.name);
+  const [status, value] = checkedReply(raw, READ_ACQUIRE.name, { 1: [3], 0: [3], [-1]: [1] });
   // Read holds share the current fencing token: the last writer's.
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };

@@ -6,7 +6,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../fair-lock/lua.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
@@ -39,5 +39,5 @@ export async function extendReadHold(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, READ_EXTEND.name)[0] === 1;
+  return checkedReply(raw, READ_EXTEND.name, YES_OR_NO)[0] === 1;
 }

@@ -4,7 +4,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../fair-lock/lua.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record. ARGV: 1 operation record ttl ms
@@ -35,5 +35,5 @@ export async function forceReleaseReads(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, READ_FORCE_RELEASE.name)[0] === 1;
+  return checkedReply(raw, READ_FORCE_RELEASE.name, YES_OR_NO)[0] === 1;
 }

@@ -7,7 +7,7 @@ import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../fair-lock/lua.js";
 import type { LockState } from "../lock/inspect.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 
 // KEYS: 1 reads, 2 readers. ARGV: 1 owner, or '' for all readers
@@ -42,7 +42,7 @@ export async function inspectReads(
     ctx.retry,
     ctx.observer,
   );
-  const [locked, ttl, holds] = integerReply(raw, READ_INSPECT.name);
+  const [locked, ttl, holds] = checkedReply(raw, READ_INSPECT.name, { 1: [3], 0: [3] });
   return {
     locked: locked === 1,
     ttlMs: locked === 1 ? (ttl ?? null) : null,

@@ -117,7 +117,7 @@ export class ReadLock {
         attemptReadAcquire(ctx, keys, owner, leaseMs, holdId, writerPreference),
       control: (owner) => ({
         extend: (ms) => extendReadHold(ctx, keys, owner, holdId, ms),
-        release: () => releaseReadHold(ctx, keys, owner, holdId),
+        release: (operationId) => releaseReadHold(ctx, keys, owner, holdId, operationId),
       }),
       renew: (owner, leaseMs) => extendReadHold(ctx, keys, owner, holdId, leaseMs),
     };

@@ -8,7 +8,7 @@ import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../fair-lock/lua.js";
 import type { ReleaseResult } from "../lock/release.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
@@ -50,15 +50,16 @@ export async function releaseReadHold(
   keys: ReadWriteLockKeys,
   owner: string,
   holdId: string | null,
+  operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
   const raw = await callScript(
     ctx.redis,
     READ_RELEASE,
-    [keys.reads, keys.readers, keys.operation(newOperationId())],
+    [keys.reads, keys.readers, keys.operation(operationId)],
     [owner, holdId ?? "", String(ctx.operationTtlMs)],
     ctx.retry,
     ctx.observer,
   );
-  const [status, left] = integerReply(raw, READ_RELEASE.name);
+  const [status, left] = checkedReply(raw, READ_RELEASE.name, { 1: [2], 0: [1] });
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

@@ -11,7 +11,7 @@ import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import { refreshWaiter, SERVER_NOW_MS } from "../fair-lock/lua.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
@@ -89,7 +89,12 @@ export async function attemptWriteAcquire(
     ctx.retry,
     ctx.observer,
   );
-  const [status, value] = integerReply(raw, WRITE_ACQUIRE.name);
+  const [status, value] = checkedReply(raw, WRITE_ACQUIRE.name, {
+    1: [4],
+    0: [2],
+    [-1]: [1],
+    [-2]: [1],
+  });
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   if (status === -2) {
     throw new LockUpgradeError(

@@ -158,7 +158,7 @@ export class WriteLock {
       },
       control: (owner) => ({
         extend: (ms) => extendLease(ctx, keys, owner, ms),
-        release: () => releaseHold(ctx, keys, owner),
+        release: (operationId) => releaseHold(ctx, keys, owner, operationId),
       }),
       renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
       gaveUp: async (owner) => {

@@ -4,7 +4,7 @@
  */
 import { callScript } from "../../transport/call.js";
 import { ACQUIRE } from "../lock/acquire.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
 import type { Database } from "./databases.js";
 
 export type DatabaseVote =
@@ -26,7 +26,7 @@ export async function acquireOn(
     ctx.retry,
     ctx.observer,
   );
-  const [status, value = 0] = integerReply(raw, ACQUIRE.name);
+  const [status, value = 0] = checkedReply(raw, ACQUIRE.name, { 1: [4], 0: [2], [-1]: [1] });
   // Tokens start at 1; a replayed 0 or -1 is undo.ts's mark: this attempt was undone.
   if (status === 1 && value > 0) return { kind: "acquired", fencingToken: value };
   return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };

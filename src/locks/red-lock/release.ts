@@ -8,7 +8,7 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import type { ReleaseResult } from "../lock/release.js";
 import { RELEASE } from "../lock/release.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { QuorumHold } from "./hold.js";
@@ -67,5 +67,5 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, RELEASE.name)[0] === 1;
+  return checkedReply(raw, RELEASE.name, { 1: [2], 0: [1] })[0] === 1;
 }

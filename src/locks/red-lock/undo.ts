@@ -6,7 +6,7 @@
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { integerReply } from "../reply.js";
+import { checkedReply, YES_OR_NO } from "../reply.js";
 import type { Database } from "./databases.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token
@@ -50,5 +50,5 @@ export async function undoAcquire(
     ctx.retry,
     ctx.observer,
   );
-  return integerReply(raw, UNDO_ACQUIRE.name)[0] === 1;
+  return checkedReply(raw, UNDO_ACQUIRE.name, YES_OR_NO)[0] === 1;
 }

@@ -4,7 +4,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { integerReply } from "../reply.js";
+import { checkedReply } from "../reply.js";
 
 // KEYS: 1 lock hash, 2 operation record. ARGV: 1 owner, 2 operation record ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
@@ -30,15 +30,17 @@ export async function releaseHold(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
+  /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
+  operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
   const raw = await callScript(
     ctx.redis,
     RELEASE,
-    [keys.lock, keys.operation(newOperationId())],
+    [keys.lock, keys.operation(operationId)],
     [owner, String(ctx.operationTtlMs)],
     ctx.retry,
     ctx.observer,
   );
-  const [status, left] = integerReply(raw, RELEASE.name);
+  const [status, left] = checkedReply(raw, RELEASE.name, { 1: [2], 0: [1] });
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

@@ -8,9 +8,10 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
 import type { FairLockKeys } from "./keys.js";
-import { pruneDeadWaiters, refreshWaiter, SERVER_NOW_MS } from "./lua.js";
+import { pruneDeadWaiters, refreshWaiter } from "./lua.js";
 import { learnAverage, PACE_TTL_MS } from "./pace.js";
 import type { QueueView } from "./pacing.js";
 
@@ -22,12 +23,7 @@ import type { QueueView } from "./pacing.js";
 //        ms the holder has held} busy (-1: unknown).
 export const FAIR_ACQUIRE = new Script(
   "fairLock.acquire",
-  `local replay = redis.call('GET', KEYS[6])
-if replay then
-  local held = redis.call('HGET', KEYS[1], ARGV[1])
-  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', KEYS[1])} end
-  return {-1}
-end
+  `${replayAcquisition("KEYS[6]")}
 ${SERVER_NOW_MS}
 ${pruneDeadWaiters("KEYS[3]", "KEYS[4]")}
 local owner = ARGV[1]

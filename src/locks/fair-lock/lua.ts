@@ -1,12 +1,4 @@
-/** Lua fragments shared by the scripts of the fair lock and the read-write lock. */
-
-/**
- * Defines `now`, the server's clock in whole milliseconds. Clients' clocks are never trusted:
- * waiter deadlines and hold expiries are compared against this only. Integer arithmetic on both
- * Lua 5.1 (doubles, exact below 2^53) and Lua 5.4.
- */
-export const SERVER_NOW_MS = `local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
+/** Lua fragments of the fair lock's waiter queue (also used by the read-write lock's writers). */
 
 /**
  * Drops waiters whose deadline has passed (they stopped polling: crashed, or lost) from the

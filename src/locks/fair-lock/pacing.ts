@@ -4,7 +4,8 @@
  * hand-offs of this lock usually take. So instead of polling blindly, a waiter sleeps until the
  * moment worth asking, minus one round trip so that its request lands then:
  * - behind others (position p > 0): half-way through its predecessor's expected hold, so that it
- *   is at the head, with time to spare, when its own turn comes;
+ *   is at the head, with time to spare, when its own turn comes; but when the lock is free and a
+ *   waiter ahead has not taken it (it may be dead), the plain backoff;
  * - at the head: the holder's expected release;
  * - at the head past the expected release: full jitter over a quarter of the overrun (at least
  *   `wait.initialDelayMs`, at most `wait.maxDelayMs`): dense polls just after the expected
@@ -63,7 +64,12 @@ export function queuePollDelay(
     const hold = view.holdMs;
     const gap = view.gapMs ?? roundTripMs;
     const holdLeft = expectedHoldLeft(view, hold);
-    if (view.position > 0) {
+    if (view.position > 0 && !view.locked) {
+      // Free, yet a waiter ahead has not taken it: it may have died, and is pruned only when its
+      // waiter timeout passes. Back off as a plain waiter does rather than poll at the pace of
+      // hand-offs that are not happening.
+      delay = nextPollDelay(policy, state.poll, null, Number.POSITIVE_INFINITY, random);
+    } else if (view.position > 0) {
       // The predecessor takes the lock at holdLeft + gap + (p - 1) turns; aim at its mid-hold.
       const predecessorStarts = holdLeft + gap + (view.position - 1) * (hold + gap);
       delay = predecessorStarts + hold / 2 - roundTripMs;

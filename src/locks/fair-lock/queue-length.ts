@@ -2,8 +2,8 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import { SERVER_NOW_MS } from "../lua.js";
 import { integerReply } from "../reply.js";
-import { SERVER_NOW_MS } from "./lua.js";
 
 // KEYS: 1 timeouts (owner -> deadline). Reply: {live waiters}
 export const QUEUE_LENGTH = new Script(

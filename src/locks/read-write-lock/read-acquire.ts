@@ -9,7 +9,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../fair-lock/lua.js";
+import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";

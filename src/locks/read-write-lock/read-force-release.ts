@@ -3,7 +3,7 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../fair-lock/lua.js";
+import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, YES_OR_NO } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 

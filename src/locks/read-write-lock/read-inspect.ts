@@ -5,8 +5,8 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../fair-lock/lua.js";
 import type { LockState } from "../lock/inspect.js";
+import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 

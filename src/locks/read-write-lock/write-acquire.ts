@@ -10,7 +10,8 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
-import { refreshWaiter, SERVER_NOW_MS } from "../fair-lock/lua.js";
+import { refreshWaiter } from "../fair-lock/lua.js";
+import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
 import type { ReadWriteLockKeys } from "./keys.js";
 import { pruneExpiredReads } from "./lua.js";
@@ -24,12 +25,7 @@ import { pruneExpiredReads } from "./lua.js";
 //        {-2} refused: the owner holds read holds only (an upgrade).
 export const WRITE_ACQUIRE = new Script(
   "readWriteLock.acquireWrite",
-  `local replay = redis.call('GET', KEYS[6])
-if replay then
-  local held = redis.call('HGET', KEYS[1], ARGV[1])
-  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', KEYS[1])} end
-  return {-1}
-end
+  `${replayAcquisition("KEYS[6]")}
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("KEYS[3]", "KEYS[4]")}
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)

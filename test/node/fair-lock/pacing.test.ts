@@ -38,6 +38,22 @@ describe("queue-aware poll pacing", () => {
     expect(queuePollDelay({ ...busy, position: 3 }, state, top)).toBe(60 + 20 + 2 * 120 + 50 - 10);
   });
 
+  it("backs off like a plain waiter when the lock is free but a waiter ahead has not taken it", () => {
+    // The head may be dead (pruned only after its waiter timeout): no hand-off pace to follow.
+    const stalled: QueueView = {
+      ...busy,
+      position: 1,
+      locked: false,
+      holderTtlMs: null,
+      heldForMs: null,
+    };
+    expect(queuePollDelay(stalled, { ...state, poll: 1 }, top)).toBe(10);
+    expect(queuePollDelay(stalled, { ...state, poll: 4 }, top)).toBe(80);
+    expect(queuePollDelay(stalled, { ...state, poll: 20 }, top)).toBe(
+      DEFAULT_WAIT_POLICY.maxDelayMs,
+    );
+  });
+
   it("polls densely just past the expected release, sparser as a long hold goes on", () => {
     const justOverdue = queuePollDelay({ ...busy, heldForMs: 105 }, state, top);
     expect(justOverdue).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);

@@ -1,0 +1,24 @@
+/** Lua fragments shared by the scripts of several primitives. */
+
+/**
+ * Defines `now`, the server's clock in whole milliseconds. Clients' clocks are never trusted:
+ * waiter deadlines and hold expiries are compared against this only. Integer arithmetic on both
+ * Lua 5.1 (doubles, exact below 2^53) and Lua 5.4.
+ */
+export const SERVER_NOW_MS = `local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
+
+/**
+ * The first lines of an exclusive acquire script (the hash `KEYS[1]` maps owner ARGV[1] to its
+ * holds). If operation record `operationKey` exists, this request is a re-send of an attempt
+ * that acquired: answer {1, fence, holds, pttl} again while the owner still holds the lock, or
+ * {-1} when that hold is gone since. Nothing is applied twice.
+ */
+export function replayAcquisition(operationKey: string): string {
+  return `local replay = redis.call('GET', ${operationKey})
+if replay then
+  local held = redis.call('HGET', KEYS[1], ARGV[1])
+  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', KEYS[1])} end
+  return {-1}
+end`;
+}

@@ -1,14 +1,20 @@
 /**
  * How a waiter paces its polls. There is no pub/sub over REST, so a waiter asks again after
  * `min(full-jitter backoff, holder's remaining lease, time left)`: it never sleeps past the moment
- * the holder's lease must end, never past its own deadline, and never spins.
+ * the holder's lease must end, never past its own deadline, and never spins. When the lock has
+ * learnt how long its holds last, the acquire script says so and the waiter sleeps until an
+ * expected release instead (see pace.ts); this backoff covers the rest.
  */
 import { checkCount, checkDuration, checkOptions } from "../validate.js";
 
 export interface WaitOptions {
   /** Ceiling of the first backoff interval, in ms. Default 10. */
   initialDelayMs?: number;
-  /** Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. */
+  /**
+   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. Paced
+   * sleeps (towards an expected release, when the lock knows its usual hold) are not bound by it:
+   * they last up to 2.5 s, never past the holder's lease end or the caller's deadline.
+   */
   maxDelayMs?: number;
   /**
    * Most requests one acquisition may make, the first attempt included. Each is a Workers

@@ -2,23 +2,29 @@
 import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
+import { PACE_WINDOW_MS, pacedPollDelay } from "../../wait/pace.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { integerReply, ttlOrNull } from "../reply.js";
+import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { checkedReply, ttlOrNull } from "../reply.js";
+import { PACE_TTL_MS, paceKey, waitersKey } from "./pace.js";
 
-// KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record
-// ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms
-// Reply: {1, fence, hold count, pttl} held; {0, holder pttl} busy;
-//        {-1} a re-sent attempt whose first run acquired, but the hold is gone since.
+// KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record,
+//       4 pace hash (at: server ms of the current first acquisition, hold: average ms from
+//         taking the lock to freeing it, cycle: average ms from one holder taking it to the next
+//         when the next one had been waiting, dev: mean deviation of the hold),
+//       5 waiters (sorted set: owner -> server ms of its last busy poll)
+// ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter window ms
+// Reply: {1, fence, hold count, pttl} held; {0, holder pttl, waiters, average hold ms, ms the
+//        holder has held, average cycle ms, hold deviation ms} busy (-1: unknown); {-1} a
+//        re-sent attempt whose first run acquired, but the hold is gone since.
+// KEYS 4 and 5 are optional (RedLock runs this script on three keys): without them nothing is
+// learnt and the busy reply is {0, holder pttl}.
 export const ACQUIRE = new Script(
   "lock.acquire",
-  `local replay = redis.call('GET', KEYS[3])
-if replay then
-  local held = redis.call('HGET', KEYS[1], ARGV[1])
-  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', KEYS[1])} end
-  return {-1}
-end
+  `${replayAcquisition("KEYS[3]")}
+${SERVER_NOW_MS}
 local count
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], ARGV[1], 1)
@@ -26,11 +32,35 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 elseif redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   count = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
 else
-  return {0, redis.call('PTTL', KEYS[1])}
+  local pttl = redis.call('PTTL', KEYS[1])
+  if not KEYS[5] then return {0, pttl} end
+  local window = tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[5], now, ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - window)
+  redis.call('PEXPIRE', KEYS[5], window)
+  local pace = redis.call('HMGET', KEYS[4], 'at', 'hold', 'cycle', 'dev')
+  local heldFor = -1
+  if pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
+  return {0, pttl, redis.call('ZCARD', KEYS[5]), tonumber(pace[2] or '-1'), heldFor,
+    tonumber(pace[3] or '-1'), tonumber(pace[4] or '-1')}
 end
+local waited = KEYS[5] and redis.call('ZREM', KEYS[5], ARGV[1]) == 1
 local fence
 if count == 1 then
   fence = redis.call('INCR', KEYS[2])
+  if KEYS[4] then
+    local previous = redis.call('HGET', KEYS[4], 'at')
+    if waited and previous then
+      -- This owner waited through the previous hold: now - previous is one hand-off cycle.
+      local sample = math.max(1, now - tonumber(previous))
+      local average = tonumber(redis.call('HGET', KEYS[4], 'cycle') or '0')
+      if average <= 0 then average = sample
+      else average = average + math.floor((math.min(sample, 2 * average) - average) / 4) end
+      redis.call('HSET', KEYS[4], 'cycle', math.max(1, average))
+    end
+    redis.call('HSET', KEYS[4], 'at', now)
+    redis.call('PEXPIRE', KEYS[4], ARGV[4])
+  end
 else
   fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 end
@@ -49,17 +79,41 @@ export async function attemptAcquire(
 ): Promise<AttemptOutcome> {
   // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
   const operation = keys.operation(newOperationId());
+  const sentAt = Date.now();
   const raw = await callScript(
     ctx.redis,
     ACQUIRE,
-    [keys.lock, keys.fence, operation],
-    [owner, String(leaseMs), String(ctx.operationTtlMs)],
+    [keys.lock, keys.fence, operation, paceKey(keys), waitersKey(keys)],
+    [
+      owner,
+      String(leaseMs),
+      String(ctx.operationTtlMs),
+      String(PACE_TTL_MS),
+      String(PACE_WINDOW_MS),
+    ],
     ctx.retry,
     ctx.observer,
   );
   // The second element is the fencing token when held, the holder's pttl when busy.
-  const [status, value] = integerReply(raw, ACQUIRE.name);
+  const [status, value, waiters, holdMs, heldForMs, cycleMs, holdDeviationMs] = checkedReply(
+    raw,
+    ACQUIRE.name,
+    { 1: [4], 0: [7], [-1]: [1] },
+  );
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
-  return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };
+  const holderTtlMs = status === 0 ? ttlOrNull(value) : null;
+  const nextPollMs =
+    waiters === undefined || holdMs === undefined || heldForMs === undefined
+      ? undefined
+      : pacedPollDelay({
+          waiters,
+          holdMs,
+          heldForMs,
+          cycleMs: cycleMs ?? -1,
+          holdDeviationMs: holdDeviationMs ?? -1,
+          holderTtlMs,
+          roundTripMs: Date.now() - sentAt,
+        });
+  return { kind: "busy", holderTtlMs, ...(nextPollMs === undefined ? {} : { nextPollMs }) };
 }

@@ -1,0 +1,148 @@
+/** Command-line flags of `npm run bench`. */
+import { parseArgs } from "node:util";
+import type { WaitOptions } from "../src/wait/policy.js";
+import type { LatencyModel } from "./backend/protocol.js";
+
+export const USAGE = `npm run bench -- [options]
+
+  --quick              about 2 minutes: N 2,8,32, K 3, fewer uncontended ops
+  --scenarios LIST     which scenarios: 1 uncontended, 2 one key, 3 many keys, 4 fair/rw
+                       (default 1,2,3,4)
+  --n LIST             contenders on one key (default 2,8,32,128)
+  --k N                critical sections per contender (default 10)
+  --hold MS            hold time of each critical section (default 5)
+  --latency LIST       injected round trips in ms (default 0,20)
+  --jitter MS          ± uniform jitter of every non-zero round trip (default 5)
+  --keys LIST          scenario 3: number of keys M (default 4,16)
+  --many-n N           scenario 3: contenders (default 32)
+  --ops N              scenario 1: operations at 0 ms (default 500; a tenth at other latencies)
+  --lease MS           lease of every lock, every library (default 10000)
+  --peers LIST         edgelock,upstash-lock,redlock,redis-semaphore (default: all)
+  --variants LIST      extra edgelock polling policies "initial/max[/maxPolls]", e.g. 5/100,20/500
+  --no-blind           leave out "edgelock blind" (pace hints hidden: the backoff alone)
+  --upstash-delays LIST  extra @upstash/lock retry delays in ms, e.g. 10,50
+  --json PATH          results (default bench/results/latest.json; --quick: quick.tmp.json)
+  --svg PATH           chart (default docs/bench-contention.svg; --quick: none)
+  --help
+`;
+
+export interface BenchArgs {
+  readonly quick: boolean;
+  readonly scenarios: ReadonlySet<number>;
+  readonly contenderCounts: readonly number[];
+  readonly sectionsPerContender: number;
+  readonly holdMs: number;
+  readonly latencies: readonly LatencyModel[];
+  readonly keyCounts: readonly number[];
+  readonly manyKeysContenders: number;
+  readonly uncontendedOps: number;
+  readonly leaseMs: number;
+  readonly peers: readonly string[];
+  readonly variants: readonly WaitOptions[];
+  /** Also run edgelock with the pace hints hidden (the blind backoff), for comparison. */
+  readonly blind: boolean;
+  readonly upstashDelays: readonly number[];
+  readonly jsonPath: string;
+  readonly svgPath: string | undefined;
+  readonly help: boolean;
+}
+
+export const ALL_PEERS = ["edgelock", "upstash-lock", "redlock", "redis-semaphore"] as const;
+
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+function numbers(text: string, flag: string): number[] {
+  const list = text.split(",").map((part) => Number(part.trim()));
+  if (list.length === 0 || list.some((n) => !Number.isFinite(n) || n < 0)) {
+    throw new UsageError(`--${flag} expects a comma-separated list of non-negative numbers`);
+  }
+  return list;
+}
+
+function positive(text: string, flag: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1)
+    throw new UsageError(`--${flag} expects a positive integer`);
+  return value;
+}
+
+function parseVariant(text: string): WaitOptions {
+  const [initial, max, polls] = text.split("/").map(Number);
+  if (initial === undefined || max === undefined || !(initial >= 1) || !(max >= initial)) {
+    throw new UsageError(`--variants: "${text}" is not initial/max[/maxPolls]`);
+  }
+  return {
+    initialDelayMs: initial,
+    maxDelayMs: max,
+    ...(polls === undefined ? {} : { maxPolls: polls }),
+  };
+}
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const { values } = parseArgs({
+    args: [...argv],
+    strict: true,
+    options: {
+      quick: { type: "boolean", default: false },
+      scenarios: { type: "string" },
+      n: { type: "string" },
+      k: { type: "string" },
+      hold: { type: "string" },
+      latency: { type: "string" },
+      jitter: { type: "string" },
+      keys: { type: "string" },
+      "many-n": { type: "string" },
+      ops: { type: "string" },
+      lease: { type: "string" },
+      peers: { type: "string" },
+      variants: { type: "string" },
+      "upstash-delays": { type: "string" },
+      json: { type: "string" },
+      svg: { type: "string" },
+      "no-blind": { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  const quick = values.quick ?? false;
+  const jitter = values.jitter === undefined ? 5 : numbers(values.jitter, "jitter")[0]!;
+  const latencies = numbers(values.latency ?? "0,20", "latency").map((ms) => ({
+    name: ms === 0 ? "0 ms" : `${ms}±${jitter} ms`,
+    latencyMs: ms,
+    jitterMs: ms === 0 ? 0 : jitter,
+  }));
+  const peers = (values.peers ?? ALL_PEERS.join(",")).split(",").map((p) => p.trim());
+  for (const peer of peers) {
+    if (!(ALL_PEERS as readonly string[]).includes(peer)) {
+      throw new UsageError(`--peers: unknown peer "${peer}" (known: ${ALL_PEERS.join(", ")})`);
+    }
+  }
+  return {
+    quick,
+    scenarios: new Set(numbers(values.scenarios ?? "1,2,3,4", "scenarios")),
+    contenderCounts: numbers(values.n ?? (quick ? "2,8,32" : "2,8,32,128"), "n").map((n) =>
+      positive(String(n), "n"),
+    ),
+    sectionsPerContender: positive(values.k ?? (quick ? "3" : "10"), "k"),
+    holdMs: numbers(values.hold ?? "5", "hold")[0]!,
+    latencies,
+    keyCounts: numbers(values.keys ?? "4,16", "keys").map((m) => positive(String(m), "keys")),
+    manyKeysContenders: positive(values["many-n"] ?? "32", "many-n"),
+    uncontendedOps: positive(values.ops ?? (quick ? "100" : "500"), "ops"),
+    leaseMs: positive(values.lease ?? "10000", "lease"),
+    peers,
+    blind: !(values["no-blind"] ?? false),
+    variants: (values.variants ?? "")
+      .split(",")
+      .filter((v) => v.trim() !== "")
+      .map(parseVariant),
+    upstashDelays:
+      values["upstash-delays"] === undefined
+        ? []
+        : numbers(values["upstash-delays"], "upstash-delays"),
+    jsonPath: values.json ?? (quick ? "bench/results/quick.tmp.json" : "bench/results/latest.json"),
+    svgPath: values.svg ?? (quick ? undefined : "docs/bench-contention.svg"),
+    help: values.help ?? false,
+  };
+}

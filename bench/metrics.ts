@@ -1,0 +1,38 @@
+/** The statistics the bench reports. Pure functions, so that they can be checked by eye. */
+
+/** The p-quantile (0..1) of `values` by the nearest-rank method; NaN when empty. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(p * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+export function mean(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  return values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+/**
+ * Jain's fairness index of `values` (e.g. each contender's total wait): (Σx)² / (n·Σx²).
+ * 1 when all are equal, 1/n when one contender takes everything.
+ */
+export function jainIndex(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sum = values.reduce((total, value) => total + value, 0);
+  const squares = values.reduce((total, value) => total + value * value, 0);
+  return squares === 0 ? 1 : (sum * sum) / (values.length * squares);
+}
+
+/**
+ * The ideal serial time of `sections` critical sections on one lock: each costs its hold plus one
+ * round trip, the time for the next acquire to reach Redis right after the release and its reply
+ * to come back (DESIGN.md: "hold + one round trip"). The bench uses the run's measured mean hold
+ * (the sleep of H ms as the timers delivered it) and the transport's uncontended round trip under
+ * the latency model (median of sequential one-command requests, measured before the runs).
+ *
+ *   ideal = sections × (mean hold + round trip)
+ */
+export function idealSerialMs(sections: number, meanHoldMs: number, roundTripMs: number): number {
+  return sections * (meanHoldMs + roundTripMs);
+}

@@ -1,0 +1,82 @@
+/** The terminal tables of each scenario. */
+import type { ContentionResult } from "../scenarios/run-contenders.js";
+import type { UncontendedResult } from "../scenarios/uncontended.js";
+import { fixed, formatTable } from "./table.js";
+
+function commands(counts: Readonly<Record<string, number>>): string {
+  return Object.entries(counts)
+    .map(([name, count]) => (count === 1 ? name : `${fixed(count, 1)}×${name}`))
+    .join("+");
+}
+
+export function printUncontended(results: readonly UncontendedResult[]): string {
+  return formatTable(
+    [
+      "latency",
+      "library",
+      "via",
+      "p50 ms",
+      "p99 ms",
+      "req/acq",
+      "req/rel",
+      "bytes/op",
+      "commands/op",
+      "first op",
+      "CPU µs/op",
+    ],
+    results.map((r) => [
+      r.latency,
+      r.label,
+      r.transport,
+      fixed(r.p50Ms, 2),
+      fixed(r.p99Ms, 2),
+      fixed(r.requestsPerAcquire, 2),
+      fixed(r.requestsPerRelease, 2),
+      fixed(r.bytesPerOp, 0),
+      commands(r.commandsPerOp),
+      `${r.firstOp.requests} req ${r.firstOp.bytes} B`,
+      fixed(r.cpuMsPerOp * 1000, 0),
+    ]),
+  );
+}
+
+export function printContention(results: readonly ContentionResult[], showKeys: boolean): string {
+  return formatTable(
+    [
+      "latency",
+      ...(showKeys ? ["M"] : []),
+      "N",
+      "library",
+      "acq/s",
+      "R ms",
+      "eff %",
+      "req/acq",
+      "hand-off p50/p99 ms",
+      "wait p50/p99 ms",
+      "worst wait ms",
+      "Jain",
+      "max/mean",
+      "FIFO %",
+      "fail",
+      "overlap",
+    ],
+    results.map((r) => [
+      r.latency,
+      ...(showKeys ? [r.keys] : []),
+      r.contenders,
+      r.label + (r.reads > 0 ? " (rw)" : "") + (r.incomplete ? " (incomplete)" : ""),
+      fixed(r.throughputPerSec, 1),
+      fixed(r.roundTripMs, 1),
+      fixed(r.efficiency * 100, 0),
+      fixed(r.requestsPerAcquisition, 2),
+      `${fixed(r.handoffP50Ms, 1)} / ${fixed(r.handoffP99Ms, 1)}`,
+      `${fixed(r.waitP50Ms, 0)} / ${fixed(r.waitP99Ms, 0)}`,
+      fixed(r.worstWaitMs, 0),
+      fixed(r.jainIndex, 2),
+      fixed(r.maxOverMeanWait, 1),
+      fixed(r.fifoShare * 100, 0),
+      r.failures,
+      r.overlaps,
+    ]),
+  );
+}

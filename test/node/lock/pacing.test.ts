@@ -1,0 +1,99 @@
+/**
+ * Paced polling: the acquire script reports how long holds of the lock usually last, and a waiter
+ * sleeps until the expected release instead of polling blindly through the hold.
+ */
+import { describe, expect, it } from "vitest";
+import { ACQUIRE } from "../../../src/locks/lock/acquire.js";
+import type { RedisLike } from "../../../src/transport/redis-like.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
+
+const HOLD_MS = 300;
+
+/** Blanks the pace hints of busy acquire replies (-1: unknown): the client polls blindly. */
+function blind(redis: RedisLike): RedisLike {
+  const cut = (reply: unknown) =>
+    Array.isArray(reply) && reply.length > 2 && Number(reply[0]) === 0
+      ? reply.map((item, index) => (index < 2 ? item : -1))
+      : reply;
+  return {
+    eval: async (script, keys, args) => cut(await redis.eval(script, keys, args)),
+    evalsha: async (sha, keys, args) => cut(await redis.evalsha(sha, keys, args)),
+  };
+}
+
+describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  /**
+   * A holder holds one lock for HOLD_MS, twice (teaching the lock its rhythm), then a third time
+   * while a waiter (blind: the pace hints hidden) asks for it. Resolves to the waiter's attempts.
+   */
+  async function attemptsWhileHeld(hideHints: boolean) {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix }).lock("rhythm");
+    let attempts = 0;
+    const redis = bed.redis();
+    const waiter = bed.client({
+      prefix,
+      redis: hideHints ? blind(redis) : redis,
+      observer: {
+        onAttempt: (script) => {
+          if (script.name === "lock.acquire") attempts += 1;
+        },
+      },
+    });
+    for (let i = 0; i < 2; i++) {
+      const held = await holder.acquire({ leaseMs: 10_000 });
+      await sleepMs(HOLD_MS);
+      await held.release();
+    }
+    const held = await holder.acquire({ leaseMs: 10_000 });
+    setTimeout(() => void held.release(), HOLD_MS);
+    const started = Date.now();
+    const next = await waiter.lock("rhythm").acquire({ leaseMs: 10_000 });
+    const waited = Date.now() - started;
+    await next.release();
+    return { attempts, waited };
+  }
+
+  it("a busy reply tells the waiters, the usual hold and how long the holder has held", async () => {
+    const redis = bed.redis();
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const first = await holder.lock("told").acquire({ leaseMs: 10_000 });
+    await sleepMs(100);
+    await first.release();
+    const held = await holder.lock("told").acquire({ leaseMs: 10_000 });
+    await sleepMs(50);
+    // Ask the script directly, as the library does (five keys, five arguments).
+    const base = `${prefix}:{told}`;
+    const reply = (await redis.eval(
+      ACQUIRE.source,
+      [base, `${base}:fence`, `${base}:op:x`, `${base}:holds`, `${base}:pollers`],
+      ["someone-else-0000000", "10000", "60000", "3600000", "5000"],
+    )) as number[];
+    const [status, pttl, waiters, holdMs, heldForMs] = reply.map(Number);
+    expect(status).toBe(0);
+    expect(pttl).toBeGreaterThan(9_000);
+    expect(waiters).toBe(1);
+    expect(holdMs).toBeGreaterThanOrEqual(100);
+    expect(holdMs).toBeLessThan(1_000);
+    expect(heldForMs).toBeGreaterThanOrEqual(40);
+    expect(heldForMs).toBeLessThan(1_000);
+    await held.release();
+  });
+
+  it("a waiter sleeps until the usual release instead of polling through the hold", async () => {
+    const paced = await attemptsWhileHeld(false);
+    const blindly = await attemptsWhileHeld(true);
+    // Blind full-jitter backoff (ceilings 10, 20, 40, 80, 160, 250 ms) needs at least 6 attempts
+    // to outlast a 300 ms hold, usually 7 or 8. Paced: one busy reply, then the hand-off (a late
+    // release under a loaded machine may cost a poll or two).
+    const seen = `paced ${paced.attempts}, blind ${blindly.attempts}`;
+    expect(paced.attempts, seen).toBeLessThanOrEqual(5);
+    expect(paced.attempts, seen).toBeLessThan(blindly.attempts);
+    // And it is not late for the hand-off: it asks around the expected release.
+    expect(paced.waited).toBeLessThan(HOLD_MS + 250);
+  });
+});

@@ -1,19 +1,11 @@
-/**
- * The fair lock (Redisson RFairLock) for polling waiters: first come, first served. A waiter's
- * first failed attempt queues it; the lock goes to the head of the queue; every poll refreshes
- * the waiter's deadline, and a waiter that stops polling is dropped after `waiterTimeoutMs`, so
- * the queue never stalls behind the dead. Holds, extend, inspection and force-release are the
- * reentrant lock's; acquisition and release (which records how long holds last, to pace the
- * waiters) are its own.
- */
-import { LockNotHeldError } from "../../errors.js";
-import { checkOptions, checkOwner } from "../../validate.js";
+import { checkOptions } from "../../validate.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
   acquireOrNull,
   acquireOrThrow,
 } from "../acquisition.js";
+import { releaseForOwner } from "../by-owner.js";
 import { extendLease } from "../lock/extend.js";
 import type { LockHandle } from "../lock/handle.js";
 import { Lock } from "../lock/lock.js";
@@ -68,13 +60,10 @@ export class FairLock extends Lock {
    * Releases one hold of `owner` without its handle (e.g. in another invocation). Throws
    * LockNotHeldError when that owner holds nothing.
    */
-  override async release(options: { owner: string }): Promise<void> {
-    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
-    const owner = checkOwner(given.owner);
-    const result = await releaseFairHold(this.#runtime.ctx, this.#keys, owner);
-    if (!result.released) {
-      throw new LockNotHeldError(`Lock "${this.name}" is not held by the given owner.`);
-    }
+  override release(options: { owner: string }): Promise<void> {
+    return releaseForOwner(options, `Lock "${this.name}"`, (owner) =>
+      releaseFairHold(this.#runtime.ctx, this.#keys, owner),
+    );
   }
 
   /** Number of live waiters in the queue (one read-only request). */

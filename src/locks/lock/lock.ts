@@ -1,15 +1,11 @@
-/**
- * The reentrant lock (Redisson RLock). It composes the operations of this folder with the shared
- * acquisition flow; it holds no state of its own beyond its name and keys.
- */
-import { LockNotHeldError } from "../../errors.js";
-import { checkLockName, checkOptions, checkOwner } from "../../validate.js";
+import { checkLockName } from "../../validate.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
   acquireOrNull,
   acquireOrThrow,
 } from "../acquisition.js";
+import { ownerToCount, releaseForOwner } from "../by-owner.js";
 import { type LockKeys, lockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptAcquire } from "./acquire.js";
@@ -92,7 +88,7 @@ export class Lock {
    * the lock). 0 when not held.
    */
   async holdCount(owner?: string): Promise<number> {
-    const who = owner === undefined ? this.#runtime.resolveOwnerIfScoped() : checkOwner(owner);
+    const who = ownerToCount(this.#runtime, owner);
     return (await inspectLock(this.#runtime.ctx, this.#keys, who)).holds;
   }
 
@@ -110,12 +106,9 @@ export class Lock {
    * Releases one hold of `owner` without its handle (e.g. in another invocation). Throws
    * LockNotHeldError when that owner holds nothing.
    */
-  async release(options: { owner: string }): Promise<void> {
-    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
-    const owner = checkOwner(given.owner);
-    const result = await releaseHold(this.#runtime.ctx, this.#keys, owner);
-    if (!result.released) {
-      throw new LockNotHeldError(`Lock "${this.name}" is not held by the given owner.`);
-    }
+  release(options: { owner: string }): Promise<void> {
+    return releaseForOwner(options, `Lock "${this.name}"`, (owner) =>
+      releaseHold(this.#runtime.ctx, this.#keys, owner),
+    );
   }
 }

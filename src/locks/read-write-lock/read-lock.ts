@@ -1,18 +1,11 @@
-/**
- * The read side of a read-write lock: many owners at once, reentrant, while no other owner
- * writes. Every read hold (every handle) has its own expiry, extend and release, so a crashed
- * reader blocks writers no longer than its own lease. Read holds carry the current fencing
- * token (the last writer's).
- */
-import { LockNotHeldError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { checkOptions, checkOwner } from "../../validate.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
   acquireOrNull,
   acquireOrThrow,
 } from "../acquisition.js";
+import { ownerToCount, releaseForOwner } from "../by-owner.js";
 import type { LockHandle } from "../lock/handle.js";
 import type { LockRuntime } from "../runtime.js";
 import type { ReadWriteLockKeys } from "./keys.js";
@@ -74,7 +67,7 @@ export class ReadLock {
    * holds of all owners). 0 when none.
    */
   async holdCount(owner?: string): Promise<number> {
-    const who = owner === undefined ? this.#runtime.resolveOwnerIfScoped() : checkOwner(owner);
+    const who = ownerToCount(this.#runtime, owner);
     return (await inspectReads(this.#runtime.ctx, this.#keys, who)).holds;
   }
 
@@ -92,13 +85,10 @@ export class ReadLock {
    * Releases one read hold of `owner` without its handle (the one that would expire first).
    * Throws LockNotHeldError when that owner holds none.
    */
-  async release(options: { owner: string }): Promise<void> {
-    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
-    const owner = checkOwner(given.owner);
-    const result = await releaseReadHold(this.#runtime.ctx, this.#keys, owner, null);
-    if (!result.released) {
-      throw new LockNotHeldError(`The read lock "${this.name}" is not held by the given owner.`);
-    }
+  release(options: { owner: string }): Promise<void> {
+    return releaseForOwner(options, `The read lock "${this.name}"`, (owner) =>
+      releaseReadHold(this.#runtime.ctx, this.#keys, owner, null),
+    );
   }
 
   /** The spec of one acquisition: a new read hold, named before the first attempt. */

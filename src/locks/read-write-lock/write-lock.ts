@@ -5,8 +5,7 @@
  * preference), and refuses an upgrade from read holds with LockUpgradeError.
  */
 
-import { LockNotHeldError, LockUpgradeError } from "../../errors.js";
-import { checkOptions, checkOwner } from "../../validate.js";
+import { LockUpgradeError } from "../../errors.js";
 import { nextPollDelay } from "../../wait/policy.js";
 import {
   type AcquireOptions,
@@ -15,6 +14,7 @@ import {
   acquireOrNull,
   acquireOrThrow,
 } from "../acquisition.js";
+import { ownerToCount, releaseForOwner } from "../by-owner.js";
 import { leaveQueue } from "../fair-lock/leave.js";
 import { peekWaitPlan } from "../fair-lock/waiting.js";
 import { extendLease } from "../lock/extend.js";
@@ -84,7 +84,7 @@ export class WriteLock {
    * writes). 0 when not held.
    */
   async holdCount(owner?: string): Promise<number> {
-    const who = owner === undefined ? this.#runtime.resolveOwnerIfScoped() : checkOwner(owner);
+    const who = ownerToCount(this.#runtime, owner);
     return (await inspectLock(this.#runtime.ctx, this.#keys, who)).holds;
   }
 
@@ -102,13 +102,10 @@ export class WriteLock {
    * Releases one write hold of `owner` without its handle. Throws LockNotHeldError when that
    * owner holds none.
    */
-  async release(options: { owner: string }): Promise<void> {
-    const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
-    const owner = checkOwner(given.owner);
-    const result = await releaseHold(this.#runtime.ctx, this.#keys, owner);
-    if (!result.released) {
-      throw new LockNotHeldError(`The write lock "${this.name}" is not held by the given owner.`);
-    }
+  release(options: { owner: string }): Promise<void> {
+    return releaseForOwner(options, `The write lock "${this.name}"`, (owner) =>
+      releaseHold(this.#runtime.ctx, this.#keys, owner),
+    );
   }
 
   #spec(options: unknown, defaultWaitMs: number): AcquisitionSpec {

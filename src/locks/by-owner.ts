@@ -1,0 +1,27 @@
+/**
+ * The owner-addressed operations every lock kind offers beside its handles: releasing a hold
+ * without the handle, and choosing whose holds to count.
+ */
+import { LockNotHeldError } from "../errors.js";
+import { checkOptions, checkOwner } from "../validate.js";
+import type { ReleaseResult } from "./lock/release.js";
+import type { LockRuntime } from "./runtime.js";
+
+/**
+ * `lock.release({ owner })`: validates the options, releases one hold of the owner, and throws
+ * LockNotHeldError (naming `what`, e.g. `Lock "orders"`) when that owner holds none.
+ */
+export async function releaseForOwner(
+  options: unknown,
+  what: string,
+  release: (owner: string) => Promise<ReleaseResult>,
+): Promise<void> {
+  const given = checkOptions<{ owner: string }>(options, "release options", ["owner"]);
+  const result = await release(checkOwner(given.owner));
+  if (!result.released) throw new LockNotHeldError(`${what} is not held by the given owner.`);
+}
+
+/** Whose holds `holdCount(owner?)` counts: the given owner, else the scope's, else everyone's. */
+export function ownerToCount(runtime: LockRuntime, owner: string | undefined): string | undefined {
+  return owner === undefined ? runtime.resolveOwnerIfScoped() : checkOwner(owner);
+}

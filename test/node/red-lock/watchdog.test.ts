@@ -75,11 +75,16 @@ describe.each(backendKindsUnderTest())("RedLock renewal needs a majority (%s)", 
     await until(() => held.heldOn === 3);
     await held.extend(20_000);
     expect(held.validityMs).toBeGreaterThan(15_000);
-    const ttls = await Promise.all(clients.map((c) => c.lock("extended").remainingTtl()));
-    for (const ttl of ttls) expect(ttl).toBeGreaterThan(15_000);
+    // extend() resolves once a majority re-armed; the last database may answer a moment later.
+    const remaining = () => Promise.all(clients.map((c) => c.lock("extended").remainingTtl()));
+    expect((await remaining()).filter((ttl) => (ttl ?? 0) > 15_000).length).toBeGreaterThanOrEqual(
+      2,
+    );
+    await until(async () => (await remaining()).every((ttl) => (ttl ?? 0) > 15_000));
     await clients[0]!.lock("extended").forceRelease();
     await held.extend(20_000); // two of three still hold it: enough
-    expect(held.heldOn).toBe(2);
+    // extend() resolves on the majority; the first database's "gone" may arrive just after.
+    await until(() => held.heldOn === 2);
     await clients[1]!.lock("extended").forceRelease();
     await expect(held.extend(20_000)).rejects.toBeInstanceOf(LockNotHeldError);
     expect(held.signal.reason).toBeInstanceOf(QuorumLostError);

@@ -22,3 +22,24 @@ if replay then
   return {-1}
 end`;
 }
+
+/**
+ * The whole of an exclusive release script (the hash `KEYS[1]` maps owner ARGV[1] to its holds;
+ * ARGV[2] is the operation record's ttl): drop one hold, delete the owner's field at zero, record
+ * the result under `operationKey` and answer {1, holds left}, or {0} when the owner holds nothing.
+ * A re-send replays the recorded answer. `whenFreed` runs when the last hold goes (e.g. to learn
+ * how long the hold lasted).
+ */
+export function releaseOneHold(operationKey: string, whenFreed: string): string {
+  return `local replay = redis.call('GET', ${operationKey})
+if replay then return {1, tonumber(replay)} end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {0} end
+local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+if left <= 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  left = 0
+${whenFreed}
+end
+redis.call('SET', ${operationKey}, left, 'PX', ARGV[2])
+return {1, left}`;
+}

@@ -7,7 +7,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { ReleaseResult } from "../lock/release.js";
-import { SERVER_NOW_MS } from "../lua.js";
+import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { checkedReply } from "../reply.js";
 import type { FairLockKeys } from "./keys.js";
 import { learnAverage } from "./pace.js";
@@ -16,22 +16,15 @@ import { learnAverage } from "./pace.js";
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
 export const FAIR_RELEASE = new Script(
   "fairLock.release",
-  `local replay = redis.call('GET', KEYS[3])
-if replay then return {1, tonumber(replay)} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {0} end
-local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
-if left <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  left = 0
-  local at = redis.call('HGET', KEYS[2], 'at')
-  if at then
-    ${SERVER_NOW_MS}
-    ${learnAverage("KEYS[2]", "hold", "now - tonumber(at)")}
-    redis.call('HSET', KEYS[2], 'freed', now)
-  end
-end
-redis.call('SET', KEYS[3], left, 'PX', ARGV[2])
-return {1, left}`,
+  releaseOneHold(
+    "KEYS[3]",
+    `local at = redis.call('HGET', KEYS[2], 'at')
+if at then
+  ${SERVER_NOW_MS}
+  ${learnAverage("KEYS[2]", "hold", "now - tonumber(at)")}
+  redis.call('HSET', KEYS[2], 'freed', now)
+end`,
+  ),
 );
 
 export async function releaseFairHold(

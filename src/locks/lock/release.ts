@@ -4,7 +4,7 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
+import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { checkedReply } from "../reply.js";
 import { PACE_TTL_MS, paceKey } from "./pace.js";
 
@@ -15,32 +15,25 @@ import { PACE_TTL_MS, paceKey } from "./pace.js";
 // deviation (weight 1/4, a sample counted as at most twice the average): they pace the waiters.
 export const RELEASE = new Script(
   "lock.release",
-  `local replay = redis.call('GET', KEYS[2])
-if replay then return {1, tonumber(replay)} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {0} end
-local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
-if left <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  left = 0
-  local at = KEYS[3] and redis.call('HGET', KEYS[3], 'at')
-  if at then
-    ${SERVER_NOW_MS}
-    local sample = math.max(1, now - tonumber(at))
-    local stats = redis.call('HMGET', KEYS[3], 'hold', 'dev')
-    local average = tonumber(stats[1] or '0')
-    local deviation = tonumber(stats[2] or '0')
-    if average <= 0 then average = sample
-    else
-      sample = math.min(sample, 2 * average)
-      deviation = deviation + math.floor((math.abs(sample - average) - deviation) / 4)
-      average = average + math.floor((sample - average) / 4)
-    end
-    redis.call('HSET', KEYS[3], 'hold', math.max(1, average), 'dev', math.max(0, deviation))
-    redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  releaseOneHold(
+    "KEYS[2]",
+    `local at = KEYS[3] and redis.call('HGET', KEYS[3], 'at')
+if at then
+  ${SERVER_NOW_MS}
+  local sample = math.max(1, now - tonumber(at))
+  local stats = redis.call('HMGET', KEYS[3], 'hold', 'dev')
+  local average = tonumber(stats[1] or '0')
+  local deviation = tonumber(stats[2] or '0')
+  if average <= 0 then average = sample
+  else
+    sample = math.min(sample, 2 * average)
+    deviation = deviation + math.floor((math.abs(sample - average) - deviation) / 4)
+    average = average + math.floor((sample - average) / 4)
   end
-end
-redis.call('SET', KEYS[2], left, 'PX', ARGV[2])
-return {1, left}`,
+  redis.call('HSET', KEYS[3], 'hold', math.max(1, average), 'dev', math.max(0, deviation))
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+end`,
+  ),
 );
 
 export type ReleaseResult =

@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { progressBar } from "../src/dev/progress.js";
+import { progressBar } from "../dev/progress.js";
 import { parseBenchArgs, USAGE, UsageError } from "./args.js";
 import { startBenchBackend } from "./backend/backend.js";
 import type { LatencyModel } from "./backend/protocol.js";

@@ -3,7 +3,7 @@
  * reach them through the EDGELOCK_TEST_SERVERS binding (see vitest.config.ts).
  */
 import type { TestProject } from "vitest/node";
-import { type DevServer, startDevServer } from "../src/dev/index.js";
+import { type DevServer, startDevServer } from "../dev/index.js";
 import { backendKindsUnderTest } from "./support/backends.js";
 
 declare module "vitest" {

@@ -10,8 +10,8 @@
  */
 import { parseArgs } from "node:util";
 import { Redis } from "@upstash/redis";
-import { startDevServer } from "../../src/dev/index.js";
-import { progressBar } from "../../src/dev/progress.js";
+import { startDevServer } from "../../dev/index.js";
+import { progressBar } from "../../dev/progress.js";
 import { LockClient } from "../../src/index.js";
 
 const { values } = parseArgs({

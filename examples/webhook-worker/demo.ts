@@ -12,8 +12,8 @@
  */
 import { parseArgs } from "node:util";
 import { Redis } from "@upstash/redis";
-import { startDevServer } from "../../src/dev/index.js";
-import { progressBar } from "../../src/dev/progress.js";
+import { startDevServer } from "../../dev/index.js";
+import { progressBar } from "../../dev/progress.js";
 import { type BurstOptions, deliveryCount, runBurst } from "./demo/burst.js";
 import { startLocalWorker } from "./demo/local-worker.js";
 import { judge } from "./demo/verdict.js";

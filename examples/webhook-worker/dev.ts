@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startDevServer } from "../../src/dev/index.js";
+import { startDevServer } from "../../dev/index.js";
 import { DEV_SECRET } from "./dev-secret.js";
 
 const config = fileURLToPath(new URL("./wrangler.toml", import.meta.url));

@@ -3,13 +3,8 @@
  * same Redis (the observer, which checks state without being lied to), and the isolates.
  */
 import { Redis } from "@upstash/redis";
-import {
-  type DevServer,
-  FaultController,
-  ServerStats,
-  startDevServer,
-} from "../../src/dev/index.js";
-import { startRestServer } from "../../src/dev/rest/server.js";
+import { type DevServer, FaultController, ServerStats, startDevServer } from "../../dev/index.js";
+import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { KillableRenewer } from "./killable-renewer.js";

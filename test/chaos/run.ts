@@ -9,7 +9,7 @@
  * bench/results/chaos-<date>.json (or --out), and exits 1 if any invariant broke.
  */
 import { parseArgs } from "node:util";
-import { progressBar } from "../../src/dev/progress.js";
+import { progressBar } from "../../dev/progress.js";
 import { type ChaosBackend, type ChaosConfig, LONG_RUN, SHORT_RUN } from "./config.js";
 import { defaultReportPath, formatReport, writeReport } from "./report.js";
 import { runChaos } from "./workload.js";

@@ -1,5 +1,5 @@
 /** Latency spikes past the lease: for a moment every request is answered late, then it passes. */
-import type { FaultController } from "../../src/dev/index.js";
+import type { FaultController } from "../../dev/index.js";
 
 export interface SpikeSchedule {
   readonly everyMs: number;

@@ -4,7 +4,7 @@
  * until the operation target is reached; then every dead holder is watched until its lock is
  * free, the final state is read through the fault-free observer, and the invariants are checked.
  */
-import { createPrng } from "../../src/dev/rest/faults.js";
+import { createPrng } from "../../dev/rest/faults.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";

@@ -7,12 +7,12 @@
  */
 import { existsSync } from "node:fs";
 import { afterAll, beforeAll } from "vitest";
-import { type DevServer, type DevServerOptions, startDevServer } from "../../src/dev/index.js";
-import { findRedisServerBinary } from "../../src/dev/redis-server.js";
+import { type DevServer, type DevServerOptions, startDevServer } from "../../dev/index.js";
+import { findRedisServerBinary } from "../../dev/redis-server.js";
 
 export type BackendKindUnderTest = "redis-server" | "embedded";
 
-const EMBEDDED_ENGINE = new URL("../../src/dev/engine/index.ts", import.meta.url);
+const EMBEDDED_ENGINE = new URL("../../dev/engine/index.ts", import.meta.url);
 
 export function hasRedisServer(): boolean {
   return findRedisServerBinary() !== undefined;

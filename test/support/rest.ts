@@ -1,6 +1,6 @@
 /** Helpers for talking to a dev server: the real @upstash/redis client, or raw HTTP. */
 import { Redis, type RedisConfigNodejs } from "@upstash/redis";
-import type { DevServer } from "../../src/dev/index.js";
+import type { DevServer } from "../../dev/index.js";
 
 let keyCounter = 0;
 

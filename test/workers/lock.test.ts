@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockClient, LockNotHeldError } from "../../src/index.js";
-import { handleLockApi } from "../../src/worker.js";
+import { handleLockApi } from "../../worker/index.js";
 
 const servers: { kind: string; url: string; token: string }[] = JSON.parse(
   env.EDGELOCK_TEST_SERVERS,

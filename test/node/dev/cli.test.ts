@@ -2,9 +2,9 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { HELP, main, parseDevArgs, UsageError } from "../../../src/dev/cli.js";
-import type { DevServer } from "../../../src/dev/index.js";
-import { findRedisServerBinary } from "../../../src/dev/redis-server.js";
+import { HELP, main, parseDevArgs, UsageError } from "../../../dev/cli.js";
+import type { DevServer } from "../../../dev/index.js";
+import { findRedisServerBinary } from "../../../dev/redis-server.js";
 import { upstash } from "../../support/rest.js";
 
 function captureIo() {
@@ -132,8 +132,8 @@ describe.skipIf(findRedisServerBinary() === undefined)("edgelock dev", () => {
     await expect(fetch(`${server.url}/ping`)).rejects.toThrow();
   });
 
-  it("runs as a script (npx tsx src/dev/cli.ts dev) and exits cleanly on SIGTERM", async () => {
-    const cli = fileURLToPath(new URL("../../../src/dev/cli.ts", import.meta.url));
+  it("runs as a script (npx tsx dev/cli.ts dev) and exits cleanly on SIGTERM", async () => {
+    const cli = fileURLToPath(new URL("../../../dev/cli.ts", import.meta.url));
     const child = spawn(
       process.execPath,
       ["--import", "tsx", cli, "dev", "--port", "0", "--backend", "redis-server"],

@@ -1,11 +1,11 @@
 /** startDevServer: backend selection, tokens, logging and shutdown. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevServer } from "../../../src/dev/index.js";
+import { startDevServer } from "../../../dev/index.js";
 import {
   findRedisServerBinary,
   type RedisServerHandle,
   startRedisServer,
-} from "../../../src/dev/redis-server.js";
+} from "../../../dev/redis-server.js";
 import { hasEmbeddedEngine } from "../../support/backends.js";
 import { rawRequest, upstash } from "../../support/rest.js";
 

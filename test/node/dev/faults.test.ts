@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createPrng, FaultController } from "../../../src/dev/rest/faults.js";
+import { createPrng, FaultController } from "../../../dev/rest/faults.js";
 
 function run(controller: FaultController, requests: number) {
   return Array.from({ length: requests }, () => controller.decide("pipeline", ["set"]));

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Backend, Reply } from "../../../src/dev/backend.js";
+import type { Backend, Reply } from "../../../dev/backend.js";
 import {
   findRedisServerBinary,
   type RedisServerHandle,
   startRedisServer,
-} from "../../../src/dev/redis-server.js";
-import { createRedisUrlBackend } from "../../../src/dev/resp/redis-backend.js";
-import { parseRedisUrl } from "../../../src/dev/resp/redis-url.js";
+} from "../../../dev/redis-server.js";
+import { createRedisUrlBackend } from "../../../dev/resp/redis-backend.js";
+import { parseRedisUrl } from "../../../dev/resp/redis-url.js";
 
 const text = (value: Reply | undefined) =>
   value?.type === "bulk" && value.value !== null

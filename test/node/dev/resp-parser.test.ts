@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Reply } from "../../../src/dev/backend.js";
-import { RespParser, RespProtocolError } from "../../../src/dev/resp/parser.js";
-import { encodeCommands, encodeReply } from "../../../src/dev/resp/protocol.js";
+import type { Reply } from "../../../dev/backend.js";
+import { RespParser, RespProtocolError } from "../../../dev/resp/parser.js";
+import { encodeCommands, encodeReply } from "../../../dev/resp/protocol.js";
 
 /** Arbitrary RESP2 replies, nested arrays included. Status/error lines never contain CR or LF. */
 const lineText = fc.string({ maxLength: 20 }).map((text) => text.replace(/[\r\n]/g, " "));

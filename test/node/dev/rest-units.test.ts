@@ -1,21 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Reply } from "../../../src/dev/backend.js";
-import { reply } from "../../../src/dev/backend.js";
+import type { Reply } from "../../../dev/backend.js";
+import { reply } from "../../../dev/backend.js";
 import {
   formatJsonNumber,
   RequestShapeError,
   toCommand,
   toCommandList,
-} from "../../../src/dev/rest/arguments.js";
-import { createTokenCheck, presentedToken } from "../../../src/dev/rest/auth.js";
-import {
-  encodeReplyList,
-  encodeReplyObject,
-  encodeResultValue,
-} from "../../../src/dev/rest/encode.js";
-import { JsonNumber, JsonSyntaxError, parseJson } from "../../../src/dev/rest/json.js";
-import { resolveRoute } from "../../../src/dev/rest/routes.js";
+} from "../../../dev/rest/arguments.js";
+import { createTokenCheck, presentedToken } from "../../../dev/rest/auth.js";
+import { encodeReplyList, encodeReplyObject, encodeResultValue } from "../../../dev/rest/encode.js";
+import { JsonNumber, JsonSyntaxError, parseJson } from "../../../dev/rest/json.js";
+import { resolveRoute } from "../../../dev/rest/routes.js";
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 

@@ -4,7 +4,7 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
-import { type DevServer, type DevServerOptions, startDevServer } from "../../../src/dev/index.js";
+import { type DevServer, type DevServerOptions, startDevServer } from "../../../dev/index.js";
 import { LockClient, type LockClientOptions } from "../../../src/index.js";
 
 export type BackendKind = "redis-server" | "embedded";

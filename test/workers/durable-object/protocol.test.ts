@@ -11,7 +11,7 @@ import {
   WATCHDOG_ROUTES,
 } from "../../../src/durable-object/index.js";
 import { LockClient, LockInputError } from "../../../src/index.js";
-import { handleLockApi } from "../../../src/worker.js";
+import { handleLockApi } from "../../../worker/index.js";
 import { countingNamespace, server, until, watchdogBed } from "./support.js";
 
 const OWNER = "0123456789abcdef0123456789abcdef";

@@ -4,8 +4,8 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Backend, Command } from "../../../../src/dev/backend.js";
-import { createEmbeddedBackend } from "../../../../src/dev/engine/index.js";
+import type { Backend, Command } from "../../../../dev/backend.js";
+import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
 import {
   hasRedisServer,
   type Plain,

@@ -5,8 +5,8 @@
 import { Buffer } from "node:buffer";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer, Socket } from "node:net";
-import type { Backend, Command, Reply } from "../../../../src/dev/backend.js";
-import { createEmbeddedBackend } from "../../../../src/dev/engine/index.js";
+import type { Backend, Command, Reply } from "../../../../dev/backend.js";
+import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
 
 /** A reply in a form that is easy to assert on. */
 export type Plain =

@@ -1,6 +1,6 @@
 /** Lua 5.4 (wasmoon) adjusted to behave like Redis's Lua 5.1 where portable scripts can tell. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Backend } from "../../../../src/dev/backend.js";
+import type { Backend } from "../../../../dev/backend.js";
 import { type Plain, startEngine } from "./helpers.js";
 
 describe("embedded engine: Lua 5.1 compatibility", () => {

@@ -1,17 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { globMatch } from "../../../../src/dev/engine/glob.js";
+import { globMatch } from "../../../../dev/engine/glob.js";
 import {
   addLongDouble,
   formatLongDoubleHuman,
   parseLongDouble,
-} from "../../../../src/dev/engine/longdouble.js";
+} from "../../../../dev/engine/longdouble.js";
 import {
   formatG,
   parseDouble,
   parseInt64,
   truncateToInt64,
-} from "../../../../src/dev/engine/numbers.js";
+} from "../../../../dev/engine/numbers.js";
 
 describe("engine number helpers", () => {
   it("formatG matches C's %.17g", () => {

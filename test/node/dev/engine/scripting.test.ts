@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Backend } from "../../../../src/dev/backend.js";
-import { createEmbeddedBackend } from "../../../../src/dev/engine/index.js";
+import type { Backend } from "../../../../dev/backend.js";
+import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
 import { FakeClock, type Plain, plain, startEngine } from "./helpers.js";
 
 const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex");

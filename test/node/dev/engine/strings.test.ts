@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Backend } from "../../../../src/dev/backend.js";
+import type { Backend } from "../../../../dev/backend.js";
 import { FakeClock, type Plain, startEngine } from "./helpers.js";
 
 const OK = { status: "OK" };

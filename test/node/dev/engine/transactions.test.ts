@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Backend, Command } from "../../../../src/dev/backend.js";
-import { createEmbeddedBackend, EMBEDDED_DESCRIPTION } from "../../../../src/dev/engine/index.js";
+import type { Backend, Command } from "../../../../dev/backend.js";
+import { createEmbeddedBackend, EMBEDDED_DESCRIPTION } from "../../../../dev/engine/index.js";
 import { plain } from "./helpers.js";
 
 const EXECABORT = { error: "EXECABORT Transaction discarded because of previous errors." };

@@ -20,10 +20,10 @@ import {
   type DurableObjectWatchdog,
   durableObjectWatchdog,
   type WatchdogNamespace,
-} from "./durable-object/index.js";
-import { EdgelockError, LockClient, LockInputError, LockNotHeldError } from "./index.js";
+} from "../src/durable-object/index.js";
+import { EdgelockError, LockClient, LockInputError, LockNotHeldError } from "../src/index.js";
 
-export { LockWatchdog } from "./durable-object/index.js";
+export { LockWatchdog } from "../src/durable-object/index.js";
 
 export interface HostEnv {
   UPSTASH_REDIS_REST_URL?: string;

@@ -187,6 +187,11 @@ export class LockClient {
     return runWithOwner(owner === undefined ? newOwnerToken() : checkOwner(owner), fn);
   }
 
+  /** The Redis client this client sends its requests to (shared by edgelock/hono's stores). */
+  get redis(): RedisLike {
+    return this.#runtime.ctx.redis;
+  }
+
   /** The key prefix of this client's locks. */
   get prefix(): string {
     return this.#runtime.prefix;

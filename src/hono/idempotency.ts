@@ -23,17 +23,45 @@ import { BACKGROUND_DELAYS_MS, inBackground, releaseOrRetry } from "./background
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
 import { requestFingerprint } from "./fingerprint.js";
 import { fromHeader, type KeyExtractor } from "./key-extractors.js";
+import { type IdempotencyScope, scopedLockName } from "./key-scope.js";
 import { type RecordedResponse, recordResponse, replayResponse } from "./recorded-response.js";
 import { type KeyState, type PutOutcome, ResponseStore } from "./response-store.js";
 import { problem, retryAfterSeconds } from "./responses.js";
 
 export interface IdempotencyOptions<E extends Env = Env> {
   /**
-   * HTTP Redis (an `@upstash/redis` client or any RedisLike), or a function that returns it for a
-   * request (e.g. from `c.env`, once per isolate). It holds the keys' locks and stored responses.
-   * Required.
+   * The LockClient that holds the keys' locks and stored responses (its Redis and `prefix`), or
+   * a function that returns it for a request (e.g. built from `c.env` once per isolate), as
+   * `withLock()` takes it. Give `client` or `redis`.
+   * @default none
+   * @example idempotency({ client: (c) => locksFor(c.env), key: stripeEventId() })
    */
-  redis: RedisLike | ((c: Context<E>) => RedisLike);
+  client?: LockClient | ((c: Context<E>) => LockClient);
+  /**
+   * HTTP Redis (an `@upstash/redis` client or any RedisLike), or a function that returns it for a
+   * request: the middleware then builds its own LockClient with `prefix`. Give `client` or
+   * `redis`.
+   * @default none
+   * @example idempotency({ redis: Redis.fromEnv() })
+   */
+  redis?: RedisLike | ((c: Context<E>) => RedisLike);
+  /**
+   * Which requests share a key. `"route"`: the request's method and the route pattern this
+   * middleware is registered on (`POST /webhooks/stripe`), so one event id delivered to two
+   * endpoints runs each endpoint's handler once. `"shared"`: every route guarded with the same
+   * `namespace` shares its keys (and the key layout of edgelock 0.1). Registered with
+   * `app.use("/webhooks/*", …)`, the pattern is `/webhooks/*`: register it on each route instead.
+   * @default "route"
+   * @example idempotency({ client, scope: "shared", namespace: "payments" })
+   */
+  scope?: IdempotencyScope;
+  /**
+   * Adds a tenant to the scope: keys of different tenants never meet (e.g. one per account of a
+   * multi-tenant API). Undefined for a request: no tenant part.
+   * @default none
+   * @example idempotency({ client, tenant: (c) => c.req.header("x-account-id") })
+   */
+  tenant?: (c: Context<E>) => string | undefined | Promise<string | undefined>;
   /**
    * The request's idempotency key, or undefined when it has none. Default: the
    * `Idempotency-Key` header (`fromHeader()`). See `key-extractors` for webhook senders.
@@ -82,11 +110,15 @@ export interface IdempotencyOptions<E extends Env = Env> {
    * Default 65 536.
    */
   maxBodyBytes?: number;
-  /** Key prefix in Redis. Default "edgelock", like a LockClient's. */
+  /**
+   * Key prefix in Redis, with `redis` (with `client`, the client's prefix counts).
+   * @default "edgelock"
+   */
   prefix?: string;
   /**
-   * Separates the keys of different uses (e.g. one per provider): the lock name is
-   * `<namespace>:<key>`. Default "idempotency".
+   * Separates the keys of different uses (e.g. one per provider): the lock name starts with
+   * `<namespace>:`, then the scope, then the key (see `scope`).
+   * @default "idempotency"
    */
   namespace?: string;
   /**
@@ -110,7 +142,10 @@ export interface IdempotencyVariables {
 }
 
 const OPTION_KEYS = [
+  "client",
   "redis",
+  "scope",
+  "tenant",
   "key",
   "ttlMs",
   "leaseMs",
@@ -132,8 +167,8 @@ const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(status);
 
 /**
- * Processes each idempotency key once and replays the stored response to every later request
- * with the key. The flow per request: one lookup (a stored response is replayed at once, a key
+ * Processes each idempotency key once per scope (by default the route: method and pattern) and
+ * replays the stored response to every later request with the key. The flow per request: one lookup (a stored response is replayed at once, a key
  * in progress answers 409); otherwise acquire the key's lock, run the handler, store its response
  * for `ttlMs`, release. A handler that throws or answers 5xx stores nothing and frees the key,
  * so the sender's retry runs it again.
@@ -141,7 +176,10 @@ const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(
  * Answers of its own: 400 (no or invalid key), 409 + Retry-After (a duplicate is in progress),
  * 422 (the key was used for a different request); replays carry `idempotent-replayed: true`.
  *
- * @param options.redis - HTTP Redis or `(c) => RedisLike` (required)
+ * @param options.client - a LockClient or `(c) => LockClient` (or `redis`)
+ * @param options.redis - HTTP Redis or `(c) => RedisLike` (or `client`)
+ * @param options.scope - which requests share a key (default "route": method + route pattern)
+ * @param options.tenant - `(c) => tenant`: keys count per tenant too (default none)
  * @param options.key - the key extractor (default: the `Idempotency-Key` header)
  * @param options.ttlMs - how long responses are replayed (default 24 h)
  * @param options.leaseMs - lease of the key while the handler runs (default 30 000)
@@ -153,7 +191,7 @@ const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(
  * app.post(
  *   "/webhooks/stripe",
  *   verifyStripeSignature(),
- *   idempotency({ redis, key: stripeEventId(), ttlMs: 3 * 24 * 3_600_000 }),
+ *   idempotency({ client, key: stripeEventId(), ttlMs: 3 * 24 * 3_600_000 }),
  *   async (c) => {
  *     const event = await c.req.json();
  *     await fulfil(event, { fencingToken: c.get("idempotency").lock.fencingToken });
@@ -167,16 +205,6 @@ export function idempotency<E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: IdempotencyVariables }> {
   const given = checkOptions<IdempotencyOptions<E>>(options, "idempotency options", OPTION_KEYS);
   const settings = resolveSettings(given);
-  // One LockClient per Redis client, built once instead of per request.
-  const clients = new WeakMap<RedisLike, LockClient>();
-  const clientOf = (redis: RedisLike) => {
-    let client = clients.get(redis);
-    if (!client) {
-      client = new LockClient({ redis, prefix: settings.prefix });
-      clients.set(redis, client);
-    }
-    return client;
-  };
 
   return createMiddleware<E & { Variables: IdempotencyVariables }>(
     async function idempotency(c, next) {
@@ -193,9 +221,13 @@ export function idempotency<E extends Env = Env>(
           "An idempotency key is 1 to 255 printable ASCII characters.",
         );
       }
-      const redis = settings.redis(ctx);
-      const name = `${settings.namespace}:${escapeKey(key)}`;
-      const store = new ResponseStore(redis, settings.prefix, name);
+      const locks = settings.client(ctx);
+      const name = scopedLockName(ctx, key, {
+        namespace: settings.namespace,
+        scope: settings.scope,
+        tenant: settings.tenant ? await settings.tenant(ctx) : undefined,
+      });
+      const store = new ResponseStore(locks.redis, locks.prefix, name);
       const fingerprint = settings.fingerprint ? await settings.fingerprint(ctx) : "";
       const answer = (record: RecordedResponse) =>
         record.fingerprint === fingerprint ? replayResponse(record) : reused();
@@ -210,13 +242,11 @@ export function idempotency<E extends Env = Env>(
 
       let held: LockHandle;
       try {
-        held = await clientOf(redis)
-          .lock(name)
-          .acquire({
-            waitMs: Math.max(0, started + settings.waitMs - Date.now()),
-            leaseMs: settings.leaseMs,
-            wait: settings.wait,
-          });
+        held = await locks.lock(name).acquire({
+          waitMs: Math.max(0, started + settings.waitMs - Date.now()),
+          leaseMs: settings.leaseMs,
+          wait: settings.wait,
+        });
       } catch (error) {
         if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
           return busy(error.holderTtlMs);
@@ -298,7 +328,9 @@ export function idempotency<E extends Env = Env>(
 }
 
 interface Settings<E extends Env> {
-  redis: (c: Context<E>) => RedisLike;
+  client: (c: Context<E>) => LockClient;
+  scope: IdempotencyScope;
+  tenant: ((c: Context<E>) => string | undefined | Promise<string | undefined>) | undefined;
   key: KeyExtractor<E>;
   ttlMs: number;
   leaseMs: number;
@@ -309,26 +341,22 @@ interface Settings<E extends Env> {
   storeStatus: (status: number) => boolean;
   storeHeaders: readonly string[];
   maxBodyBytes: number;
-  prefix: string;
   namespace: string;
   onFailure: (failure: MiddlewareFailure, c: Context<E>) => void | Promise<void>;
 }
 
 function resolveSettings<E extends Env>(given: Partial<IdempotencyOptions<E>>): Settings<E> {
-  const { redis } = given;
-  if (redis === undefined) {
-    throw new LockInputError(
-      "idempotency() needs `redis`: an @upstash/redis client or (c) => client.",
-    );
+  const { scope = "route", tenant } = given;
+  if (scope !== "route" && scope !== "shared") {
+    throw new LockInputError('idempotency() `scope` is "route" or "shared".');
   }
-  let redisFor: (c: Context<E>) => RedisLike;
-  if (typeof redis === "function") redisFor = redis;
-  else {
-    const fixed = checkRedisLike(redis);
-    redisFor = () => fixed;
+  if (tenant !== undefined && typeof tenant !== "function") {
+    throw new LockInputError("idempotency() `tenant` is a function (c) => string | undefined.");
   }
   return {
-    redis: redisFor,
+    client: resolveClient(given),
+    scope,
+    tenant,
     key: given.key ?? fromHeader(),
     ttlMs:
       given.ttlMs === undefined ? 86_400_000 : checkDuration(given.ttlMs, "ttlMs", { min: 1_000 }),
@@ -346,15 +374,48 @@ function resolveSettings<E extends Env>(given: Partial<IdempotencyOptions<E>>): 
       given.maxBodyBytes === undefined
         ? 65_536
         : checkDuration(given.maxBodyBytes, "maxBodyBytes", { min: 0 }),
-    prefix: given.prefix === undefined ? "edgelock" : checkPrefix(given.prefix),
     namespace: given.namespace === undefined ? "idempotency" : checkLockName(given.namespace),
     onFailure: given.onFailure ?? logFailure,
   };
 }
 
-/** Braces would move the hash tag; `%` escapes them. The rest of printable ASCII stays. */
-function escapeKey(key: string): string {
-  return key.replace(/[%{}]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+/**
+ * The LockClient of a request: the one given, or one built per Redis client (once, not per
+ * request) with `prefix`.
+ */
+function resolveClient<E extends Env>(
+  given: Partial<IdempotencyOptions<E>>,
+): (c: Context<E>) => LockClient {
+  const { client, redis, prefix } = given;
+  if ((client === undefined) === (redis === undefined)) {
+    throw new LockInputError(
+      "idempotency() needs one of `client` (a LockClient or (c) => LockClient) or `redis` " +
+        "(an @upstash/redis client or (c) => client).",
+    );
+  }
+  if (client !== undefined) {
+    if (prefix !== undefined) {
+      throw new LockInputError("idempotency(): with `client`, the client's prefix is used.");
+    }
+    if (typeof client === "function") return client;
+    if (!(client instanceof LockClient)) {
+      throw new LockInputError("idempotency() `client` is a LockClient or (c) => LockClient.");
+    }
+    return () => client;
+  }
+  const keyPrefix = prefix === undefined ? "edgelock" : checkPrefix(prefix);
+  const clients = new WeakMap<RedisLike, LockClient>();
+  const clientOf = (redisClient: RedisLike) => {
+    let built = clients.get(redisClient);
+    if (!built) {
+      built = new LockClient({ redis: redisClient, prefix: keyPrefix });
+      clients.set(redisClient, built);
+    }
+    return built;
+  };
+  if (typeof redis === "function") return (c) => clientOf(redis(c));
+  const fixed = clientOf(checkRedisLike(redis));
+  return () => fixed;
 }
 
 function busy(holderTtlMs: number | null): Response {

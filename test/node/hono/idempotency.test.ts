@@ -84,9 +84,15 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
     const otherBody = await send("pay-2", { amount: 99 });
     expect(otherBody.status).toBe(422);
     expect(otherBody.headers.get("content-type")).toBe("application/problem+json");
-    const otherPath = await send("pay-2", { amount: 10 }, "/refunds");
-    expect(otherPath.status).toBe(422);
     expect(runs.get("pay-2")).toBe(1);
+  });
+
+  it("answers 422 when a shared scope sees the key on another route", async () => {
+    const { runs, send } = paymentsApp({ scope: "shared" });
+    expect((await send("pay-2s", { amount: 10 })).status).toBe(201);
+    const otherPath = await send("pay-2s", { amount: 10 }, "/refunds");
+    expect(otherPath.status).toBe(422);
+    expect(runs.get("pay-2s")).toBe(1);
   });
 
   it("replays regardless of the body when fingerprints are off", async () => {
@@ -256,10 +262,10 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
     const { send } = paymentsApp({ prefix, ttlMs: 60_000 });
     await send("pay-10");
     const redis = bed.redis();
-    const pttl = await redis.pttl(`${prefix}:{idempotency:pay-10}:response`);
+    const pttl = await redis.pttl(`${prefix}:{idempotency:POST /payments:pay-10}:response`);
     expect(pttl).toBeGreaterThan(55_000);
     expect(pttl).toBeLessThanOrEqual(60_000);
-    expect(await redis.exists(`${prefix}:{idempotency:pay-10}`)).toBe(0);
+    expect(await redis.exists(`${prefix}:{idempotency:POST /payments:pay-10}`)).toBe(0);
   });
 
   it("gives the handler the key and its hold (fencing token, extend)", async () => {
@@ -297,5 +303,77 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
     expect(await (await deliver()).json()).toEqual({ handled: "invoice.paid" });
     expect((await deliver()).headers.get(REPLAY_HEADER)).toBe("true");
     expect(runs).toBe(1);
+  });
+
+  it("runs one event once per endpoint when a provider fans it out to two routes", async () => {
+    const app = new Hono();
+    const runs = { billing: 0, shipping: 0 };
+    const guard = idempotency({ redis: bed.redis(), prefix: freshPrefix(), key: stripeEventId() });
+    app.post("/webhooks/billing", guard, (c) => {
+      runs.billing += 1;
+      return c.json({ endpoint: "billing" });
+    });
+    app.post("/webhooks/shipping", guard, (c) => {
+      runs.shipping += 1;
+      return c.json({ endpoint: "shipping" });
+    });
+    const deliver = (path: string) =>
+      app.request(
+        path,
+        { method: "POST", body: JSON.stringify({ id: "evt_fan", type: "invoice.paid" }) },
+        {},
+        executionContext(),
+      );
+    for (const endpoint of ["billing", "shipping"] as const) {
+      const first = await deliver(`/webhooks/${endpoint}`);
+      expect(first.status).toBe(200);
+      expect(first.headers.get(REPLAY_HEADER)).toBeNull();
+      expect(await first.json()).toEqual({ endpoint });
+    }
+    for (const endpoint of ["billing", "shipping"] as const) {
+      const retry = await deliver(`/webhooks/${endpoint}`);
+      expect(retry.headers.get(REPLAY_HEADER)).toBe("true");
+      expect(await retry.json()).toEqual({ endpoint });
+    }
+    expect(runs).toEqual({ billing: 1, shipping: 1 });
+  });
+
+  it("scopes keys by method and route pattern, and by tenant when given", async () => {
+    const prefix = freshPrefix();
+    const app = new Hono();
+    const seen: string[] = [];
+    const guard = idempotency({
+      client: bed.client({ prefix }),
+      fingerprint: false,
+      tenant: (c) => c.req.header("x-tenant"),
+    });
+    app.on(["POST", "PUT"], "/orders/:id", guard, (c) => {
+      seen.push(`${c.req.method} ${c.req.param("id")} ${c.req.header("x-tenant") ?? "-"}`);
+      return c.text("ok");
+    });
+    const send = (method: string, path: string, tenant?: string) =>
+      app.request(
+        path,
+        {
+          method,
+          headers: { "idempotency-key": "k{1}", ...(tenant ? { "x-tenant": tenant } : {}) },
+        },
+        {},
+        executionContext(),
+      );
+    // One route pattern: another order id is the same scope, another method or tenant is not.
+    await send("POST", "/orders/1");
+    expect((await send("POST", "/orders/2")).headers.get(REPLAY_HEADER)).toBe("true");
+    await send("PUT", "/orders/1");
+    await send("POST", "/orders/1", "acme:1");
+    expect((await send("POST", "/orders/3", "acme:1")).headers.get(REPLAY_HEADER)).toBe("true");
+    expect(seen).toEqual(["POST 1 -", "PUT 1 -", "POST 1 acme:1"]);
+    const redis = bed.redis();
+    expect(await redis.exists(`${prefix}:{idempotency:POST /orders/%3Aid:k%7B1%7D}:response`)).toBe(
+      1,
+    );
+    expect(
+      await redis.exists(`${prefix}:{idempotency:@acme%3A1:POST /orders/%3Aid:k%7B1%7D}:response`),
+    ).toBe(1);
   });
 });

@@ -35,10 +35,17 @@ describe("middleware options", () => {
       () => idempotency({ redis, ttlMs: 10 }),
       () => idempotency({ redis, namespace: "a{b}" }),
       () => idempotency({ redis, ttl: 1000 } as never),
+      () => idempotency({ redis, client }),
+      () => idempotency({ client, prefix: "other" }),
+      () => idempotency({ client: {} as LockClient }),
+      () => idempotency({ client, scope: "global" as never }),
+      () => idempotency({ client, tenant: "acme" as never }),
     ];
     for (const build of bad) expect(build).toThrow(LockInputError);
     expect(() => withLock({ client, key: () => "k" })).not.toThrow();
     expect(() => idempotency({ redis })).not.toThrow();
+    expect(() => idempotency({ client, scope: "shared", tenant: () => "acme" })).not.toThrow();
+    expect(() => idempotency({ client: () => client })).not.toThrow();
   });
 });
 

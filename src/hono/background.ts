@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import { LockNotHeldError } from "../errors.js";
-import type { LockHandle } from "../locks/lock/handle.js";
 import { sleep } from "../wait/sleep.js";
+import type { HeldLock } from "./held-lock.js";
 
 /** Pauses between background attempts: about 10 s in all, well inside `waitUntil`'s 30 s. */
 export const BACKGROUND_DELAYS_MS: readonly number[] = [500, 2_000, 8_000];
@@ -32,7 +32,7 @@ export function inBackground(c: Context, work: () => Promise<void>): void {
  * stays held, and in watchdog mode its renewals would keep the lock alive. Resolves to the
  * error of the inline attempt (undefined when released), for the caller to report.
  */
-export async function releaseOrRetry(c: Context, held: LockHandle): Promise<unknown> {
+export async function releaseOrRetry(c: Context, held: HeldLock): Promise<unknown> {
   try {
     await held.release();
     return undefined;

@@ -4,6 +4,7 @@
  * - `withLock()`: one request at a time per key (an order, a customer, a tenant).
  * - `idempotency()`: each idempotency key processed once, its response replayed to retries
  *   (draft-ietf-httpapi-idempotency-key-header); made for webhooks.
+ * - `middlewareFor(app)`: both, typed by the app (`c.env` in their callbacks).
  *
  * Hono is an optional peer dependency: only this entry point imports it.
  * @module
@@ -11,6 +12,8 @@
 export type { MiddlewareFailure } from "./failures.js";
 export { logFailure } from "./failures.js";
 export { requestFingerprint } from "./fingerprint.js";
+export { type AppMiddleware, middlewareFor } from "./for-app.js";
+export type { AcquirableLock, HeldLock } from "./held-lock.js";
 export {
   type IdempotencyContext,
   type IdempotencyOptions,
@@ -25,10 +28,14 @@ export {
   standardWebhookId,
   stripeEventId,
 } from "./key-extractors.js";
+export type { IdempotencyScope } from "./key-scope.js";
 export { BODY_OMITTED_HEADER, REPLAY_HEADER, type RecordedResponse } from "./recorded-response.js";
 export {
   type LockBusy,
+  type LockChoice,
+  type LockClientSource,
   type WithLockOptions,
+  type WithLockSettings,
   type WithLockVariables,
   withLock,
 } from "./with-lock.js";

@@ -13,6 +13,7 @@ import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
 import { releaseOrRetry } from "./background.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
+import type { AcquirableLock, HeldLock } from "./held-lock.js";
 import { inRequestScope } from "./owner-scope.js";
 import { problem, retryAfterSeconds } from "./responses.js";
 
@@ -26,45 +27,100 @@ export interface LockBusy {
   readonly retryAfterSeconds: number;
 }
 
-export interface WithLockOptions<E extends Env = Env> {
-  /** The lock name for this request, e.g. `(c) => \`orders:${c.req.param("id")}\``. Required. */
-  key: (c: Context<E>) => string | Promise<string>;
+/** A LockClient, or a function that returns it for a request. */
+export type LockClientSource<E extends Env> = LockClient | ((c: Context<E>) => LockClient);
+
+/** Which lock a request takes: a name on a client's plain lock, or any lock kind you build. */
+export type LockChoice<E extends Env, H extends HeldLock> =
+  | {
+      /**
+       * The plain lock's name for this request, on `client`.
+       * @example (c) => `orders:${c.req.param("id")}`
+       */
+      key: (c: Context<E>) => string | Promise<string>;
+      /**
+       * The LockClient, or a function that returns it for a request (e.g. built from `c.env`
+       * once per isolate). The request runs in its owner scope.
+       * @example (c) => locksFor(c.env)
+       */
+      client: LockClientSource<E>;
+      lock?: never;
+    }
+  | {
+      /**
+       * Any lock kind to acquire for this request: a fair lock, a read or write lock, a
+       * multi-lock, a RedLock lock. `c.get("lock")` is the handle it returns.
+       * @example (c) => locksFor(c.env).fairLock(`payouts:${c.req.param("account")}`)
+       */
+      lock: (c: Context<E>) => AcquirableLock<H> | Promise<AcquirableLock<H>>;
+      /**
+       * With `lock`: the request runs in this client's owner scope, so acquisitions of the
+       * client's locks inside the handler re-enter.
+       * @default none: the lock's own owner handling
+       */
+      client?: LockClientSource<E>;
+      key?: never;
+    };
+
+/** How `withLock()` waits, holds and answers; the same whichever lock it takes. */
+export interface WithLockSettings<E extends Env = Env> {
   /**
-   * The LockClient, or a function that returns it for a request (e.g. built from `c.env` once
-   * per isolate). Required.
-   */
-  client: LockClient | ((c: Context<E>) => LockClient);
-  /**
-   * How long a request waits for a busy lock before it gets the busy answer, in ms. Each poll is a
-   * Redis request (a Workers subrequest). Default 0: one attempt.
+   * How long a request waits for a busy lock before it gets the busy answer, in ms. Each poll is
+   * a Redis request (a Workers subrequest).
+   * @default 0 (one attempt)
+   * @example withLock({ client, key, waitMs: 2_000 })
    */
   waitMs?: number;
   /**
-   * Lease in ms: the lock expires after it even if the isolate dies mid-request. Default: none,
-   * which is watchdog mode (the client's `watchdogTimeoutMs`, renewed while the handler runs).
+   * Lease in ms: the lock expires after it even if the isolate dies mid-request.
+   * @default none: watchdog mode (the client's `watchdogTimeoutMs`, renewed while the handler runs)
+   * @example withLock({ client, key, leaseMs: 15_000 })
    */
   leaseMs?: number;
-  /** Overrides the client's polling policy. Default: the client's. */
+  /**
+   * Overrides the client's polling policy.
+   * @default the client's
+   * @example withLock({ client, key, waitMs: 5_000, wait: { maxPolls: 10 } })
+   */
   wait?: WaitOptions;
   /**
-   * The answer when the lock stays busy. Default: `409 Conflict`, `application/problem+json`,
-   * with `Retry-After` from the holder's remaining lease.
+   * The answer when the lock stays busy.
+   * @default `409 Conflict`, `application/problem+json`, `Retry-After` from the holder's lease
+   * @example withLock({ client, key, onBusy: (c, busy) => c.text("busy", 503) })
    */
   onBusy?: (c: Context<E>, busy: LockBusy) => Response | Promise<Response>;
   /**
    * Called when the release after the handler fails: the lease ran out mid-handler (the lock was
    * not held to the end), or Redis failed (the release is retried in the background). The
-   * handler's response is sent all the same. Default: one `console.error` line.
+   * handler's response is sent all the same.
+   * @default one `console.error` line (`logFailure`)
+   * @example withLock({ client, key, onFailure: (failure) => metrics.count(failure.kind) })
    */
   onFailure?: (failure: MiddlewareFailure, c: Context<E>) => void | Promise<void>;
 }
 
-/** The context variables `withLock()` sets: `c.get("lock")` is the held lock. */
-export interface WithLockVariables {
-  lock: LockHandle;
+/** The options of `withLock()`: which lock (`key` + `client`, or `lock`), then how. */
+export type WithLockOptions<E extends Env = Env, H extends HeldLock = LockHandle> = LockChoice<
+  E,
+  H
+> &
+  WithLockSettings<E>;
+
+/** The context variables `withLock()` sets: `c.get("lock")` is the held lock's handle. */
+export interface WithLockVariables<H extends HeldLock = LockHandle> {
+  lock: H;
 }
 
-const OPTION_KEYS = ["key", "client", "waitMs", "leaseMs", "wait", "onBusy", "onFailure"] as const;
+const OPTION_KEYS = [
+  "key",
+  "client",
+  "lock",
+  "waitMs",
+  "leaseMs",
+  "wait",
+  "onBusy",
+  "onFailure",
+] as const;
 
 function defaultBusy(_c: unknown, busy: LockBusy): Response {
   return problem(
@@ -76,16 +132,18 @@ function defaultBusy(_c: unknown, busy: LockBusy): Response {
 }
 
 /**
- * Acquires a lock before the handler and releases it after, also when the handler throws. The
- * request runs in an owner scope, so acquisitions of the same lock inside the handler re-enter.
+ * Acquires a lock before the handler and releases it after, also when the handler throws. With
+ * a `client`, the request runs in its owner scope, so acquisitions of the same lock inside the
+ * handler re-enter.
  *
- * @param options.key - the lock name for the request (required)
- * @param options.client - a LockClient or `(c) => LockClient` (required)
+ * @param options.key - the plain lock's name for the request, with `client`
+ * @param options.client - a LockClient or `(c) => LockClient` (required with `key`)
+ * @param options.lock - instead of `key`: `(c) => any lock kind` (fair, read/write, multi, RedLock)
  * @param options.waitMs - how long to wait for a busy lock, in ms (default 0)
  * @param options.leaseMs - lease in ms (default: watchdog mode)
  * @param options.onBusy - the answer when busy (default 409 with Retry-After)
  * @param options.onFailure - reports a failed release (default console.error)
- * @returns a middleware that sets `c.get("lock")` to the LockHandle (fencing token, `extend()`)
+ * @returns a middleware that sets `c.get("lock")` to the handle (fencing token, `extend()`)
  *
  * @example
  * ```ts
@@ -98,65 +156,95 @@ function defaultBusy(_c: unknown, busy: LockBusy): Response {
  *     return c.json({ ok: true });
  *   },
  * );
+ * // Any lock kind: writers of one catalog exclude its readers.
+ * app.put(
+ *   "/catalog",
+ *   withLock({ lock: () => client.readWriteLock("catalog").writeLock(), waitMs: 5_000 }),
+ *   (c) => c.text("updated"),
+ * );
  * ```
  */
-export function withLock<E extends Env = Env>(
-  options: WithLockOptions<E>,
-): MiddlewareHandler<E & { Variables: WithLockVariables }> {
-  const given = checkOptions<WithLockOptions<E>>(options, "withLock options", OPTION_KEYS);
-  const { key, client, wait, onBusy = defaultBusy, onFailure = logFailure } = given;
-  if (
-    typeof key !== "function" ||
-    (typeof client !== "function" && typeof client?.lock !== "function")
-  ) {
-    throw new LockInputError(
-      "withLock() needs `key: (c) => name` and `client` (a LockClient or (c) => LockClient).",
-    );
-  }
+export function withLock<E extends Env = Env, H extends HeldLock = LockHandle>(
+  options: WithLockOptions<E, H>,
+): MiddlewareHandler<E & { Variables: WithLockVariables<H> }> {
+  const given = checkOptions<WithLockOptions<E, H>>(options, "withLock options", OPTION_KEYS);
+  const { wait, onBusy = defaultBusy, onFailure = logFailure } = given;
+  const lockFor = resolveLock<E, H>(given);
+  const clientFor = resolveClient(given.client);
   const waitMs = given.waitMs === undefined ? 0 : checkDuration(given.waitMs, "waitMs", { min: 0 });
   const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
-  const clientFor = typeof client === "function" ? client : () => client;
 
-  return createMiddleware<E & { Variables: WithLockVariables }>(async function withLock(c, next) {
-    // The same request object: the extra variable does not change what the callbacks can see.
-    const ctx = c as unknown as Context<E>;
-    const locks = clientFor(ctx);
-    const name = await key(ctx);
-    return inRequestScope(locks, async () => {
-      let held: LockHandle;
-      try {
-        held = await locks.lock(name).acquire({
-          waitMs,
-          ...(leaseMs === undefined ? {} : { leaseMs }),
-          ...(wait === undefined ? {} : { wait }),
-        });
-      } catch (error) {
-        if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
-          const { holderTtlMs } = error;
-          return onBusy(ctx, {
-            name,
-            holderTtlMs,
-            retryAfterSeconds: retryAfterSeconds(holderTtlMs),
+  return createMiddleware<E & { Variables: WithLockVariables<H> }>(
+    async function withLock(c, next) {
+      // The same request object: the extra variable does not change what the callbacks can see.
+      const ctx = c as unknown as Context<E>;
+      const locks = clientFor?.(ctx);
+      const run = async () => {
+        const lock = await lockFor(ctx, locks);
+        let held: H;
+        try {
+          held = await lock.acquire({
+            waitMs,
+            ...(leaseMs === undefined ? {} : { leaseMs }),
+            ...(wait === undefined ? {} : { wait }),
           });
+        } catch (error) {
+          if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
+            const { lockName, holderTtlMs } = error;
+            return onBusy(ctx, {
+              name: lockName,
+              holderTtlMs,
+              retryAfterSeconds: retryAfterSeconds(holderTtlMs),
+            });
+          }
+          throw error;
         }
-        throw error;
-      }
-      // Nested withLock() on one route: the inner handle shows while the inner lock is held.
-      const outer = c.get("lock") as LockHandle | undefined;
-      c.set("lock", held);
-      try {
-        await next();
-      } finally {
-        if (outer !== undefined) c.set("lock", outer);
-        const error = await releaseOrRetry(c, held);
-        if (error !== undefined) {
-          const consequence =
-            error instanceof LockNotHeldError
-              ? "The lease ran out before the handler finished: the lock was not held to the end."
-              : "The response was sent; the release is retried in the background.";
-          await report(onFailure, { kind: "release", key: name, error, consequence }, ctx);
+        // Nested withLock() on one route: the inner handle shows while the inner lock is held.
+        const outer = c.get("lock") as H | undefined;
+        c.set("lock", held);
+        try {
+          await next();
+        } finally {
+          if (outer !== undefined) c.set("lock", outer);
+          const error = await releaseOrRetry(c, held);
+          if (error !== undefined) {
+            const consequence =
+              error instanceof LockNotHeldError
+                ? "The lease ran out before the handler finished: the lock was not held to the end."
+                : "The response was sent; the release is retried in the background.";
+            await report(onFailure, { kind: "release", key: held.name, error, consequence }, ctx);
+          }
         }
-      }
-    });
-  });
+      };
+      return locks === undefined ? run() : inRequestScope(locks, run);
+    },
+  );
+}
+
+/** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */
+function resolveLock<E extends Env, H extends HeldLock>(
+  given: Partial<WithLockOptions<E, H>>,
+): (c: Context<E>, locks: LockClient | undefined) => Promise<AcquirableLock<H>> {
+  const { key, lock, client } = given;
+  if (typeof lock === "function" && key === undefined) return async (c) => lock(c);
+  if (typeof key === "function" && lock === undefined && client !== undefined) {
+    // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one.
+    return async (c, locks) =>
+      (locks as LockClient).lock(await key(c)) as unknown as AcquirableLock<H>;
+  }
+  throw new LockInputError(
+    "withLock() needs `key: (c) => name` with `client` (a LockClient or (c) => LockClient), " +
+      "or `lock: (c) => lock` (any lock kind).",
+  );
+}
+
+function resolveClient<E extends Env>(
+  client: LockClientSource<E> | undefined,
+): ((c: Context<E>) => LockClient) | undefined {
+  if (client === undefined) return undefined;
+  if (typeof client === "function") return client;
+  if (typeof client?.lock !== "function") {
+    throw new LockInputError("withLock() `client` is a LockClient or (c) => LockClient.");
+  }
+  return () => client;
 }

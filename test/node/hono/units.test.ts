@@ -30,6 +30,10 @@ describe("middleware options", () => {
       () => withLock({ client, key: () => "k", leaseMS: 10 } as never),
       () => withLock({ client, key: () => "k", leaseMs: 5 }),
       () => withLock({ client, key: () => "k", waitMs: -1 }),
+      () => withLock({ key: () => "k" } as never),
+      () => withLock({ client, key: () => "k", lock: () => client.lock("k") } as never),
+      () => withLock({ lock: client.lock("k") } as never),
+      () => withLock({ lock: () => client.lock("k"), client: {} as LockClient }),
       () => idempotency({} as never),
       () => idempotency({ redis: {} as RedisLike }),
       () => idempotency({ redis, ttlMs: 10 }),
@@ -43,6 +47,7 @@ describe("middleware options", () => {
     ];
     for (const build of bad) expect(build).toThrow(LockInputError);
     expect(() => withLock({ client, key: () => "k" })).not.toThrow();
+    expect(() => withLock({ lock: () => client.fairLock("k") })).not.toThrow();
     expect(() => idempotency({ redis })).not.toThrow();
     expect(() => idempotency({ client, scope: "shared", tenant: () => "acme" })).not.toThrow();
     expect(() => idempotency({ client: () => client })).not.toThrow();

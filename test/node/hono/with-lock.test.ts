@@ -1,8 +1,12 @@
 /** withLock(): acquire before the handler, release after it (also on throw), 409 when busy. */
 import { Hono } from "hono";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { type MiddlewareFailure, withLock } from "../../../src/hono/index.js";
-import { LockClient, type LockHandle } from "../../../src/index.js";
+import {
+  type MiddlewareFailure,
+  type WithLockSettings,
+  withLock,
+} from "../../../src/hono/index.js";
+import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/lock/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, until, useTestBed } from "../lock/testbed.js";
@@ -14,7 +18,7 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   function appWith(
     client: LockClient,
     handler: (c: { get(key: "lock"): LockHandle }) => Promise<Response> | Response,
-    options: Partial<Parameters<typeof withLock>[0]> = {},
+    options: WithLockSettings = {},
   ) {
     const app = new Hono();
     app.onError((_error, c) => c.text("handler failed", 500));
@@ -229,5 +233,66 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     failing = false;
     await ctx.drain();
     expect(await client.lock("orders:12").isLocked()).toBe(false);
+  });
+
+  it("takes any lock kind: a write lock keeps readers out while the handler runs", async () => {
+    const client = bed.client();
+    const catalog = client.readWriteLock("catalog");
+    const app = new Hono();
+    app.put(
+      "/catalog",
+      withLock({ lock: () => catalog.writeLock(), leaseMs: 10_000 }),
+      async (c) => {
+        expectTypeOf(c.get("lock")).toEqualTypeOf<LockHandle>();
+        const reader = await catalog.readLock().tryAcquire();
+        return c.json({ readerGotIn: reader !== null, token: c.get("lock").fencingToken });
+      },
+    );
+    const res = await app.request("/catalog", { method: "PUT" }, {}, executionContext());
+    expect(await res.json()).toEqual({ readerGotIn: false, token: 1 });
+    const reader = await catalog.readLock().tryAcquire({ leaseMs: 5_000 });
+    expect(reader).not.toBeNull();
+
+    // While a reader holds it, the writer's request gets the busy answer, named after the lock.
+    const busy = await app.request("/catalog", { method: "PUT" }, {}, executionContext());
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ title: "Locked" });
+    await reader?.release();
+  });
+
+  it("takes a multi-lock and a fair lock, typing c.get('lock') as the handle they return", async () => {
+    const client = bed.client();
+    const app = new Hono();
+    app.post(
+      "/transfer/:from/:to",
+      withLock({
+        lock: (c) =>
+          client.multiLock([
+            client.lock(`account:${c.req.param("from")}`),
+            client.lock(`account:${c.req.param("to")}`),
+          ]),
+        leaseMs: 10_000,
+      }),
+      async (c) => {
+        const held = c.get("lock");
+        expectTypeOf(held).toEqualTypeOf<MultiLockHandle>();
+        const locked = await Promise.all(
+          held.members.map((member) => client.lock(member.name).isLocked()),
+        );
+        return c.json({ locked, tokens: held.fencingTokens });
+      },
+    );
+    app.post(
+      "/payouts/:account",
+      withLock({ lock: (c) => client.fairLock(`payouts:${c.req.param("account")}`), client }),
+      async (c) => c.json({ holds: await client.fairLock("payouts:a1").holdCount() }),
+    );
+    const res = await app.request("/transfer/a/b", { method: "POST" }, {}, executionContext());
+    expect(await res.json()).toEqual({ locked: [true, true], tokens: [1, 1] });
+    expect(await client.lock("account:a").isLocked()).toBe(false);
+    expect(await client.lock("account:b").isLocked()).toBe(false);
+    const fair = await app.request("/payouts/a1", { method: "POST" }, {}, executionContext());
+    expect(await fair.json()).toEqual({ holds: 1 });
+    expect(await client.fairLock("payouts:a1").isLocked()).toBe(false);
   });
 });

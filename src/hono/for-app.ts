@@ -1,0 +1,49 @@
+/**
+ * The middleware typed for one app. TypeScript cannot carry a route's Env into the options of a
+ * generic middleware call written inline (`app.post(path, withLock({ client: (c) => … }))`: the
+ * route's Env is itself still being inferred, so `c.env` falls back to `object | undefined`; see
+ * honojs/hono#3202). Binding the functions to the app's type once, as Hono's own
+ * `createFactory<Env>()` does, gives every option callback the app's `c.env` and `c.var`.
+ */
+import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
+import type { LockHandle } from "../locks/lock/handle.js";
+import type { HeldLock } from "./held-lock.js";
+import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
+import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";
+
+/** `withLock()` and `idempotency()` with the Env of one app. */
+export interface AppMiddleware<E extends Env> {
+  /** `withLock()` whose callbacks see the app's context. */
+  withLock<H extends HeldLock = LockHandle>(
+    options: WithLockOptions<E, H>,
+  ): MiddlewareHandler<E & { Variables: WithLockVariables<H> }>;
+  /** `idempotency()` whose callbacks see the app's context. */
+  idempotency(
+    options: IdempotencyOptions<E>,
+  ): MiddlewareHandler<E & { Variables: IdempotencyVariables }>;
+}
+
+/**
+ * `withLock()` and `idempotency()` typed by `app`: their option callbacks get `c.env` as the
+ * app's Bindings, without type arguments. The app is only read for its type.
+ *
+ * @param _app - the Hono app the middleware is for (`new Hono<{ Bindings: Env }>()`)
+ * @returns the same two functions, typed for the app
+ *
+ * @example
+ * ```ts
+ * const app = new Hono<{ Bindings: Env }>();
+ * const { idempotency, withLock } = middlewareFor(app);
+ * app.post(
+ *   "/webhooks/stripe",
+ *   idempotency({ client: (c) => locksFor(c.env), key: stripeEventId() }),
+ *   withLock({ client: (c) => locksFor(c.env), key: (c) => `customer:${c.req.header("x-customer")}` }),
+ *   (c) => c.json({ token: c.get("lock").fencingToken }),
+ * );
+ * ```
+ */
+export function middlewareFor<E extends Env, S extends Schema, B extends string>(
+  _app: Hono<E, S, B>,
+): AppMiddleware<E> {
+  return { withLock, idempotency };
+}

@@ -10,7 +10,7 @@
  */
 import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
-import { idempotency, stripeEventId, withLock } from "../../../src/hono/index.js";
+import { middlewareFor, stripeEventId } from "../../../src/hono/index.js";
 import { LockClient } from "../../../src/index.js";
 import { Ledger, type PaymentEvent, parseEvent, StaleWriteError } from "./ledger.js";
 import { SIGNATURE_HEADER, verifySignature } from "./signature.js";
@@ -69,6 +69,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 export function createApp(): Hono<WebhookEnv> {
   const app = new Hono<WebhookEnv>();
+  // Both middlewares typed by the app: their callbacks see c.env and c.var without type arguments.
+  const { idempotency, withLock } = middlewareFor(app);
 
   app.post(
     "/webhooks/payments",
@@ -86,20 +88,19 @@ export function createApp(): Hono<WebhookEnv> {
       c.set("event", event);
       await next();
     },
-    // 2. Each event once: later deliveries get the first response replayed.
-    idempotency<WebhookEnv>({
-      redis: (c) => connect(c.env).redis,
+    // 2. Each event once on this route: later deliveries get the first response replayed.
+    idempotency({
+      client: (c) => connect(c.env).locks,
       key: stripeEventId(),
       ttlMs: REPLAY_FOR_MS,
       leaseMs: EVENT_LEASE_MS,
-      prefix: KEY_PREFIX,
     }),
     // 3. One event per customer at a time: balance updates never interleave.
     async (c, next) => {
       c.set("askedForLockAt", Date.now());
       await next();
     },
-    withLock<WebhookEnv>({
+    withLock({
       client: (c) => connect(c.env).locks,
       key: (c) => `customer:${c.get("event").data.customer}`,
       waitMs: 10_000,

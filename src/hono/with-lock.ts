@@ -35,6 +35,7 @@ export type LockChoice<E extends Env, H extends HeldLock> =
   | {
       /**
        * The plain lock's name for this request, on `client`.
+       * @default none: give `lock` instead
        * @example (c) => `orders:${c.req.param("id")}`
        */
       key: (c: Context<E>) => string | Promise<string>;
@@ -50,6 +51,7 @@ export type LockChoice<E extends Env, H extends HeldLock> =
       /**
        * Any lock kind to acquire for this request: a fair lock, a read or write lock, a
        * multi-lock, a RedLock lock. `c.get("lock")` is the handle it returns.
+       * @default none: give `key` and `client` instead
        * @example (c) => locksFor(c.env).fairLock(`payouts:${c.req.param("account")}`)
        */
       lock: (c: Context<E>) => AcquirableLock<H> | Promise<AcquirableLock<H>>;
@@ -57,6 +59,7 @@ export type LockChoice<E extends Env, H extends HeldLock> =
        * With `lock`: the request runs in this client's owner scope, so acquisitions of the
        * client's locks inside the handler re-enter.
        * @default none: the lock's own owner handling
+       * @example withLock({ client, lock: () => client.fairLock("payouts"), waitMs: 5_000 })
        */
       client?: LockClientSource<E>;
       key?: never;

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import {
   type MiddlewareFailure,
+  middlewareFor,
   type WithLockSettings,
   withLock,
 } from "../../../src/hono/index.js";
@@ -168,9 +169,10 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   it("takes the client from a function of the request (e.g. from c.env)", async () => {
     const client = bed.client();
     const app = new Hono<{ Bindings: { LOCKS: LockClient } }>();
+    const typed = middlewareFor(app);
     app.post(
       "/orders/:id",
-      withLock<{ Bindings: { LOCKS: LockClient } }>({
+      typed.withLock({
         client: (c) => c.env.LOCKS,
         key: (c) => `orders:${c.req.param("id")}`,
       }),

@@ -376,4 +376,35 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
       await redis.exists(`${prefix}:{idempotency:@acme%3A1:POST /orders/%3Aid:k%7B1%7D}:response`),
     ).toBe(1);
   });
+
+  it("tells apart one sub-app mounted twice, and a route whose pattern has braces", async () => {
+    const runs: string[] = [];
+    const guard = idempotency({
+      client: bed.client({ prefix: freshPrefix() }),
+      fingerprint: false,
+    });
+    const provider = new Hono();
+    provider.post("/events", guard, (c) => {
+      runs.push(c.req.path);
+      return c.text("ok");
+    });
+    const app = new Hono();
+    app.route("/billing", provider);
+    app.route("/shipping", provider);
+    app.post("/orders/:id{[0-9]+}", guard, (c) => {
+      runs.push(c.req.path);
+      return c.text("ok");
+    });
+    const send = (path: string) =>
+      app.request(
+        path,
+        { method: "POST", headers: { "idempotency-key": "evt_2" } },
+        {},
+        executionContext(),
+      );
+    for (const path of ["/billing/events", "/shipping/events", "/orders/7", "/orders/8"]) {
+      expect((await send(path)).status).toBe(200);
+    }
+    expect(runs).toEqual(["/billing/events", "/shipping/events", "/orders/7"]);
+  });
 });

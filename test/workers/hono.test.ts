@@ -13,6 +13,7 @@ import {
   idempotency,
   type MiddlewareFailure,
   REPLAY_HEADER,
+  standardWebhookId,
   withLock,
 } from "../../src/hono/index.js";
 import { PUT } from "../../src/hono/response-store.js";
@@ -91,6 +92,33 @@ describe.each(servers)("Hono middleware in workerd on $kind", (server) => {
     expect(after.headers.get(REPLAY_HEADER)).toBeNull();
     expect(await after.text()).toBe("paid 20");
     expect(runs).toBe(4);
+  });
+
+  it("idempotency(): one event fanned out to two routes runs once on each, from a client", async () => {
+    const client = new LockClient({ redis: redis(), prefix: freshPrefix() });
+    const runs: string[] = [];
+    const guard = idempotency({ client, key: standardWebhookId() });
+    const app = new Hono();
+    for (const endpoint of ["/hooks/billing", "/hooks/shipping"]) {
+      app.post(endpoint, guard, (c) => {
+        runs.push(endpoint);
+        return c.text(endpoint);
+      });
+    }
+    const deliver = (endpoint: string) =>
+      app.request(
+        endpoint,
+        { method: "POST", headers: { "webhook-id": "msg_1" }, body: "{}" },
+        env,
+        createExecutionContext(),
+      );
+    for (const endpoint of ["/hooks/billing", "/hooks/shipping"]) {
+      expect((await deliver(endpoint)).headers.get(REPLAY_HEADER)).toBeNull();
+      const retry = await deliver(endpoint);
+      expect(retry.headers.get(REPLAY_HEADER)).toBe("true");
+      expect(await retry.text()).toBe(endpoint);
+    }
+    expect(runs).toEqual(["/hooks/billing", "/hooks/shipping"]);
   });
 
   it("idempotency(): concurrent duplicates run once, the rest wait for the replay", async () => {

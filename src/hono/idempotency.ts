@@ -63,51 +63,62 @@ export interface IdempotencyOptions<E extends Env = Env> {
    */
   tenant?: (c: Context<E>) => string | undefined | Promise<string | undefined>;
   /**
-   * The request's idempotency key, or undefined when it has none. Default: the
-   * `Idempotency-Key` header (`fromHeader()`). See `key-extractors` for webhook senders.
+   * The request's idempotency key, or undefined when it has none. See `key-extractors` for
+   * webhook senders.
+   * @default the `Idempotency-Key` header (`fromHeader()`)
    */
   key?: KeyExtractor<E>;
   /**
    * How long a stored response is replayed, in ms; cover the sender's retry window (Stripe
-   * retries for three days). Default 86 400 000 (24 h).
+   * retries for three days).
+   * @default 86_400_000 (24 h)
    */
   ttlMs?: number;
   /**
    * Lease of the key's lock while the handler runs, in ms: a crashed isolate frees the key after
    * it. Always a lease (no watchdog), so that a key whose response could not be stored stays
    * locked for exactly this long. Long work: `c.get("idempotency").lock.extend(ms)`.
-   * Default 30 000.
+   * @default 30_000
    */
   leaseMs?: number;
   /**
    * How long a duplicate that arrives while the first request runs waits for its response (then
-   * replayed) before it gets `409 Conflict`, in ms. Default 0: answer 409 at once.
+   * replayed) before it gets `409 Conflict`, in ms.
+   * @default 0 (answer 409 at once)
    */
   waitMs?: number;
-  /** Polling policy of waiting duplicates. Default: edgelock's defaults (DEFAULT_WAIT_POLICY). */
+  /**
+   * Polling policy of waiting duplicates.
+   * @default edgelock's defaults (DEFAULT_WAIT_POLICY)
+   */
   wait?: WaitOptions;
   /**
    * What a request without a key gets: `true` answers 400 (the draft's rule), `false` runs the
-   * handler unguarded. Default true.
+   * handler unguarded.
+   * @default true
    */
   required?: boolean;
   /**
-   * The request fingerprint: a key reused with another fingerprint answers 422. Default: SHA-256
-   * of method, path and body (`requestFingerprint`). `false` turns the check off.
+   * The request fingerprint: a key reused with another fingerprint answers 422. `false` turns
+   * the check off.
+   * @default SHA-256 of method, path and body (`requestFingerprint`)
    */
   fingerprint?: ((c: Context<E>) => string | Promise<string>) | false;
   /**
-   * Which handler responses are final and stored. Default: every status below 500 except 408,
-   * 409, 425 and 429, which ask the sender to come back (a stored one would be replayed forever).
-   * Thrown errors and 5xx are never stored.
+   * Which handler responses are final and stored. Thrown errors and 5xx are never stored.
+   * @default every status below 500 except 408, 409, 425 and 429, which ask the sender to come
+   * back (a stored one would be replayed forever)
    */
   storeStatus?: (status: number) => boolean;
-  /** Response headers stored and replayed. Default content-type, content-language, location. */
+  /**
+   * Response headers stored and replayed.
+   * @default ["content-type", "content-language", "location"]
+   */
   storeHeaders?: readonly string[];
   /**
    * Largest body stored, in bytes. A larger one is sent to the first caller in full, but replays
    * get the status and headers with an empty body and `edgelock-replay-body: omitted`.
-   * Default 65 536.
+   * @default 65_536
    */
   maxBodyBytes?: number;
   /**
@@ -123,8 +134,8 @@ export interface IdempotencyOptions<E extends Env = Env> {
   namespace?: string;
   /**
    * Called when storing the response or releasing the key fails after the handler ran; the
-   * response is sent all the same (see docs/webhooks.md for what happens next). Default: one
-   * `console.error` line.
+   * response is sent all the same (see docs/webhooks.md for what happens next).
+   * @default one `console.error` line (`logFailure`)
    */
   onFailure?: (failure: MiddlewareFailure, c: Context<E>) => void | Promise<void>;
 }

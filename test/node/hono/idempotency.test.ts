@@ -88,8 +88,11 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
   });
 
   it("answers 422 when a shared scope sees the key on another route", async () => {
-    const { runs, send } = paymentsApp({ scope: "shared" });
+    const prefix = freshPrefix();
+    const { runs, send } = paymentsApp({ scope: "shared", prefix });
     expect((await send("pay-2s", { amount: 10 })).status).toBe(201);
+    // The key layout of edgelock 0.1: records stored before an upgrade stay readable.
+    expect(await bed.redis().exists(`${prefix}:{idempotency:pay-2s}:response`)).toBe(1);
     const otherPath = await send("pay-2s", { amount: 10 }, "/refunds");
     expect(otherPath.status).toBe(422);
     expect(runs.get("pay-2s")).toBe(1);

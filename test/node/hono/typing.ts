@@ -9,7 +9,9 @@ import {
   LockClient,
   type LockHandle,
   type MultiLockHandle,
+  type QuorumLockHandle,
   type RedisLike,
+  type RedLock,
 } from "../../../src/index.js";
 
 interface AppBindings {
@@ -17,6 +19,7 @@ interface AppBindings {
 }
 declare function locksFor(env: AppBindings): LockClient;
 declare function redisFor(env: AppBindings): RedisLike;
+declare const redLock: RedLock;
 
 const app = new Hono<{ Bindings: AppBindings; Variables: { customer: string } }>();
 const typed = middlewareFor(app);
@@ -54,6 +57,15 @@ app.post(
 );
 app.use(
   typed.withLock({ client: (c) => locksFor(c.env), key: (c) => c.env.UPSTASH_REDIS_REST_URL }),
+);
+
+app.post(
+  "/quorum",
+  typed.withLock({ lock: (c) => redLock.lock(`customer:${c.var.customer}`), leaseMs: 10_000 }),
+  (c) => {
+    expectTypeOf(c.get("lock")).toEqualTypeOf<QuorumLockHandle>();
+    return c.json(c.get("lock").fencingTokens);
+  },
 );
 
 // What must not compile.

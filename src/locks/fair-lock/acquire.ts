@@ -7,13 +7,13 @@
 import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
+import type { QueueView } from "../../wait/queue-pace.js";
 import type { OperationContext } from "../context.js";
+import type { FairLockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { pruneDeadWaiters, refreshWaiter } from "../queue/lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
-import type { FairLockKeys } from "./keys.js";
-import { pruneDeadWaiters, refreshWaiter } from "./lua.js";
-import { learnAverage, PACE_TTL_MS } from "./pace.js";
-import type { QueueView } from "./pacing.js";
 
 // KEYS: 1 lock hash (owner -> holds), 2 fence, 3 queue, 4 timeouts, 5 pace, 6 operation record
 // ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 waiter timeout ms (0: a single

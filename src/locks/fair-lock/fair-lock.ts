@@ -1,4 +1,5 @@
 import { checkOptions } from "../../validate.js";
+import { QueuePacer } from "../../wait/queue-pace.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
@@ -6,17 +7,16 @@ import {
   acquireOrThrow,
 } from "../acquisition.js";
 import { releaseForOwner } from "../by-owner.js";
+import { type FairLockKeys, fairLockKeys } from "../keys.js";
 import { extendLease } from "../lock/extend.js";
 import type { LockHandle } from "../lock/handle.js";
 import { Lock } from "../lock/lock.js";
+import { leaveQueue } from "../queue/leave.js";
+import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptFairAcquire } from "./acquire.js";
-import { type FairLockKeys, fairLockKeys } from "./keys.js";
-import { leaveQueue } from "./leave.js";
-import { QueuePacer } from "./pacing.js";
 import { queueLength } from "./queue-length.js";
 import { releaseFairHold } from "./release.js";
-import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "./waiting.js";
 
 /** Options of `client.fairLock(name, options)`. */
 export type FairLockOptions = QueueOptions;

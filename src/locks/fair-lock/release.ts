@@ -6,11 +6,11 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import type { FairLockKeys } from "../keys.js";
 import type { ReleaseResult } from "../lock/release.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
+import { learnAverage } from "../pace.js";
 import { checkedReply } from "../reply.js";
-import type { FairLockKeys } from "./keys.js";
-import { learnAverage } from "./pace.js";
 
 // KEYS: 1 lock hash, 2 pace, 3 operation record. ARGV: 1 owner, 2 operation record ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.

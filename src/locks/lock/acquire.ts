@@ -7,8 +7,8 @@ import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
-import { PACE_TTL_MS, paceKey, waitersKey } from "./pace.js";
 
 // KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record,
 //       4 pace hash (at: server ms of the current first acquisition, hold: average ms from
@@ -52,11 +52,7 @@ if count == 1 then
     local previous = redis.call('HGET', KEYS[4], 'at')
     if waited and previous then
       -- This owner waited through the previous hold: now - previous is one hand-off cycle.
-      local sample = math.max(1, now - tonumber(previous))
-      local average = tonumber(redis.call('HGET', KEYS[4], 'cycle') or '0')
-      if average <= 0 then average = sample
-      else average = average + math.floor((math.min(sample, 2 * average) - average) / 4) end
-      redis.call('HSET', KEYS[4], 'cycle', math.max(1, average))
+      ${learnAverage("KEYS[4]", "cycle", "now - tonumber(previous)")}
     end
     redis.call('HSET', KEYS[4], 'at', now)
     redis.call('PEXPIRE', KEYS[4], ARGV[4])
@@ -83,7 +79,7 @@ export async function attemptAcquire(
   const raw = await callScript(
     ctx.redis,
     ACQUIRE,
-    [keys.lock, keys.fence, operation, paceKey(keys), waitersKey(keys)],
+    [keys.lock, keys.fence, operation, keys.holdStats, keys.pollers],
     [
       owner,
       String(leaseMs),

@@ -5,8 +5,8 @@ import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
 import { checkedReply } from "../reply.js";
-import { PACE_TTL_MS, paceKey } from "./pace.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 pace hash (optional: see acquire.ts)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
@@ -20,17 +20,7 @@ export const RELEASE = new Script(
     `local at = KEYS[3] and redis.call('HGET', KEYS[3], 'at')
 if at then
   ${SERVER_NOW_MS}
-  local sample = math.max(1, now - tonumber(at))
-  local stats = redis.call('HMGET', KEYS[3], 'hold', 'dev')
-  local average = tonumber(stats[1] or '0')
-  local deviation = tonumber(stats[2] or '0')
-  if average <= 0 then average = sample
-  else
-    sample = math.min(sample, 2 * average)
-    deviation = deviation + math.floor((math.abs(sample - average) - deviation) / 4)
-    average = average + math.floor((sample - average) / 4)
-  end
-  redis.call('HSET', KEYS[3], 'hold', math.max(1, average), 'dev', math.max(0, deviation))
+  ${learnAverage("KEYS[3]", "hold", "now - tonumber(at)", "dev")}
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
 end`,
   ),
@@ -50,7 +40,7 @@ export async function releaseHold(
   const raw = await callScript(
     ctx.redis,
     RELEASE,
-    [keys.lock, keys.operation(operationId), paceKey(keys)],
+    [keys.lock, keys.operation(operationId), keys.holdStats],
     [owner, String(ctx.operationTtlMs), String(PACE_TTL_MS)],
     ctx.retry,
     ctx.observer,

@@ -9,9 +9,9 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record

@@ -5,9 +5,9 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, YES_OR_NO } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers. ARGV: 1 owner, 2 hold id, 3 lease ms

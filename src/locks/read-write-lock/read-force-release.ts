@@ -3,9 +3,9 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply, YES_OR_NO } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record. ARGV: 1 operation record ttl ms
 // Reply: {1} live read holds were dropped; {0} there were none. A re-send replays the first

@@ -5,10 +5,10 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockState } from "../lock/inspect.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 
 // KEYS: 1 reads, 2 readers. ARGV: 1 owner, or '' for all readers
 // Reply: {locked 0/1, ms until the last hold ends (-2 none), holds}

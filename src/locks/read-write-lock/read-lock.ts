@@ -6,9 +6,9 @@ import {
   acquireOrThrow,
 } from "../acquisition.js";
 import { ownerToCount, releaseForOwner } from "../by-owner.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockHandle } from "../lock/handle.js";
 import type { LockRuntime } from "../runtime.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import { attemptReadAcquire } from "./read-acquire.js";
 import { extendReadHold } from "./read-extend.js";
 import { forceReleaseReads } from "./read-force-release.js";

@@ -6,10 +6,10 @@ import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import type { ReleaseResult } from "../lock/release.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { checkedReply } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record

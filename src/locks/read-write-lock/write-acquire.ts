@@ -10,10 +10,10 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
-import { refreshWaiter } from "../fair-lock/lua.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { refreshWaiter } from "../queue/lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,

@@ -15,15 +15,15 @@ import {
   acquireOrThrow,
 } from "../acquisition.js";
 import { ownerToCount, releaseForOwner } from "../by-owner.js";
-import { leaveQueue } from "../fair-lock/leave.js";
-import { peekWaitPlan } from "../fair-lock/waiting.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { extendLease } from "../lock/extend.js";
 import { forceRelease } from "../lock/force-release.js";
 import type { LockHandle } from "../lock/handle.js";
 import { inspectLock } from "../lock/inspect.js";
 import { releaseHold } from "../lock/release.js";
+import { leaveQueue } from "../queue/leave.js";
+import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
-import type { ReadWriteLockKeys } from "./keys.js";
 import type { ReadWriteSettings } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";
 

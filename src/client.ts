@@ -6,7 +6,7 @@ import { type LockEventListener, LockEvents, type LockEventType } from "./events
 import { newOwnerToken } from "./ids.js";
 import type { OperationContext } from "./locks/context.js";
 import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-import type { LockHandle } from "./locks/lock/handle.js";
+import type { LockHandle } from "./locks/handle.js";
 import type { AcquireOptions } from "./locks/lock/lock.js";
 import { Lock } from "./locks/lock/lock.js";
 import { MultiLock } from "./locks/multi-lock/multi-lock.js";

@@ -7,7 +7,7 @@ import { LockWaitTimeoutError } from "../errors.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
-import { type HoldControl, LockHandle } from "./lock/handle.js";
+import { type HoldControl, LockHandle } from "./handle.js";
 import type { LockRuntime } from "./runtime.js";
 
 export interface AcquireOptions {

@@ -6,9 +6,9 @@
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
 import { callScript } from "../../transport/call.js";
-import type { ReleaseResult } from "../lock/release.js";
 import { RELEASE } from "../lock/release.js";
 import { checkedReply } from "../reply.js";
+import type { ReleaseResult } from "../state.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { QuorumHold } from "./hold.js";

@@ -6,7 +6,7 @@ import { Errors, fail, invalidExpireTime, wrongArity } from "../errors.js";
 import { globMatch } from "../glob.js";
 import { INT64_MAX, INT64_MIN } from "../numbers.js";
 import { R } from "../replies.js";
-import { intArg } from "./util.js";
+import { intArg, scanCursorArg, scanOptions, scanReply } from "./util.js";
 
 function del(ctx: CommandContext, argv: readonly string[]): Reply {
   let removed = 0;
@@ -37,34 +37,18 @@ function keys(ctx: CommandContext, argv: readonly string[]): Reply {
 
 /** SCAN returns every matching key on the first call (cursor 0) and cursor 0 to end iteration. */
 function scan(ctx: CommandContext, argv: readonly string[]): Reply {
-  const cursor = argv[1]!;
-  if (!/^[0-9]+$/.test(cursor) || BigInt(cursor) >= 2n ** 64n) fail("ERR invalid cursor");
-  let pattern: string | undefined;
-  let typeFilter: string | undefined;
-  for (let i = 2; i < argv.length; i += 2) {
-    const option = argv[i];
-    const value = argv[i + 1];
-    if (value === undefined) fail(Errors.syntax);
-    if (isKeyword(option, "count")) {
-      if (intArg(value) < 1n) fail(Errors.syntax);
-    } else if (isKeyword(option, "match")) {
-      pattern = value;
-    } else if (isKeyword(option, "type")) {
-      typeFilter = value.toLowerCase();
-    } else {
-      fail(Errors.syntax);
-    }
-  }
-  const out: string[] = [];
-  if (BigInt(cursor) === 0n) {
-    const now = ctx.now();
-    for (const key of ctx.db.keys(now)) {
-      if (pattern !== undefined && pattern !== "*" && !globMatch(pattern, key)) continue;
-      if (typeFilter !== undefined && ctx.db.lookup(key, now)?.value.type !== typeFilter) continue;
-      out.push(key);
-    }
-  }
-  return R.array([R.bulk("0"), R.bulks(out)]);
+  const cursor = scanCursorArg(argv[1]!);
+  const { pattern, type: typeFilter } = scanOptions(argv, 2, true);
+  const now = ctx.now();
+  const keys = cursor === 0n ? ctx.db.keys(now) : [];
+  const typed = (key: string) =>
+    typeFilter === undefined || ctx.db.lookup(key, now)?.value.type === typeFilter;
+  return scanReply(
+    [...keys].filter(typed),
+    pattern,
+    (key) => key,
+    (key) => [key],
+  );
 }
 
 function dbsize(ctx: CommandContext): Reply {

@@ -4,7 +4,14 @@ import { asciiLower } from "../bytes.js";
 import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail, wrongArity } from "../errors.js";
 import { R } from "../replies.js";
-import { clampRange, deleteIfEmpty, lookupOrCreate, lookupTyped, smallIntArg } from "./util.js";
+import {
+  clampRange,
+  deleteIfEmpty,
+  lookupOrCreate,
+  lookupTyped,
+  nonNegativeArg,
+  smallIntArg,
+} from "./util.js";
 
 const newList = () => ({ type: "list" as const, data: [] as string[] });
 
@@ -12,15 +19,7 @@ function getList(ctx: CommandContext, key: string): string[] | undefined {
   return lookupTyped(ctx, key, "list")?.data;
 }
 
-/** Redis's getPositiveLong: the same message is used for both parse and range errors. */
-function positiveArg(
-  text: string | undefined,
-  message: string = Errors.positiveOutOfRange,
-): number {
-  const value = smallIntArg(text, message);
-  if (value < 0) fail(message);
-  return value;
-}
+const positiveArg = nonNegativeArg;
 
 function pushCommand(left: boolean, onlyIfExists: boolean) {
   return (ctx: CommandContext, argv: readonly string[]): Reply => {

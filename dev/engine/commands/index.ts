@@ -1,5 +1,6 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
+import { bitCommands } from "./bits.js";
 import { hashCommands } from "./hashes.js";
 import { keyCommands } from "./keys.js";
 import { listCommands } from "./lists.js";
@@ -13,6 +14,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
   const all = [
     ...keyCommands,
     ...stringCommands,
+    ...bitCommands,
     ...hashCommands,
     ...listCommands,
     ...setCommands,

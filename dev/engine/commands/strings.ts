@@ -12,7 +12,7 @@ import {
 } from "../longdouble.js";
 import { INT64_MAX, INT64_MIN, inInt64Range, parseInt64 } from "../numbers.js";
 import { R } from "../replies.js";
-import { intArg, lookupTyped } from "./util.js";
+import { clampRange, intArg, lookupTyped, smallIntArg } from "./util.js";
 
 function getString(ctx: CommandContext, key: string): string | undefined {
   return lookupTyped(ctx, key, "string")?.data;
@@ -216,6 +216,34 @@ function strlen(ctx: CommandContext, argv: readonly string[]): Reply {
   return R.int(getString(ctx, argv[1]!)?.length ?? 0);
 }
 
+function getrange(ctx: CommandContext, argv: readonly string[]): Reply {
+  const start = smallIntArg(argv[2]);
+  const end = smallIntArg(argv[3]);
+  const value = getString(ctx, argv[1]!) ?? "";
+  if (start < 0 && end < 0 && start > end) return R.bulk("");
+  const range = clampRange(start, end < 0 ? Math.max(0, value.length + end) : end, value.length);
+  return R.bulk(range === null ? "" : value.slice(range.start, range.stop + 1));
+}
+
+/** Redis's proto-max-bulk-len: no string may grow beyond 512 MB. */
+const MAX_STRING_BYTES = 512 * 1024 * 1024;
+
+function setrange(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", , patch = ""] = argv;
+  const offset = smallIntArg(argv[2]);
+  if (offset < 0) fail("ERR offset is out of range");
+  const current = getString(ctx, key);
+  // An empty patch never creates or grows the key.
+  if (patch.length === 0) return R.int(current?.length ?? 0);
+  if (offset + patch.length > MAX_STRING_BYTES) {
+    fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  }
+  const base = (current ?? "").padEnd(offset, "\0");
+  const next = base.slice(0, offset) + patch + base.slice(offset + patch.length);
+  putString(ctx, key, next, true);
+  return R.int(next.length);
+}
+
 export const stringCommands: readonly CommandSpec[] = [
   { name: "get", arity: 2, handler: get },
   { name: "set", arity: -3, write: true, handler: set },
@@ -249,4 +277,7 @@ export const stringCommands: readonly CommandSpec[] = [
   { name: "incrbyfloat", arity: 3, write: true, handler: incrbyfloat },
   { name: "append", arity: 3, write: true, handler: append },
   { name: "strlen", arity: 2, handler: strlen },
+  { name: "getrange", arity: 4, handler: getrange },
+  { name: "substr", arity: 4, handler: getrange },
+  { name: "setrange", arity: 4, write: true, handler: setrange },
 ];

@@ -1,5 +1,5 @@
 /** The database: keys → typed values, with millisecond expiry checked lazily and swept now and then. */
-import type { ZSet } from "./zset.js";
+import { ZSet } from "./zset.js";
 
 export type Value =
   | { readonly type: "string"; data: string }
@@ -9,6 +9,25 @@ export type Value =
   | { readonly type: "zset"; readonly data: ZSet };
 
 export type ValueType = Value["type"];
+
+/** A deep copy of a value (COPY must not share mutable collections between keys). */
+export function cloneValue(value: Value): Value {
+  switch (value.type) {
+    case "string":
+      return { type: "string", data: value.data };
+    case "hash":
+      return { type: "hash", data: new Map(value.data) };
+    case "list":
+      return { type: "list", data: [...value.data] };
+    case "set":
+      return { type: "set", data: new Set(value.data) };
+    case "zset": {
+      const copy = new ZSet();
+      for (const entry of value.data.entries()) copy.set(entry.member, entry.score);
+      return { type: "zset", data: copy };
+    }
+  }
+}
 
 export interface Entry {
   value: Value;

@@ -3,7 +3,7 @@ import type { CommandSpec } from "../context.js";
 import { bitCommands } from "./bits.js";
 import { hashCommands } from "./hashes.js";
 import { keyCommands } from "./keys.js";
-import { listCommands } from "./lists.js";
+import { listCommands, listMoveCommands } from "./lists.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
 import { setCommands } from "./sets.js";
 import { stringCommands } from "./strings.js";
@@ -17,6 +17,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...bitCommands,
     ...hashCommands,
     ...listCommands,
+    ...listMoveCommands,
     ...setCommands,
     ...zsetCommands,
     ...scriptingCommands,

@@ -10,7 +10,7 @@ import {
   lookupOrCreate,
   lookupTyped,
   nonNegativeArg,
-  randomIndex,
+  randomPick,
   scanCursorArg,
   scanOptions,
   scanReply,
@@ -131,16 +131,6 @@ function smove(ctx: CommandContext, argv: readonly string[]): Reply {
   return R.int(1);
 }
 
-/** Up to `count` distinct random members. */
-function sample(set: Set<string>, count: number): string[] {
-  const all = [...set];
-  for (let i = all.length - 1; i > 0; i--) {
-    const j = randomIndex(i + 1);
-    [all[i], all[j]] = [all[j]!, all[i]!];
-  }
-  return all.slice(0, count);
-}
-
 function spop(ctx: CommandContext, argv: readonly string[]): Reply {
   if (argv.length > 3) fail(Errors.syntax);
   const key = argv[1]!;
@@ -148,7 +138,7 @@ function spop(ctx: CommandContext, argv: readonly string[]): Reply {
   const count = hasCount ? nonNegativeArg(argv[2]) : 1;
   const set = getSet(ctx, key);
   if (set === undefined) return hasCount ? R.array([]) : R.nil();
-  const taken = sample(set, count);
+  const taken = randomPick([...set], count);
   for (const member of taken) set.delete(member);
   deleteIfEmpty(ctx, key, set.size);
   return hasCount ? R.bulks(taken) : R.bulk(taken[0]);
@@ -160,11 +150,8 @@ function srandmember(ctx: CommandContext, argv: readonly string[]): Reply {
   const count = hasCount ? Number(intArg(argv[2])) : 1;
   const set = getSet(ctx, argv[1]!);
   if (set === undefined) return hasCount ? R.array([]) : R.nil();
-  if (!hasCount) return R.bulk(sample(set, 1)[0]);
-  if (count >= 0) return R.bulks(sample(set, count));
-  // A negative count allows repeats and always returns exactly |count| members.
-  const all = [...set];
-  return R.bulks(Array.from({ length: -count }, () => all[randomIndex(all.length)]!));
+  const picked = randomPick([...set], hasCount ? count : 1);
+  return hasCount ? R.bulks(picked) : R.bulk(picked[0]);
 }
 
 function sscan(ctx: CommandContext, argv: readonly string[]): Reply {

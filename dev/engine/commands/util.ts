@@ -146,3 +146,17 @@ export function nonNegativeArg(
 export function randomIndex(bound: number): number {
   return Math.floor(Math.random() * bound);
 }
+
+/**
+ * SRANDMEMBER/ZRANDMEMBER/HRANDFIELD picking: a positive count gives up to `count` distinct
+ * items, a negative one exactly `-count` items that may repeat.
+ */
+export function randomPick<T>(items: readonly T[], count: number): T[] {
+  if (count < 0) return Array.from({ length: -count }, () => items[randomIndex(items.length)]!);
+  const shuffled = [...items];
+  for (let i = shuffled.length - 1; i > 0; i--) {
+    const j = randomIndex(i + 1);
+    [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+  }
+  return shuffled.slice(0, count);
+}

@@ -14,6 +14,7 @@ import {
   lookupTyped,
   nonNegativeArg,
   randomIndex,
+  randomPick,
   scanCursorArg,
   scanOptions,
   scanReply,
@@ -409,18 +410,7 @@ function zrandmember(ctx: CommandContext, argv: readonly string[]): Reply {
   if (zset === undefined) return hasCount ? R.array([]) : R.nil();
   const all = zset.entries();
   if (!hasCount) return R.bulk(all[randomIndex(all.length)]!.member);
-  let picked: ZEntry[];
-  if (count < 0) {
-    // A negative count allows repeats and always returns exactly |count| members.
-    picked = Array.from({ length: -count }, () => all[randomIndex(all.length)]!);
-  } else {
-    const shuffled = [...all];
-    for (let i = shuffled.length - 1; i > 0; i--) {
-      const j = randomIndex(i + 1);
-      [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
-    }
-    picked = shuffled.slice(0, count);
-  }
+  const picked = randomPick(all, count);
   return withScores(picked, argv.length === 4);
 }
 

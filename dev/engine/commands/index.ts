@@ -2,6 +2,7 @@
 import type { CommandSpec } from "../context.js";
 import { bitCommands } from "./bits.js";
 import { hashCommands } from "./hashes.js";
+import { hyperLogLogCommands } from "./hyperloglog.js";
 import { keyCommands } from "./keys.js";
 import { listCommands, listMoveCommands } from "./lists.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
@@ -15,6 +16,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...keyCommands,
     ...stringCommands,
     ...bitCommands,
+    ...hyperLogLogCommands,
     ...hashCommands,
     ...listCommands,
     ...listMoveCommands,

@@ -1,6 +1,7 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
 import { bitCommands } from "./bits.js";
+import { geoCommands } from "./geo.js";
 import { hashCommands } from "./hashes.js";
 import { hyperLogLogCommands } from "./hyperloglog.js";
 import { keyCommands } from "./keys.js";
@@ -22,6 +23,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...listMoveCommands,
     ...setCommands,
     ...zsetCommands,
+    ...geoCommands,
     ...scriptingCommands,
   ];
   for (const spec of all) {

@@ -23,7 +23,7 @@ import {
 
 const newZSet = () => ({ type: "zset" as const, data: new ZSet() });
 
-function getZSet(ctx: CommandContext, key: string): ZSet | undefined {
+export function getZSet(ctx: CommandContext, key: string): ZSet | undefined {
   return lookupTyped(ctx, key, "zset")?.data;
 }
 
@@ -43,7 +43,7 @@ function parseBound(text: string): ScoreBound {
   return { value, exclusive };
 }
 
-function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
+export function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
   const out: Reply[] = [];
   for (const entry of entries) {
     out.push(R.bulk(entry.member));
@@ -52,7 +52,7 @@ function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
   return R.array(out);
 }
 
-function zadd(ctx: CommandContext, argv: readonly string[], forceIncr = false): Reply {
+export function zadd(ctx: CommandContext, argv: readonly string[], forceIncr = false): Reply {
   const flags = { nx: false, xx: false, gt: false, lt: false, ch: false, incr: forceIncr };
   let at = 2;
   for (; at < argv.length; at++) {
@@ -154,7 +154,7 @@ function applyLimit(matches: ZEntry[], offset: number, limit: number): ZEntry[] 
 }
 
 /** Replaces `key` with the entries (a fresh value, no TTL), or deletes it when there are none. */
-function storeZSet(ctx: CommandContext, key: string, entries: readonly ZEntry[]): Reply {
+export function storeZSet(ctx: CommandContext, key: string, entries: readonly ZEntry[]): Reply {
   if (entries.length === 0) {
     ctx.db.delete(key);
     return R.int(0);

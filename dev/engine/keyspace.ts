@@ -1,4 +1,5 @@
 /** The database: keys → typed values, with millisecond expiry checked lazily and swept now and then. */
+import type { Stream } from "./stream.js";
 import { ZSet } from "./zset.js";
 
 export type Value =
@@ -6,7 +7,8 @@ export type Value =
   | { readonly type: "hash"; readonly data: Map<string, string> }
   | { readonly type: "list"; readonly data: string[] }
   | { readonly type: "set"; readonly data: Set<string> }
-  | { readonly type: "zset"; readonly data: ZSet };
+  | { readonly type: "zset"; readonly data: ZSet }
+  | { readonly type: "stream"; readonly data: Stream };
 
 export type ValueType = Value["type"];
 
@@ -26,6 +28,8 @@ export function cloneValue(value: Value): Value {
       for (const entry of value.data.entries()) copy.set(entry.member, entry.score);
       return { type: "zset", data: copy };
     }
+    case "stream":
+      return { type: "stream", data: value.data.clone() };
   }
 }
 

@@ -8,6 +8,7 @@ import { keyCommands } from "./keys.js";
 import { listCommands, listMoveCommands } from "./lists.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
 import { setCommands } from "./sets.js";
+import { streamCommands } from "./streams.js";
 import { stringCommands } from "./strings.js";
 import { zsetCommands } from "./zsets.js";
 
@@ -24,6 +25,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...setCommands,
     ...zsetCommands,
     ...geoCommands,
+    ...streamCommands,
     ...scriptingCommands,
   ];
   for (const spec of all) {

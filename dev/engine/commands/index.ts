@@ -1,6 +1,7 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
 import { bitCommands } from "./bits.js";
+import { functionCommands } from "./functions.js";
 import { geoCommands } from "./geo.js";
 import { hashCommands } from "./hashes.js";
 import { hyperLogLogCommands } from "./hyperloglog.js";
@@ -27,6 +28,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...geoCommands,
     ...streamCommands,
     ...scriptingCommands,
+    ...functionCommands,
   ];
   for (const spec of all) {
     table.set(

@@ -22,7 +22,7 @@ export type Step = Command | { readonly unordered: Command };
 
 export type Scenarios = Readonly<Record<string, readonly Step[]>>;
 
-export function replyText(value: Plain): string {
+function replyText(value: Plain): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
 }
 
@@ -38,41 +38,58 @@ function normalized(value: Plain, unordered: boolean): string {
   return replyText(unordered ? sortedDeep(value) : value);
 }
 
+/** What one step's replies were on both sides, normalized for comparison. */
+export interface StepOutcome {
+  readonly command: Command;
+  readonly redis: string;
+  readonly engine: string;
+}
+
+/**
+ * Registers, in the enclosing describe block, a throwaway redis-server and an embedded engine that
+ * are flushed (data, scripts, functions) before every test; returns a function running one step.
+ */
+export function differentialPair(): (step: Step) => Promise<StepOutcome> {
+  let server: RedisServer;
+  let engine: Backend;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    engine = await createEmbeddedBackend();
+  }, 20_000);
+
+  afterAll(async () => {
+    await engine?.close();
+    await server?.stop();
+  });
+
+  beforeEach(async () => {
+    for (const command of [["flushall"], ["script", "flush"], ["function", "flush"]]) {
+      await server.client.command(command);
+      await engine.command(command);
+    }
+  });
+
+  return async (step) => {
+    const unordered = !Array.isArray(step);
+    const command = unordered ? (step as { unordered: Command }).unordered : (step as Command);
+    const redis = normalized(plain(await server.client.command(command)), unordered);
+    return { command, redis, engine: normalized(plain(await engine.command(command)), unordered) };
+  };
+}
+
+/** One test per scenario; a test fails listing every step whose replies differ. */
 export function describeDifferential(title: string, scenarios: Scenarios): void {
   describe.skipIf(!hasRedisServer())(`differential: ${title}`, () => {
-    let server: RedisServer;
-    let engine: Backend;
-
-    beforeAll(async () => {
-      server = await startRedisServer();
-      engine = await createEmbeddedBackend();
-    }, 20_000);
-
-    afterAll(async () => {
-      await engine?.close();
-      await server?.stop();
-    });
-
-    beforeEach(async () => {
-      for (const command of [["flushall"], ["script", "flush"], ["function", "flush"]]) {
-        await server.client.command(command);
-        await engine.command(command);
-      }
-    });
-
+    const run = differentialPair();
     for (const [name, steps] of Object.entries(scenarios)) {
       it(name, async () => {
         const mismatches: string[] = [];
         for (const step of steps) {
-          const unordered = !Array.isArray(step);
-          const command = unordered
-            ? (step as { unordered: Command }).unordered
-            : (step as Command);
-          const expected = normalized(plain(await server.client.command(command)), unordered);
-          const actual = normalized(plain(await engine.command(command)), unordered);
-          if (expected !== actual) {
+          const { command, redis, engine } = await run(step);
+          if (redis !== engine) {
             mismatches.push(
-              `${JSON.stringify(command)}\n   redis:  ${expected}\n   engine: ${actual}`,
+              `${JSON.stringify(command)}\n   redis:  ${redis}\n   engine: ${engine}`,
             );
           }
         }

@@ -18,9 +18,7 @@ import {
   lookupTyped,
   randomIndex,
   randomPick,
-  scanCursorArg,
-  scanOptions,
-  scanReply,
+  scanCollection,
   smallIntArg,
 } from "./util.js";
 
@@ -110,13 +108,9 @@ function hrandfield(ctx: CommandContext, argv: readonly string[]): Reply {
 }
 
 function hscan(ctx: CommandContext, argv: readonly string[]): Reply {
-  scanCursorArg(argv[2]!);
-  const hash = getHash(ctx, argv[1]!);
-  if (hash === undefined) return R.array([R.bulk("0"), R.array([])]);
-  const { pattern } = scanOptions(argv, 3, false);
-  return scanReply(
-    hash,
-    pattern,
+  return scanCollection(
+    argv,
+    () => getHash(ctx, argv[1]!),
     ([field]) => field,
     ([field, value]) => [field, value],
   );

@@ -11,9 +11,7 @@ import {
   lookupTyped,
   nonNegativeArg,
   randomPick,
-  scanCursorArg,
-  scanOptions,
-  scanReply,
+  scanCollection,
   smallIntArg,
 } from "./util.js";
 
@@ -155,13 +153,12 @@ function srandmember(ctx: CommandContext, argv: readonly string[]): Reply {
 }
 
 function sscan(ctx: CommandContext, argv: readonly string[]): Reply {
-  scanCursorArg(argv[2]!);
-  const set = getSet(ctx, argv[1]!);
-  if (set === undefined) return R.array([R.bulk("0"), R.array([])]);
-  const { pattern } = scanOptions(argv, 3, false);
-  return scanReply(
-    members(set),
-    pattern,
+  return scanCollection(
+    argv,
+    () => {
+      const set = getSet(ctx, argv[1]!);
+      return set === undefined ? undefined : members(set);
+    },
     (member) => member,
     (member) => [member],
   );

@@ -132,6 +132,22 @@ export function scanReply<T>(
   return R.array([R.bulk("0"), R.bulks(out)]);
 }
 
+/**
+ * SSCAN / HSCAN / ZSCAN: validates the cursor, looks the collection up (WRONGTYPE first, a missing
+ * key is an empty page), then applies MATCH/COUNT like `scanReply`.
+ */
+export function scanCollection<T>(
+  argv: readonly string[],
+  lookup: () => Iterable<T> | undefined,
+  name: (item: T) => string,
+  emit: (item: T) => readonly string[],
+): Reply {
+  scanCursorArg(argv[2]!);
+  const items = lookup();
+  if (items === undefined) return R.array([R.bulk("0"), R.array([])]);
+  return scanReply(items, scanOptions(argv, 3, false).pattern, name, emit);
+}
+
 /** Parses a count that must be >= 0 (Redis's getPositiveLong), failing with `message`. */
 export function nonNegativeArg(
   text: string | undefined,

@@ -15,9 +15,7 @@ import {
   nonNegativeArg,
   randomIndex,
   randomPick,
-  scanCursorArg,
-  scanOptions,
-  scanReply,
+  scanCollection,
   smallIntArg,
 } from "./util.js";
 
@@ -415,13 +413,9 @@ function zrandmember(ctx: CommandContext, argv: readonly string[]): Reply {
 }
 
 function zscan(ctx: CommandContext, argv: readonly string[]): Reply {
-  scanCursorArg(argv[2]!);
-  const zset = getZSet(ctx, argv[1]!);
-  if (zset === undefined) return R.array([R.bulk("0"), R.array([])]);
-  const { pattern } = scanOptions(argv, 3, false);
-  return scanReply(
-    zset.entries(),
-    pattern,
+  return scanCollection(
+    argv,
+    () => getZSet(ctx, argv[1]!)?.entries(),
     (entry) => entry.member,
     (entry) => [entry.member, formatScore(entry.score)],
   );

@@ -5,6 +5,7 @@ import { functionCommands } from "./functions.js";
 import { geoCommands } from "./geo.js";
 import { hashCommands } from "./hashes.js";
 import { hyperLogLogCommands } from "./hyperloglog.js";
+import { introspectionCommands } from "./introspection.js";
 import { keyCommands } from "./keys.js";
 import { listCommands, listMoveCommands } from "./lists.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
@@ -27,6 +28,7 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...zsetCommands,
     ...geoCommands,
     ...streamCommands,
+    ...introspectionCommands,
     ...scriptingCommands,
     ...functionCommands,
   ];

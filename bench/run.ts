@@ -304,7 +304,7 @@ if (workerResults.length > 0) {
   );
   console.log(printWorker(workerResults));
   console.log(
-    "lock cmd/inc = (every command the REST server ran − the counter's GET and SET) / increments; HTTP req/inc counts a pipeline once (@upstash/redis auto-pipelines in a Worker); ideal = increments × 3R.",
+    "lock cmd/inc = (every command the REST server ran − the counter's GET and SET) / increments; HTTP req/inc counts a pipeline once (@upstash/redis auto-pipelines in a Worker); max lock cmd/invocation: counted by the Worker per HTTP request it served (a 409 and its re-send are two); over 50: invocations past the free plan's 50 subrequests; ideal = increments × 3R.",
   );
 }
 console.log(

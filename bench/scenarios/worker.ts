@@ -10,7 +10,12 @@ import type { BenchBackend } from "../backend/backend.js";
 import { wireDelta } from "../backend/backend.js";
 import type { LatencyModel } from "../backend/protocol.js";
 import { percentile } from "../metrics.js";
-import { counterKey, WORKER_LIBRARIES, type WorkerLibrary } from "../worker/routes.js";
+import {
+  counterKey,
+  LOCK_COMMANDS_HEADER,
+  WORKER_LIBRARIES,
+  type WorkerLibrary,
+} from "../worker/routes.js";
 import { startBenchWorker } from "../worker/start.js";
 import { freshKey } from "./contention.js";
 
@@ -46,6 +51,15 @@ export interface WorkerResult {
   /** Every command the server ran for the lock: all commands − the counter's GET and SET. */
   readonly lockCommands: number;
   readonly lockCommandsPerIncrement: number;
+  /** The lock's commands as the Worker counted them (LOCK_COMMANDS_HEADER): should match. */
+  readonly lockCommandsSeenByWorker: number;
+  /** The most lock commands one invocation (one HTTP request to the Worker) sent. */
+  readonly maxLockCommandsPerInvocation: number;
+  /**
+   * Invocations whose subrequests (lock commands, + GET and SET when it incremented) exceed
+   * SUBREQUEST_LIMIT, the Workers free plan's limit per invocation.
+   */
+  readonly invocationsOverSubrequestLimit: number;
   /** HTTP requests to the REST server (Workers subrequests, pipelines count 1) per increment. */
   readonly httpRequestsPerIncrement: number;
   /** Commands the server ran, by name (the counter's GET and SET included). */
@@ -60,6 +74,9 @@ const LABELS: Record<WorkerLibrary, string> = {
   "edgelock-blind": "edgelock blind",
   "upstash-lock": "@upstash/lock",
 };
+
+/** Subrequests per invocation on the Workers free plan. */
+export const SUBREQUEST_LIMIT = 50;
 
 /** A request that keeps getting 409 gives up after this many re-sends (counted as an error). */
 const MAX_RESENDS = 50;
@@ -98,6 +115,8 @@ export async function runWorkerScenario(
       let errors = 0;
       let firstError: string | undefined;
       const latencies: number[] = [];
+      const lockCommandsPerInvocation: number[] = [];
+      let invocationsOverLimit = 0;
       const before = await backend.snapshot();
       const start = performance.now();
       await Promise.all(
@@ -107,6 +126,10 @@ export async function runWorkerScenario(
             try {
               const response = await post(library, counter);
               await response.arrayBuffer();
+              const lockCommands = Number(response.headers.get(LOCK_COMMANDS_HEADER) ?? 0);
+              lockCommandsPerInvocation.push(lockCommands);
+              const counterCommands = response.status === 200 ? 2 : 0;
+              if (lockCommands + counterCommands > SUBREQUEST_LIMIT) invocationsOverLimit += 1;
               if (response.status === 200) {
                 latencies.push(performance.now() - sentAt);
                 onIncrement();
@@ -152,6 +175,9 @@ export async function runWorkerScenario(
         efficiency: idealMs / elapsedMs,
         lockCommands,
         lockCommandsPerIncrement: lockCommands / increments,
+        lockCommandsSeenByWorker: lockCommandsPerInvocation.reduce((sum, n) => sum + n, 0),
+        maxLockCommandsPerInvocation: Math.max(0, ...lockCommandsPerInvocation),
+        invocationsOverSubrequestLimit: invocationsOverLimit,
         httpRequestsPerIncrement: wire.requests / increments,
         commandsByName: wire.commandsByName,
         latencyP50Ms: percentile(latencies, 0.5),

@@ -8,16 +8,19 @@
  *   POST /upstash-lock/:counter    @upstash/lock around the handler
  *
  * 200 with { value } once incremented; 409 when the lock stayed busy (the sender re-sends).
+ * Every answer carries LOCK_COMMANDS_HEADER: the Redis commands the lock sent in this invocation.
  * Imports the sources; an app of your own imports "edgelock" and "edgelock/hono".
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Lock } from "@upstash/lock";
 import { Redis } from "@upstash/redis/cloudflare";
 import { type Context, Hono } from "hono";
 import { createMiddleware } from "hono/factory";
 import { withLock } from "../../src/hono/index.js";
 import { LockClient } from "../../src/index.js";
+import type { RedisLike } from "../../src/transport/redis-like.js";
 import { blindRedis } from "../peers/blind-redis.js";
-import { counterKey } from "./routes.js";
+import { counterKey, LOCK_COMMANDS_HEADER } from "./routes.js";
 
 export interface BenchWorkerBindings {
   UPSTASH_REDIS_REST_URL: string;
@@ -37,8 +40,45 @@ const UPSTASH_LOCK_ATTEMPTS = WORKER_WAIT_MS / UPSTASH_LOCK_DELAY_MS;
 /** @upstash/lock's typings name the CommonJS build of @upstash/redis: same class, other file. */
 type LockRedis = ConstructorParameters<typeof Lock>[0]["redis"];
 
+/** The lock commands of the current invocation (each a billed command and a subrequest). */
+const invocation = new AsyncLocalStorage<{ lockCommands: number }>();
+const countLockCommand = () => {
+  const store = invocation.getStore();
+  if (store !== undefined) store.lockCommands += 1;
+};
+
+/** Counts the commands edgelock sends (it sends only EVAL and EVALSHA). */
+function countedRedis(redis: RedisLike): RedisLike {
+  return {
+    eval: (script, keys, args) => {
+      countLockCommand();
+      return redis.eval(script, keys, args);
+    },
+    evalsha: (sha, keys, args) => {
+      countLockCommand();
+      return redis.evalsha(sha, keys, args);
+    },
+  };
+}
+
+/** Counts the commands @upstash/lock sends for acquire and release (SET NX PX, EVAL). */
+function countedLockRedis(redis: Redis): LockRedis {
+  const counted = {
+    set: (...args: Parameters<Redis["set"]>) => {
+      countLockCommand();
+      return redis.set(...args);
+    },
+    eval: (...args: Parameters<Redis["eval"]>) => {
+      countLockCommand();
+      return redis.eval(...args);
+    },
+  };
+  return counted as unknown as LockRedis;
+}
+
 interface IsolateClients {
   readonly redis: Redis;
+  readonly upstashLockRedis: LockRedis;
   readonly paced: LockClient;
   readonly blind: LockClient;
 }
@@ -53,8 +93,9 @@ function clientsFor(env: BenchWorkerBindings): IsolateClients {
     });
     clients = {
       redis,
-      paced: new LockClient({ redis, prefix: "bench-worker" }),
-      blind: new LockClient({ redis: blindRedis(redis), prefix: "bench-worker" }),
+      upstashLockRedis: countedLockRedis(redis),
+      paced: new LockClient({ redis: countedRedis(redis), prefix: "bench-worker" }),
+      blind: new LockClient({ redis: blindRedis(countedRedis(redis)), prefix: "bench-worker" }),
     };
   }
   return clients;
@@ -68,7 +109,7 @@ const lockName = (c: Context<BenchWorkerEnv>) => `counter:${counterOf(c)}`;
 const upstashLock = createMiddleware<BenchWorkerEnv>(async (c, next) => {
   const lock = new Lock({
     id: `upstash-lock:${lockName(c)}`,
-    redis: clientsFor(c.env).redis as unknown as LockRedis,
+    redis: clientsFor(c.env).upstashLockRedis,
     lease: WORKER_LEASE_MS,
     retry: { attempts: UPSTASH_LOCK_ATTEMPTS, delay: UPSTASH_LOCK_DELAY_MS },
   });
@@ -91,6 +132,11 @@ async function increment(c: Context<BenchWorkerEnv>): Promise<Response> {
 
 export function createBenchWorkerApp(): Hono<BenchWorkerEnv> {
   const app = new Hono<BenchWorkerEnv>();
+  app.use("*", async (c, next) => {
+    const store = { lockCommands: 0 };
+    await invocation.run(store, next);
+    c.header(LOCK_COMMANDS_HEADER, String(store.lockCommands));
+  });
   const edgelock = (blind: boolean) =>
     withLock<BenchWorkerEnv>({
       client: (c) => (blind ? clientsFor(c.env).blind : clientsFor(c.env).paced),

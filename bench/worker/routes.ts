@@ -6,3 +6,6 @@ export type WorkerLibrary = (typeof WORKER_LIBRARIES)[number];
 
 /** Key of a counter's value in Redis. */
 export const counterKey = (counter: string) => `bench-worker:value:${counter}`;
+
+/** Response header: the Redis commands the lock sent during this invocation. */
+export const LOCK_COMMANDS_HEADER = "x-lock-commands";

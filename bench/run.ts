@@ -155,6 +155,7 @@ const fair: ContentionResult[] = [];
 const readWrite: ContentionResult[] = [];
 const variableHolds: ContentionResult[] = [];
 const workerResults: WorkerResult[] = [];
+let workerFailure: string | undefined;
 let edgelockOwnCpuMsPerOp: number | undefined;
 const notes: string[] = [];
 try {
@@ -249,9 +250,14 @@ try {
   if (withScenario(6) && lastLatency !== undefined && workerSettings.libraries.length > 0) {
     await backend.setLatency(lastLatency);
     const trips = roundTrips[lastLatency.name] ?? (await measureRoundTrips(backend, 50));
-    workerResults.push(
-      ...(await runWorkerScenario(backend, lastLatency, trips.REST, workerSettings, tick)),
-    );
+    try {
+      workerResults.push(
+        ...(await runWorkerScenario(backend, lastLatency, trips.REST, workerSettings, tick)),
+      );
+    } catch (error) {
+      // wrangler/workerd failing to start must not cost the results of the other scenarios.
+      workerFailure = error instanceof Error ? error.message : String(error);
+    }
   }
 } finally {
   progress.finish();
@@ -298,6 +304,9 @@ if (variableHolds.length > 0) {
   );
   console.log(printContention(variableHolds, false));
 }
+if (workerFailure !== undefined) {
+  console.log(`\n== Scenario 6: the Worker did not run: ${workerFailure}`);
+}
 if (workerResults.length > 0) {
   console.log(
     `\n== Scenario 6: the Worker (workerd via wrangler), ${args.workerRequests} concurrent increments of one counter (GET + SET inside the lock)`,
@@ -342,6 +351,7 @@ const report = {
   readWrite,
   variableHolds,
   worker: workerResults,
+  ...(workerFailure === undefined ? {} : { workerFailure }),
   notes,
 };
 mkdirSync(path.dirname(args.jsonPath), { recursive: true });

@@ -6,8 +6,8 @@ import type { LatencyModel } from "./backend/protocol.js";
 export const USAGE = `npm run bench -- [options]
 
   --quick              about 2 minutes: N 2,8,32, K 3, fewer uncontended ops
-  --scenarios LIST     which scenarios: 1 uncontended, 2 one key, 3 many keys, 4 fair/rw
-                       (default 1,2,3,4)
+  --scenarios LIST     which scenarios: 1 uncontended, 2 one key, 3 many keys, 4 fair/rw,
+                       5 variable holds, 6 Worker (default 1,2,3,4,5,6)
   --n LIST             contenders on one key (default 2,8,32,128)
   --k N                critical sections per contender (default 10)
   --hold MS            hold time of each critical section (default 5)
@@ -15,6 +15,11 @@ export const USAGE = `npm run bench -- [options]
   --jitter MS          ± uniform jitter of every non-zero round trip (default 5)
   --keys LIST          scenario 3: number of keys M (default 4,16)
   --many-n N           scenario 3: contenders (default 32)
+  --var-n LIST         scenario 5: contenders on one key (default 8,32)
+  --var-hold MS        scenario 5: mean of the log-normal holds (default 50)
+  --var-cv X           scenario 5: coefficient of variation of the holds (default 1)
+  --seed N             scenario 5: seed of the holds (default 1)
+  --worker-requests N  scenario 6: concurrent increments per library (default 200; --quick 50)
   --ops N              scenario 1: operations at 0 ms (default 500; a tenth at other latencies)
   --lease MS           lease of every lock, every library (default 10000)
   --peers LIST         edgelock,upstash-lock,redlock,redis-semaphore (default: all)
@@ -35,6 +40,13 @@ export interface BenchArgs {
   readonly latencies: readonly LatencyModel[];
   readonly keyCounts: readonly number[];
   readonly manyKeysContenders: number;
+  readonly variableHolds: {
+    readonly contenderCounts: readonly number[];
+    readonly meanHoldMs: number;
+    readonly coefficientOfVariation: number;
+    readonly seed: number;
+  };
+  readonly workerRequests: number;
   readonly uncontendedOps: number;
   readonly leaseMs: number;
   readonly peers: readonly string[];
@@ -94,6 +106,11 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       jitter: { type: "string" },
       keys: { type: "string" },
       "many-n": { type: "string" },
+      "var-n": { type: "string" },
+      "var-hold": { type: "string" },
+      "var-cv": { type: "string" },
+      seed: { type: "string" },
+      "worker-requests": { type: "string" },
       ops: { type: "string" },
       lease: { type: "string" },
       peers: { type: "string" },
@@ -120,7 +137,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   }
   return {
     quick,
-    scenarios: new Set(numbers(values.scenarios ?? "1,2,3,4", "scenarios")),
+    scenarios: new Set(numbers(values.scenarios ?? "1,2,3,4,5,6", "scenarios")),
     contenderCounts: numbers(values.n ?? (quick ? "2,8,32" : "2,8,32,128"), "n").map((n) =>
       positive(String(n), "n"),
     ),
@@ -129,6 +146,18 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     latencies,
     keyCounts: numbers(values.keys ?? "4,16", "keys").map((m) => positive(String(m), "keys")),
     manyKeysContenders: positive(values["many-n"] ?? "32", "many-n"),
+    variableHolds: {
+      contenderCounts: numbers(values["var-n"] ?? "8,32", "var-n").map((n) =>
+        positive(String(n), "var-n"),
+      ),
+      meanHoldMs: positive(values["var-hold"] ?? "50", "var-hold"),
+      coefficientOfVariation: numbers(values["var-cv"] ?? "1", "var-cv")[0]!,
+      seed: Number(numbers(values.seed ?? "1", "seed")[0]),
+    },
+    workerRequests: positive(
+      values["worker-requests"] ?? (quick ? "50" : "200"),
+      "worker-requests",
+    ),
     uncontendedOps: positive(values.ops ?? (quick ? "100" : "500"), "ops"),
     leaseMs: positive(values.lease ?? "10000", "lease"),
     peers,

@@ -25,14 +25,17 @@ export function jainIndex(values: readonly number[]): number {
 }
 
 /**
- * The ideal serial time of `sections` critical sections on one lock: each costs its hold plus one
- * round trip, the time for the next acquire to reach Redis right after the release and its reply
- * to come back (DESIGN.md: "hold + one round trip"). The bench uses the run's measured mean hold
- * (the sleep of H ms as the timers delivered it) and the transport's uncontended round trip under
- * the latency model (median of sequential one-command requests, measured before the runs).
+ * The ideal serial time of critical sections on one lock: each costs its hold plus one round
+ * trip, the time for the next acquire to reach Redis right after the release and its reply to
+ * come back (DESIGN.md: "hold + one round trip"). The bench uses the holds as the timers delivered
+ * them (measured, acquire resolved → release called) and the transport's uncontended round trip
+ * under the latency model (median of sequential one-command requests, measured before the runs).
  *
- *   ideal = sections × (mean hold + round trip)
+ *   ideal = Σ holds + sections × round trip
+ *
+ * With a fixed hold H this is sections × (mean hold + round trip); with varying holds it is the
+ * same bound, since the lock can hand off no faster whatever each hold is.
  */
-export function idealSerialMs(sections: number, meanHoldMs: number, roundTripMs: number): number {
-  return sections * (meanHoldMs + roundTripMs);
+export function idealSerialMs(holdsMs: readonly number[], roundTripMs: number): number {
+  return holdsMs.reduce((sum, hold) => sum + hold, 0) + holdsMs.length * roundTripMs;
 }

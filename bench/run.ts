@@ -17,7 +17,7 @@ import { redisSemaphorePeer } from "./peers/redis-semaphore.js";
 import { redlockPeer } from "./peers/redlock.js";
 import { upstashLockPeer } from "./peers/upstash-lock.js";
 import { contentionChart } from "./report/chart.js";
-import { printContention, printUncontended } from "./report/print.js";
+import { printContention, printUncontended, printWorker } from "./report/print.js";
 import { runContention } from "./scenarios/contention.js";
 import { measureEdgelockOwnCpu } from "./scenarios/edgelock-cpu.js";
 import { fairAndReadWriteSections, runFairAndReadWrite } from "./scenarios/fair-and-rw.js";
@@ -25,6 +25,8 @@ import { runManyKeys } from "./scenarios/many-keys.js";
 import { measureRoundTrips } from "./scenarios/round-trip.js";
 import type { ContentionResult } from "./scenarios/run-contenders.js";
 import { runUncontended, type UncontendedResult } from "./scenarios/uncontended.js";
+import { describeHolds, runVariableHolds } from "./scenarios/variable-holds.js";
+import { runWorkerScenario, type WorkerResult, workerLibraries } from "./scenarios/worker.js";
 
 let args: ReturnType<typeof parseBenchArgs>;
 try {
@@ -98,6 +100,18 @@ function scenario4Settings() {
     holdMs: args.holdMs,
   };
 }
+/** Scenario 5 compares the REST locks at their defaults: edgelock, edgelock blind, @upstash/lock. */
+const variableHoldPeers = peers.filter((peer) =>
+  ["edgelock", "edgelock-blind", "upstash-lock"].includes(peer.id),
+);
+const variableHoldSettings = {
+  ...args.variableHolds,
+  sectionsPerContender: args.sectionsPerContender,
+};
+const workerSettings = {
+  requests: args.workerRequests,
+  libraries: workerLibraries(args.peers, args.blind),
+};
 const opsAt = (latency: LatencyModel) =>
   latency.latencyMs === 0
     ? args.uncontendedOps
@@ -113,7 +127,13 @@ const units =
   (withScenario(1) ? args.latencies.reduce((sum, l) => sum + opsAt(l), 0) * peers.length : 0) +
   (withScenario(4)
     ? fairAndReadWriteSections(scenario4Settings(), scenario4Baselines().length)
-    : 0);
+    : 0) +
+  (withScenario(5)
+    ? args.variableHolds.contenderCounts.reduce((sum, n) => sum + n, 0) *
+      args.sectionsPerContender *
+      variableHoldPeers.length
+    : 0) +
+  (withScenario(6) ? workerSettings.requests * workerSettings.libraries.length : 0);
 const progress = progressBar("bench", units);
 let done = 0;
 let drawnAt = 0;
@@ -133,6 +153,9 @@ const oneKey: ContentionResult[] = [];
 const manyKeys: ContentionResult[] = [];
 const fair: ContentionResult[] = [];
 const readWrite: ContentionResult[] = [];
+const variableHolds: ContentionResult[] = [];
+const workerResults: WorkerResult[] = [];
+let workerFailure: string | undefined;
 let edgelockOwnCpuMsPerOp: number | undefined;
 const notes: string[] = [];
 try {
@@ -209,6 +232,33 @@ try {
     readWrite.push(...results.readWrite);
     notes.push(...results.notes);
   }
+  // Scenarios 5 and 6 run at the highest latency only, like scenario 4.
+  if (withScenario(5) && lastLatency !== undefined) {
+    await backend.setLatency(lastLatency);
+    const trips = roundTrips[lastLatency.name] ?? (await measureRoundTrips(backend, 50));
+    variableHolds.push(
+      ...(await runVariableHolds(
+        backend,
+        variableHoldPeers,
+        lastLatency,
+        trips,
+        variableHoldSettings,
+        tick,
+      )),
+    );
+  }
+  if (withScenario(6) && lastLatency !== undefined && workerSettings.libraries.length > 0) {
+    await backend.setLatency(lastLatency);
+    const trips = roundTrips[lastLatency.name] ?? (await measureRoundTrips(backend, 50));
+    try {
+      workerResults.push(
+        ...(await runWorkerScenario(backend, lastLatency, trips.REST, workerSettings, tick)),
+      );
+    } catch (error) {
+      // wrangler/workerd failing to start must not cost the results of the other scenarios.
+      workerFailure = error instanceof Error ? error.message : String(error);
+    }
+  }
 } finally {
   progress.finish();
   await backend.close();
@@ -248,8 +298,26 @@ if (withScenario(4)) {
   if (readWrite.length > 0) console.log(printContention(readWrite, false));
   for (const note of notes) console.log(note);
 }
+if (variableHolds.length > 0) {
+  console.log(
+    `\n== Scenario 5: variable holds on one key (K = ${args.sectionsPerContender}; holds ${describeHolds(variableHoldSettings)}, in the order the lock is granted)`,
+  );
+  console.log(printContention(variableHolds, false));
+}
+if (workerFailure !== undefined) {
+  console.log(`\n== Scenario 6: the Worker did not run: ${workerFailure}`);
+}
+if (workerResults.length > 0) {
+  console.log(
+    `\n== Scenario 6: the Worker (workerd via wrangler), ${args.workerRequests} concurrent increments of one counter (GET + SET inside the lock)`,
+  );
+  console.log(printWorker(workerResults));
+  console.log(
+    "lock cmd/inc = (every command the REST server ran − the counter's GET and SET) / increments; HTTP req/inc counts a pipeline once (@upstash/redis auto-pipelines in a Worker); max lock cmd/invocation: counted by the Worker per HTTP request it served (a 409 and its re-send are two); over 50: invocations past the free plan's 50 subrequests; ideal = increments × 3R.",
+  );
+}
 console.log(
-  "\nefficiency = ideal / elapsed; ideal = (sections on the busiest key) × (mean hold + R), R = uncontended round trip of the transport (median, measured before the runs).",
+  "\nefficiency = ideal / elapsed; ideal = max over keys of (Σ measured holds on the key + sections on the key × R), R = uncontended round trip of the transport (median, measured before the runs).",
 );
 
 const report = {
@@ -266,12 +334,14 @@ const report = {
     holdMs: args.holdMs,
     keyCounts: args.keyCounts,
     manyKeysContenders: args.manyKeysContenders,
+    variableHolds: { ...variableHoldSettings, holds: describeHolds(variableHoldSettings) },
+    workerRequests: args.workerRequests,
     uncontendedOps: args.uncontendedOps,
     leaseMs: args.leaseMs,
   },
   peers: peers.map(({ id, label, transport, config }) => ({ id, label, transport, config })),
   idealBound:
-    "ideal = (sections on the busiest key) × (mean hold + R); R = uncontended round trip of the transport under the latency model (median of 50 sequential one-command requests, measured before the runs; the same for every library of a transport); efficiency = ideal / elapsed",
+    "ideal = max over keys of (Σ measured holds on the key + sections on the key × R); R = uncontended round trip of the transport under the latency model (median of 50 sequential one-command requests, measured before the runs; the same for every library of a transport); efficiency = ideal / elapsed",
   roundTrips,
   uncontended,
   edgelockOwnCpuMsPerOp,
@@ -279,6 +349,9 @@ const report = {
   manyKeys,
   fair,
   readWrite,
+  variableHolds,
+  worker: workerResults,
+  ...(workerFailure === undefined ? {} : { workerFailure }),
   notes,
 };
 mkdirSync(path.dirname(args.jsonPath), { recursive: true });

@@ -1,13 +1,13 @@
 /** edgelock's reentrant lock over @upstash/redis (REST), in lease mode. */
 import { Redis } from "@upstash/redis";
 import { LockClient, type LockHandle } from "../../src/index.js";
-import type { RedisLike } from "../../src/transport/redis-like.js";
 import { DEFAULT_WAIT_POLICY, type WaitOptions } from "../../src/wait/policy.js";
+import { blindRedis } from "./blind-redis.js";
 import type { Contender, Peer, PeerEnv } from "./peer.js";
 
 /**
  * `wait` overrides the polling policy (for tuning runs); the default peer runs the library's
- * defaults. `blind` hides the pace hints of busy replies from the client (see blindRedis), so
+ * defaults. `blind` hides the pace hints of busy replies from the client (see blind-redis.ts), so
  * that it polls with the full-jitter backoff alone, as before pacing: an A/B in the same run.
  */
 export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): Peer {
@@ -48,21 +48,5 @@ export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): P
         close: async () => {},
       } satisfies Contender;
     },
-  };
-}
-
-/**
- * Passes every call through, but blanks the hints of the acquire script's busy replies
- * ({0, pttl, ...hints} → {0, pttl, -1, ...}: "unknown"): the server still keeps its statistics,
- * the client just cannot see them.
- */
-function blindRedis(redis: Redis): RedisLike {
-  const cut = (reply: unknown) =>
-    Array.isArray(reply) && reply.length > 2 && Number(reply[0]) === 0
-      ? reply.map((item, index) => (index < 2 ? item : -1))
-      : reply;
-  return {
-    eval: async (script, keys, args) => cut(await redis.eval(script, keys, args)),
-    evalsha: async (sha, keys, args) => cut(await redis.evalsha(sha, keys, args)),
   };
 }

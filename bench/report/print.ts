@@ -1,6 +1,7 @@
 /** The terminal tables of each scenario. */
 import type { ContentionResult } from "../scenarios/run-contenders.js";
 import type { UncontendedResult } from "../scenarios/uncontended.js";
+import type { WorkerResult } from "../scenarios/worker.js";
 import { fixed, formatTable } from "./table.js";
 
 function commands(counts: Readonly<Record<string, number>>): string {
@@ -77,6 +78,41 @@ export function printContention(results: readonly ContentionResult[], showKeys: 
       fixed(r.fifoShare * 100, 0),
       r.failures,
       r.overlaps,
+    ]),
+  );
+}
+
+export function printWorker(results: readonly WorkerResult[]): string {
+  return formatTable(
+    [
+      "latency",
+      "library",
+      "inc/s",
+      "R ms",
+      "eff %",
+      "lock cmd/inc",
+      "HTTP req/inc",
+      "max lock cmd/invocation",
+      "over 50",
+      "latency p50/p99 ms",
+      "409 re-sent",
+      "errors",
+      "counter",
+    ],
+    results.map((r) => [
+      r.latency,
+      r.label,
+      fixed(r.incrementsPerSec, 1),
+      fixed(r.roundTripMs, 1),
+      fixed(r.efficiency * 100, 0),
+      fixed(r.lockCommandsPerIncrement, 2),
+      fixed(r.httpRequestsPerIncrement, 2),
+      r.maxLockCommandsPerInvocation,
+      r.invocationsOverSubrequestLimit,
+      `${fixed(r.latencyP50Ms, 0)} / ${fixed(r.latencyP99Ms, 0)}`,
+      r.resends,
+      r.errors,
+      `${r.counter} / ${r.increments}${r.exact ? " exact" : " WRONG"}`,
     ]),
   );
 }

@@ -7,10 +7,21 @@ import type { LatencyModel } from "../backend/protocol.js";
 import type { Peer, Transport } from "../peers/peer.js";
 import { type ContentionResult, runContenders } from "./run-contenders.js";
 
+/** Holds that vary from section to section (see ContentionPlan.holdOf). */
+export interface HoldSequence {
+  readonly holdOf: (acquisition: number) => number;
+  readonly holdModel: string;
+}
+
 export interface ContentionSettings {
   readonly contenderCounts: readonly number[];
   readonly sectionsPerContender: number;
+  /** Hold of every section, or their mean with `holdsFor`. */
   readonly holdMs: number;
+  /** The holds of the runs with N contenders, the same for every peer. Default: `holdMs` each. */
+  readonly holdsFor?: (contenders: number) => HoldSequence;
+  /** Names the run's keys (default "one-key"). */
+  readonly label?: string;
 }
 
 /** Generous: far beyond any library's normal pace, only there so that a stuck run ends. */
@@ -35,8 +46,9 @@ export async function runContention(
 ): Promise<ContentionResult[]> {
   const results: ContentionResult[] = [];
   for (const contenders of settings.contenderCounts) {
+    const holds = settings.holdsFor?.(contenders);
     for (const peer of peers) {
-      const key = freshKey(`one-key-n${contenders}`);
+      const key = freshKey(`${settings.label ?? "one-key"}-n${contenders}`);
       const roundTripMs = roundTrips[peer.transport];
       results.push(
         await runContenders(backend, {
@@ -47,6 +59,7 @@ export async function runContention(
           keyOf: () => key,
           sectionsPerContender: settings.sectionsPerContender,
           holdMs: settings.holdMs,
+          ...holds,
           timeLimitMs: timeLimitFor(
             contenders * settings.sectionsPerContender,
             settings.holdMs,

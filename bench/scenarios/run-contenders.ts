@@ -18,7 +18,15 @@ export interface ContentionPlan {
   /** Key of contender `index`. */
   readonly keyOf: (index: number) => string;
   readonly sectionsPerContender: number;
+  /** Hold of every section, or their mean when `holdOf` is given. */
   readonly holdMs: number;
+  /**
+   * Hold of the run's n-th acquisition (0-based, in the order the locks were granted), so that
+   * every library gets the same sequence of holds whoever wins each hand-off. Default: `holdMs`.
+   */
+  readonly holdOf?: (acquisition: number) => number;
+  /** How the holds are drawn, stated in the results when they vary, e.g. "log-normal …". */
+  readonly holdModel?: string;
   /** Read or write hold of contender `index`'s section `section`. Default: all writes. */
   readonly modeOf?: (index: number, section: number) => HoldMode;
   /** Stop starting new sections after this long (a run that hits it is marked incomplete). */
@@ -45,7 +53,9 @@ export interface ContentionResult {
   readonly contenders: number;
   readonly keys: number;
   readonly sectionsPerContender: number;
+  /** Hold of every section (its mean when `holdModel` says the holds vary). */
   readonly holdMs: number;
+  readonly holdModel?: string;
   readonly acquisitions: number;
   /** Acquisitions the library gave up on (returned false or threw); the section was retried. */
   readonly failures: number;
@@ -70,7 +80,7 @@ export interface ContentionResult {
   readonly roundTripMs: number;
   /** Mean duration of this run's releases (one request each): the round trip under its load. */
   readonly releaseRoundTripMs: number;
-  /** ideal = max over keys of (sections on the key) × (mean hold + R). */
+  /** ideal = max over keys of (Σ measured holds on the key + sections on the key × R). */
   readonly idealMs: number;
   /** ideal / elapsed. */
   readonly efficiency: number;
@@ -114,6 +124,7 @@ export async function runContenders(
     let failures = 0;
     let firstError: string | undefined;
     let stopped = false;
+    let granted = 0;
     const before = await backend.snapshot();
     const start = performance.now();
     const limit = setTimeout(() => {
@@ -138,12 +149,14 @@ export async function runContenders(
           continue;
         }
         const acquiredAt = performance.now();
+        const sectionHoldMs = plan.holdOf?.(granted) ?? holdMs;
+        granted += 1;
         const holders = inside.get(key) ?? { readers: 0, writers: 0 };
         inside.set(key, holders);
         if (holders.writers > 0 || (mode === "write" && holders.readers > 0)) overlaps += 1;
         if (mode === "read") holders.readers += 1;
         else holders.writers += 1;
-        await sleep(holdMs);
+        await sleep(sectionHoldMs);
         if (mode === "read") holders.readers -= 1;
         else holders.writers -= 1;
         const releaseAt = performance.now();
@@ -202,9 +215,10 @@ function summarize(
     perKey.set(section.key, list);
   }
   const handoffs: number[] = [];
-  let busiestKey = 0;
+  let idealMs = 0;
   for (const list of perKey.values()) {
-    busiestKey = Math.max(busiestKey, list.length);
+    const holds = list.map((s) => s.releaseAt - s.acquiredAt);
+    idealMs = Math.max(idealMs, idealSerialMs(holds, plan.roundTripMs));
     list.sort((a, b) => a.acquiredAt - b.acquiredAt);
     for (let i = 1; i < list.length; i++) {
       const previous = list[i - 1]!;
@@ -223,7 +237,6 @@ function summarize(
     waitByContender[section.contender] =
       (waitByContender[section.contender] ?? 0) + section.acquiredAt - section.askedAt;
   }
-  const idealMs = idealSerialMs(busiestKey, meanHoldMs, plan.roundTripMs);
   // FIFO: nobody who asked earlier (for the same key) got the lock later.
   let inOrder = 0;
   for (const list of perKey.values()) {
@@ -244,6 +257,7 @@ function summarize(
     keys: perKey.size,
     sectionsPerContender: plan.sectionsPerContender,
     holdMs: plan.holdMs,
+    ...(plan.holdModel === undefined ? {} : { holdModel: plan.holdModel }),
     acquisitions,
     failures: run.failures,
     ...(run.firstError === undefined ? {} : { firstError: run.firstError }),

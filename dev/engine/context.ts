@@ -15,6 +15,24 @@ export interface ScriptHost {
   load(body: string): string;
   exists(sha: string): boolean;
   flush(): void;
+  /** FUNCTION LOAD: runs the library code and registers its functions; returns the library name. */
+  loadLibrary(code: string, replace: boolean): string;
+  /** FCALL / FCALL_RO. */
+  callFunction(
+    name: string,
+    keys: readonly string[],
+    args: readonly string[],
+    readOnly: boolean,
+  ): Reply;
+  deleteLibrary(name: string): boolean;
+  flushLibraries(): void;
+  libraries(): readonly FunctionLibrary[];
+}
+
+export interface FunctionLibrary {
+  readonly name: string;
+  readonly code: string;
+  readonly functions: readonly { readonly name: string; readonly flags: readonly string[] }[];
 }
 
 export interface CommandContext {

@@ -1,14 +1,37 @@
 /** The database: keys → typed values, with millisecond expiry checked lazily and swept now and then. */
-import type { ZSet } from "./zset.js";
+import type { Stream } from "./stream.js";
+import { ZSet } from "./zset.js";
 
 export type Value =
   | { readonly type: "string"; data: string }
   | { readonly type: "hash"; readonly data: Map<string, string> }
   | { readonly type: "list"; readonly data: string[] }
   | { readonly type: "set"; readonly data: Set<string> }
-  | { readonly type: "zset"; readonly data: ZSet };
+  | { readonly type: "zset"; readonly data: ZSet }
+  | { readonly type: "stream"; readonly data: Stream };
 
 export type ValueType = Value["type"];
+
+/** A deep copy of a value (COPY must not share mutable collections between keys). */
+export function cloneValue(value: Value): Value {
+  switch (value.type) {
+    case "string":
+      return { type: "string", data: value.data };
+    case "hash":
+      return { type: "hash", data: new Map(value.data) };
+    case "list":
+      return { type: "list", data: [...value.data] };
+    case "set":
+      return { type: "set", data: new Set(value.data) };
+    case "zset": {
+      const copy = new ZSet();
+      for (const entry of value.data.entries()) copy.set(entry.member, entry.score);
+      return { type: "zset", data: copy };
+    }
+    case "stream":
+      return { type: "stream", data: value.data.clone() };
+  }
+}
 
 export interface Entry {
   value: Value;

@@ -11,6 +11,21 @@ export interface ScoreBound {
   readonly exclusive: boolean;
 }
 
+/** One end of a lex range: `-`/`+` are the open ends, otherwise `[x` (inclusive) or `(x`. */
+export type LexBound =
+  | { readonly kind: "min" | "max" }
+  | { readonly kind: "value"; readonly value: string; readonly exclusive: boolean };
+
+function aboveLexMin(member: string, min: LexBound): boolean {
+  if (min.kind !== "value") return min.kind === "min";
+  return min.exclusive ? member > min.value : member >= min.value;
+}
+
+function belowLexMax(member: string, max: LexBound): boolean {
+  if (max.kind !== "value") return max.kind === "max";
+  return max.exclusive ? member < max.value : member <= max.value;
+}
+
 function compare(aScore: number, aMember: string, bScore: number, bMember: string): number {
   if (aScore < bScore) return -1;
   if (aScore > bScore) return 1;
@@ -70,6 +85,20 @@ export class ZSet {
       const entry = this.ordered[i]!;
       if (max.exclusive ? entry.score >= max.value : entry.score > max.value) break;
       out.push(entry);
+    }
+    return out;
+  }
+
+  /**
+   * Entries between two lex bounds, ascending. Like Redis this assumes equal scores: it starts at
+   * the first member inside `min` and stops at the first member past `max`.
+   */
+  rangeByLex(min: LexBound, max: LexBound): ZEntry[] {
+    const out: ZEntry[] = [];
+    let i = this.ordered.findIndex((entry) => aboveLexMin(entry.member, min));
+    if (i < 0) return out;
+    for (; i < this.ordered.length && belowLexMax(this.ordered[i]!.member, max); i++) {
+      out.push(this.ordered[i]!);
     }
     return out;
   }

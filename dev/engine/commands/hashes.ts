@@ -1,5 +1,6 @@
 /** Hash commands. Field order is insertion order, which is what Redis's listpack encoding gives. */
 import type { Reply } from "../../backend.js";
+import { isKeyword } from "../bytes.js";
 import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail, wrongArity } from "../errors.js";
 import {
@@ -10,7 +11,16 @@ import {
 } from "../longdouble.js";
 import { inInt64Range, parseInt64 } from "../numbers.js";
 import { R } from "../replies.js";
-import { deleteIfEmpty, intArg, lookupOrCreate, lookupTyped } from "./util.js";
+import {
+  deleteIfEmpty,
+  intArg,
+  lookupOrCreate,
+  lookupTyped,
+  randomIndex,
+  randomPick,
+  scanCollection,
+  smallIntArg,
+} from "./util.js";
 
 const newHash = () => ({ type: "hash" as const, data: new Map<string, string>() });
 
@@ -82,6 +92,30 @@ function hincrbyfloat(ctx: CommandContext, argv: readonly string[]): Reply {
   return R.bulk(text);
 }
 
+function hrandfield(ctx: CommandContext, argv: readonly string[]): Reply {
+  const hasCount = argv.length >= 3;
+  if (argv.length > 4 || (argv.length === 4 && !isKeyword(argv[3], "withvalues"))) {
+    fail(Errors.syntax);
+  }
+  const count = hasCount ? smallIntArg(argv[2]) : 1;
+  const hash = getHash(ctx, argv[1]!);
+  if (hash === undefined) return hasCount ? R.array([]) : R.nil();
+  const fields = [...hash.keys()];
+  if (!hasCount) return R.bulk(fields[randomIndex(fields.length)]);
+  const picked = randomPick(fields, count);
+  const withValues = argv.length === 4;
+  return R.bulks(withValues ? picked.flatMap((field) => [field, hash.get(field)!]) : picked);
+}
+
+function hscan(ctx: CommandContext, argv: readonly string[]): Reply {
+  return scanCollection(
+    argv,
+    () => getHash(ctx, argv[1]!),
+    ([field]) => field,
+    ([field, value]) => [field, value],
+  );
+}
+
 export const hashCommands: readonly CommandSpec[] = [
   { name: "hset", arity: -4, write: true, handler: hsetCommand("hset", false) },
   { name: "hmset", arity: -4, write: true, handler: hsetCommand("hmset", true) },
@@ -107,6 +141,8 @@ export const hashCommands: readonly CommandSpec[] = [
     arity: 3,
     handler: (ctx, argv) => R.int(getHash(ctx, argv[1]!)?.get(argv[2]!)?.length ?? 0),
   },
+  { name: "hrandfield", arity: -2, handler: hrandfield },
+  { name: "hscan", arity: -3, handler: hscan },
   { name: "hincrby", arity: 4, write: true, handler: hincrby },
   { name: "hincrbyfloat", arity: 4, write: true, handler: hincrbyfloat },
   {

@@ -1,10 +1,16 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
+import { bitCommands } from "./bits.js";
+import { functionCommands } from "./functions.js";
+import { geoCommands } from "./geo.js";
 import { hashCommands } from "./hashes.js";
+import { hyperLogLogCommands } from "./hyperloglog.js";
+import { introspectionCommands } from "./introspection.js";
 import { keyCommands } from "./keys.js";
-import { listCommands } from "./lists.js";
+import { listCommands, listMoveCommands } from "./lists.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
 import { setCommands } from "./sets.js";
+import { streamCommands } from "./streams.js";
 import { stringCommands } from "./strings.js";
 import { zsetCommands } from "./zsets.js";
 
@@ -13,11 +19,18 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
   const all = [
     ...keyCommands,
     ...stringCommands,
+    ...bitCommands,
+    ...hyperLogLogCommands,
     ...hashCommands,
     ...listCommands,
+    ...listMoveCommands,
     ...setCommands,
     ...zsetCommands,
+    ...geoCommands,
+    ...streamCommands,
+    ...introspectionCommands,
     ...scriptingCommands,
+    ...functionCommands,
   ];
   for (const spec of all) {
     table.set(

@@ -4,9 +4,10 @@ import { isKeyword } from "../bytes.js";
 import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail, invalidExpireTime, wrongArity } from "../errors.js";
 import { globMatch } from "../glob.js";
+import { cloneValue } from "../keyspace.js";
 import { INT64_MAX, INT64_MIN } from "../numbers.js";
 import { R } from "../replies.js";
-import { intArg } from "./util.js";
+import { intArg, randomIndex, scanCursorArg, scanOptions, scanReply } from "./util.js";
 
 function del(ctx: CommandContext, argv: readonly string[]): Reply {
   let removed = 0;
@@ -37,34 +38,18 @@ function keys(ctx: CommandContext, argv: readonly string[]): Reply {
 
 /** SCAN returns every matching key on the first call (cursor 0) and cursor 0 to end iteration. */
 function scan(ctx: CommandContext, argv: readonly string[]): Reply {
-  const cursor = argv[1]!;
-  if (!/^[0-9]+$/.test(cursor) || BigInt(cursor) >= 2n ** 64n) fail("ERR invalid cursor");
-  let pattern: string | undefined;
-  let typeFilter: string | undefined;
-  for (let i = 2; i < argv.length; i += 2) {
-    const option = argv[i];
-    const value = argv[i + 1];
-    if (value === undefined) fail(Errors.syntax);
-    if (isKeyword(option, "count")) {
-      if (intArg(value) < 1n) fail(Errors.syntax);
-    } else if (isKeyword(option, "match")) {
-      pattern = value;
-    } else if (isKeyword(option, "type")) {
-      typeFilter = value.toLowerCase();
-    } else {
-      fail(Errors.syntax);
-    }
-  }
-  const out: string[] = [];
-  if (BigInt(cursor) === 0n) {
-    const now = ctx.now();
-    for (const key of ctx.db.keys(now)) {
-      if (pattern !== undefined && pattern !== "*" && !globMatch(pattern, key)) continue;
-      if (typeFilter !== undefined && ctx.db.lookup(key, now)?.value.type !== typeFilter) continue;
-      out.push(key);
-    }
-  }
-  return R.array([R.bulk("0"), R.bulks(out)]);
+  const cursor = scanCursorArg(argv[1]!);
+  const { pattern, type: typeFilter } = scanOptions(argv, 2, true);
+  const now = ctx.now();
+  const keys = cursor === 0n ? ctx.db.keys(now) : [];
+  const typed = (key: string) =>
+    typeFilter === undefined || ctx.db.lookup(key, now)?.value.type === typeFilter;
+  return scanReply(
+    [...keys].filter(typed),
+    pattern,
+    (key) => key,
+    (key) => [key],
+  );
 }
 
 function dbsize(ctx: CommandContext): Reply {
@@ -167,6 +152,35 @@ function renameCommand(nx: boolean) {
   };
 }
 
+function copy(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, from = "", to = ""] = argv;
+  let replace = false;
+  for (let j = 3; j < argv.length; j++) {
+    if (isKeyword(argv[j], "replace")) replace = true;
+    else if (isKeyword(argv[j], "db") && j + 1 < argv.length) {
+      // The engine has one database: DB 0 is accepted, any other index is refused.
+      if (intArg(argv[++j]) !== 0n) fail("ERR DB index is out of range");
+    } else fail(Errors.syntax);
+  }
+  if (from === to) fail("ERR source and destination objects are the same");
+  const now = ctx.now();
+  const source = ctx.db.lookup(from, now);
+  if (source === undefined) return R.int(0);
+  if (ctx.db.lookup(to, now) !== undefined) {
+    if (!replace) return R.int(0);
+    ctx.db.delete(to);
+  }
+  const copied = ctx.db.set(to, cloneValue(source.value));
+  ctx.db.setExpire(to, copied, source.expireAt);
+  return R.int(1);
+}
+
+/** RANDOMKEY: a uniformly chosen live key, or nil on an empty database. */
+function randomkey(ctx: CommandContext): Reply {
+  const keys = [...ctx.db.keys(ctx.now())];
+  return R.bulk(keys.length === 0 ? null : keys[randomIndex(keys.length)]);
+}
+
 function ping(_ctx: CommandContext, argv: readonly string[]): Reply {
   if (argv.length > 2) fail(wrongArity("ping"));
   return argv.length === 2 ? R.bulk(argv[1]) : R.status("PONG");
@@ -181,6 +195,9 @@ export const keyCommands: readonly CommandSpec[] = [
   { name: "del", arity: -2, write: true, handler: del },
   { name: "unlink", arity: -2, write: true, handler: del },
   { name: "exists", arity: -2, handler: exists },
+  { name: "touch", arity: -2, handler: exists },
+  { name: "copy", arity: -3, write: true, handler: copy },
+  { name: "randomkey", arity: 1, handler: randomkey },
   { name: "type", arity: 2, handler: type },
   { name: "keys", arity: 2, handler: keys },
   { name: "scan", arity: -2, handler: scan },

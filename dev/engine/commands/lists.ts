@@ -4,7 +4,14 @@ import { asciiLower } from "../bytes.js";
 import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail, wrongArity } from "../errors.js";
 import { R } from "../replies.js";
-import { clampRange, deleteIfEmpty, lookupOrCreate, lookupTyped, smallIntArg } from "./util.js";
+import {
+  clampRange,
+  deleteIfEmpty,
+  lookupOrCreate,
+  lookupTyped,
+  nonNegativeArg,
+  smallIntArg,
+} from "./util.js";
 
 const newList = () => ({ type: "list" as const, data: [] as string[] });
 
@@ -12,15 +19,7 @@ function getList(ctx: CommandContext, key: string): string[] | undefined {
   return lookupTyped(ctx, key, "list")?.data;
 }
 
-/** Redis's getPositiveLong: the same message is used for both parse and range errors. */
-function positiveArg(
-  text: string | undefined,
-  message: string = Errors.positiveOutOfRange,
-): number {
-  const value = smallIntArg(text, message);
-  if (value < 0) fail(message);
-  return value;
-}
+const positiveArg = nonNegativeArg;
 
 function pushCommand(left: boolean, onlyIfExists: boolean) {
   return (ctx: CommandContext, argv: readonly string[]): Reply => {
@@ -175,4 +174,88 @@ export const listCommands: readonly CommandSpec[] = [
   { name: "lrem", arity: 4, write: true, handler: lrem },
   { name: "ltrim", arity: 4, write: true, handler: ltrim },
   { name: "lpos", arity: -3, handler: lpos },
+];
+
+// ---- LMOVE, LMPOP, LINSERT ------------------------------------------------------------------
+
+/** LEFT / RIGHT: true for the head. */
+function sideArg(text: string): boolean {
+  const side = asciiLower(text);
+  if (side !== "left" && side !== "right") fail(Errors.syntax);
+  return side === "left";
+}
+
+function takeFrom(list: string[], left: boolean, count: number): string[] {
+  return left ? list.splice(0, count) : list.splice(Math.max(0, list.length - count)).reverse();
+}
+
+function moveElement(
+  ctx: CommandContext,
+  argv: readonly string[],
+  fromLeft: boolean,
+  toLeft: boolean,
+): Reply {
+  const [, from = "", to = ""] = argv;
+  const source = getList(ctx, from);
+  if (source === undefined) return R.nil();
+  getList(ctx, to); // WRONGTYPE before anything moves
+  const [element] = takeFrom(source, fromLeft, 1);
+  deleteIfEmpty(ctx, from, source.length);
+  const target = lookupOrCreate(ctx, to, "list", newList);
+  if (toLeft) target.unshift(element!);
+  else target.push(element!);
+  return R.bulk(element);
+}
+
+function lmpop(ctx: CommandContext, argv: readonly string[]): Reply {
+  const numkeysMessage = "ERR numkeys should be greater than 0";
+  const numkeys = smallIntArg(argv[1], numkeysMessage);
+  if (numkeys < 1) fail(numkeysMessage);
+  const whereAt = 2 + numkeys;
+  if (whereAt >= argv.length) fail(Errors.syntax);
+  const left = sideArg(argv[whereAt]!);
+  let count = -1;
+  for (let j = whereAt + 1; j < argv.length; j++) {
+    if (count === -1 && asciiLower(argv[j]!) === "count" && j + 1 < argv.length) {
+      const countMessage = "ERR count should be greater than 0";
+      count = smallIntArg(argv[++j], countMessage);
+      if (count < 1) fail(countMessage);
+    } else fail(Errors.syntax);
+  }
+  for (const key of argv.slice(2, whereAt)) {
+    const list = getList(ctx, key);
+    if (list === undefined) continue;
+    const taken = takeFrom(list, left, count === -1 ? 1 : count);
+    deleteIfEmpty(ctx, key, list.length);
+    return R.array([R.bulk(key), R.bulks(taken)]);
+  }
+  return R.nilArray();
+}
+
+function linsert(ctx: CommandContext, argv: readonly string[]): Reply {
+  const where = asciiLower(argv[2]!);
+  if (where !== "before" && where !== "after") fail(Errors.syntax);
+  const list = getList(ctx, argv[1]!);
+  if (list === undefined) return R.int(0);
+  const at = list.indexOf(argv[3]!);
+  if (at < 0) return R.int(-1);
+  list.splice(where === "before" ? at : at + 1, 0, argv[4]!);
+  return R.int(list.length);
+}
+
+export const listMoveCommands: readonly CommandSpec[] = [
+  {
+    name: "lmove",
+    arity: 5,
+    write: true,
+    handler: (ctx, argv) => moveElement(ctx, argv, sideArg(argv[3]!), sideArg(argv[4]!)),
+  },
+  {
+    name: "rpoplpush",
+    arity: 3,
+    write: true,
+    handler: (ctx, argv) => moveElement(ctx, argv, false, true),
+  },
+  { name: "lmpop", arity: -4, write: true, handler: lmpop },
+  { name: "linsert", arity: 5, write: true, handler: linsert },
 ];

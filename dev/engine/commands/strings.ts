@@ -12,7 +12,7 @@ import {
 } from "../longdouble.js";
 import { INT64_MAX, INT64_MIN, inInt64Range, parseInt64 } from "../numbers.js";
 import { R } from "../replies.js";
-import { intArg, lookupTyped } from "./util.js";
+import { clampRange, intArg, lookupTyped, smallIntArg } from "./util.js";
 
 function getString(ctx: CommandContext, key: string): string | undefined {
   return lookupTyped(ctx, key, "string")?.data;
@@ -216,6 +216,114 @@ function strlen(ctx: CommandContext, argv: readonly string[]): Reply {
   return R.int(getString(ctx, argv[1]!)?.length ?? 0);
 }
 
+function getrange(ctx: CommandContext, argv: readonly string[]): Reply {
+  const start = smallIntArg(argv[2]);
+  const end = smallIntArg(argv[3]);
+  const value = getString(ctx, argv[1]!) ?? "";
+  if (start < 0 && end < 0 && start > end) return R.bulk("");
+  const range = clampRange(start, end < 0 ? Math.max(0, value.length + end) : end, value.length);
+  return R.bulk(range === null ? "" : value.slice(range.start, range.stop + 1));
+}
+
+/** Redis's proto-max-bulk-len: no string may grow beyond 512 MB. */
+const MAX_STRING_BYTES = 512 * 1024 * 1024;
+
+function setrange(ctx: CommandContext, argv: readonly string[]): Reply {
+  const [, key = "", , patch = ""] = argv;
+  const offset = smallIntArg(argv[2]);
+  if (offset < 0) fail("ERR offset is out of range");
+  const current = getString(ctx, key);
+  // An empty patch never creates or grows the key.
+  if (patch.length === 0) return R.int(current?.length ?? 0);
+  if (offset + patch.length > MAX_STRING_BYTES) {
+    fail("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+  }
+  const base = (current ?? "").padEnd(offset, "\0");
+  const next = base.slice(0, offset) + patch + base.slice(offset + patch.length);
+  putString(ctx, key, next, true);
+  return R.int(next.length);
+}
+
+/** LCS: Redis's dynamic-programming table and its backward walk, ranges included. */
+function lcs(ctx: CommandContext, argv: readonly string[]): Reply {
+  let wantLen = false;
+  let wantIdx = false;
+  let withMatchLen = false;
+  let minMatchLen = 0;
+  for (let j = 3; j < argv.length; j++) {
+    const opt = asciiLower(argv[j]!);
+    if (opt === "idx") wantIdx = true;
+    else if (opt === "len") wantLen = true;
+    else if (opt === "withmatchlen") withMatchLen = true;
+    else if (opt === "minmatchlen" && j + 1 < argv.length) {
+      minMatchLen = Math.max(0, smallIntArg(argv[++j]));
+    } else fail(Errors.syntax);
+  }
+  const values = [argv[1]!, argv[2]!].map((key) => {
+    const value = ctx.db.lookup(key, ctx.now())?.value;
+    if (value !== undefined && value.type !== "string") {
+      fail("ERR The specified keys must contain string values");
+    }
+    return value?.data ?? "";
+  });
+  const [a, b] = values as [string, string];
+  if (wantLen && wantIdx) fail("ERR If you want both the length and indexes, please just use IDX.");
+  const width = b.length + 1;
+  const table = new Uint32Array((a.length + 1) * width);
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      table[i * width + j] =
+        a[i - 1] === b[j - 1]
+          ? table[(i - 1) * width + j - 1]! + 1
+          : Math.max(table[(i - 1) * width + j]!, table[i * width + j - 1]!);
+    }
+  }
+  const length = table[a.length * width + b.length]!;
+  if (wantLen) return R.int(length);
+  const chars: string[] = [];
+  const ranges: Reply[] = [];
+  let aStart = a.length;
+  let aEnd = 0;
+  let bStart = 0;
+  let bEnd = 0;
+  let i = a.length;
+  let j = b.length;
+  while (i > 0 && j > 0) {
+    let emit = false;
+    if (a[i - 1] === b[j - 1]) {
+      chars.push(a[i - 1]!);
+      if (aStart === a.length) {
+        aStart = aEnd = i - 1;
+        bStart = bEnd = j - 1;
+      } else if (aStart === i && bStart === j) {
+        aStart--;
+        bStart--;
+      } else emit = true;
+      if (aStart === 0 || bStart === 0) emit = true;
+      i--;
+      j--;
+    } else {
+      if (table[(i - 1) * width + j]! > table[i * width + j - 1]!) i--;
+      else j--;
+      if (aStart !== a.length) emit = true;
+    }
+    const matchLen = aEnd - aStart + 1;
+    if (emit) {
+      if (minMatchLen === 0 || matchLen >= minMatchLen) {
+        const range: Reply[] = [
+          R.array([R.int(aStart), R.int(aEnd)]),
+          R.array([R.int(bStart), R.int(bEnd)]),
+        ];
+        if (withMatchLen) range.push(R.int(matchLen));
+        ranges.push(R.array(range));
+      }
+      aStart = a.length;
+    }
+  }
+  if (!wantIdx) return R.bulk(chars.reverse().join(""));
+  return R.array([R.bulk("matches"), R.array(ranges), R.bulk("len"), R.int(length)]);
+}
+
 export const stringCommands: readonly CommandSpec[] = [
   { name: "get", arity: 2, handler: get },
   { name: "set", arity: -3, write: true, handler: set },
@@ -249,4 +357,8 @@ export const stringCommands: readonly CommandSpec[] = [
   { name: "incrbyfloat", arity: 3, write: true, handler: incrbyfloat },
   { name: "append", arity: 3, write: true, handler: append },
   { name: "strlen", arity: 2, handler: strlen },
+  { name: "getrange", arity: 4, handler: getrange },
+  { name: "substr", arity: 4, handler: getrange },
+  { name: "setrange", arity: 4, write: true, handler: setrange },
+  { name: "lcs", arity: -3, handler: lcs },
 ];

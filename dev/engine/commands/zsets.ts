@@ -5,19 +5,23 @@ import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail } from "../errors.js";
 import { formatScore, parseDouble } from "../numbers.js";
 import { R } from "../replies.js";
-import { type ScoreBound, type ZEntry, ZSet } from "../zset.js";
+import { type LexBound, type ScoreBound, type ZEntry, ZSet } from "../zset.js";
 import {
   clampRange,
   deleteIfEmpty,
   floatArg,
   lookupOrCreate,
   lookupTyped,
+  nonNegativeArg,
+  randomIndex,
+  randomPick,
+  scanCollection,
   smallIntArg,
 } from "./util.js";
 
 const newZSet = () => ({ type: "zset" as const, data: new ZSet() });
 
-function getZSet(ctx: CommandContext, key: string): ZSet | undefined {
+export function getZSet(ctx: CommandContext, key: string): ZSet | undefined {
   return lookupTyped(ctx, key, "zset")?.data;
 }
 
@@ -37,7 +41,7 @@ function parseBound(text: string): ScoreBound {
   return { value, exclusive };
 }
 
-function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
+export function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
   const out: Reply[] = [];
   for (const entry of entries) {
     out.push(R.bulk(entry.member));
@@ -46,7 +50,7 @@ function withScores(entries: readonly ZEntry[], scores: boolean): Reply {
   return R.array(out);
 }
 
-function zadd(ctx: CommandContext, argv: readonly string[], forceIncr = false): Reply {
+export function zadd(ctx: CommandContext, argv: readonly string[], forceIncr = false): Reply {
   const flags = { nx: false, xx: false, gt: false, lt: false, ch: false, incr: forceIncr };
   let at = 2;
   for (; at < argv.length; at++) {
@@ -131,21 +135,52 @@ function zrankCommand(reverse: boolean) {
 
 type RangeKind = "rank" | "score" | "lex";
 
-/** The shared engine of ZRANGE, ZREVRANGE, ZRANGEBYSCORE and ZREVRANGEBYSCORE. */
-function zrangeGeneric(
-  ctx: CommandContext,
-  argv: readonly string[],
-  fixedKind: RangeKind | undefined,
-  fixedReverse: boolean | undefined,
-): Reply {
-  let kind = fixedKind;
-  let reverse = fixedReverse;
+/** `-`, `+`, `[member` or `(member`, as zslParseLexRangeItem accepts them. */
+function parseLexBound(text: string): LexBound {
+  if (text === "-") return { kind: "min" };
+  if (text === "+") return { kind: "max" };
+  if (text.startsWith("[") || text.startsWith("(")) {
+    return { kind: "value", value: text.slice(1), exclusive: text.startsWith("(") };
+  }
+  return fail("ERR min or max not valid string range item");
+}
+
+/** Applies ZRANGE's LIMIT: a negative offset skips everything, a negative count means all. */
+function applyLimit(matches: ZEntry[], offset: number, limit: number): ZEntry[] {
+  if (offset < 0) return [];
+  return matches.slice(offset, limit < 0 ? undefined : offset + limit);
+}
+
+/** Replaces `key` with the entries (a fresh value, no TTL), or deletes it when there are none. */
+export function storeZSet(ctx: CommandContext, key: string, entries: readonly ZEntry[]): Reply {
+  if (entries.length === 0) {
+    ctx.db.delete(key);
+    return R.int(0);
+  }
+  const zset = new ZSet();
+  for (const entry of entries) zset.set(entry.member, entry.score);
+  ctx.db.set(key, { type: "zset", data: zset });
+  return R.int(zset.size);
+}
+
+interface RangeShape {
+  /** Where the source key sits: 1 for ZRANGE and friends, 2 for ZRANGESTORE (after dst). */
+  readonly keyIndex: 1 | 2;
+  readonly kind?: RangeKind;
+  readonly reverse?: boolean;
+}
+
+/** The shared engine of ZRANGE, ZRANGESTORE, ZREVRANGE and Z[REV]RANGEBY{SCORE,LEX}. */
+function zrangeGeneric(ctx: CommandContext, argv: readonly string[], shape: RangeShape): Reply {
+  const store = shape.keyIndex === 2;
+  let kind = shape.kind;
+  let reverse = shape.reverse;
   let scores = false;
   let offset = 0;
   let limit = -1;
-  for (let j = 4; j < argv.length; j++) {
+  for (let j = shape.keyIndex + 3; j < argv.length; j++) {
     const opt = asciiLower(argv[j]!);
-    if (opt === "withscores") scores = true;
+    if (!store && opt === "withscores") scores = true;
     else if (opt === "limit" && argv.length - j - 1 >= 2) {
       offset = smallIntArg(argv[j + 1]);
       limit = smallIntArg(argv[j + 2]);
@@ -163,55 +198,233 @@ function zrangeGeneric(
   if (scores && rangeKind === "lex") {
     fail("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
   }
-  if (rangeKind === "lex") fail("ERR BYLEX is not supported by the embedded engine");
-  const key = argv[1]!;
-  // With REV, score ranges are written max first.
-  const [minText, maxText] =
-    rev && rangeKind === "score" ? [argv[3]!, argv[2]!] : [argv[2]!, argv[3]!];
+  const key = argv[shape.keyIndex]!;
+  const first = argv[shape.keyIndex + 1]!;
+  const second = argv[shape.keyIndex + 2]!;
+  // With REV, score and lex ranges are written max first.
+  const [minText, maxText] = rev && rangeKind !== "rank" ? [second, first] : [first, second];
+  const emit = (entries: ZEntry[]): Reply =>
+    store ? storeZSet(ctx, argv[1]!, entries) : withScores(entries, scores);
 
+  let select: (zset: ZSet) => ZEntry[];
   if (rangeKind === "rank") {
     const start = smallIntArg(minText);
     const stop = smallIntArg(maxText);
-    const zset = getZSet(ctx, key);
-    if (zset === undefined) return R.array([]);
-    const range = clampRange(start, stop, zset.size);
-    if (range === null) return R.array([]);
-    const size = zset.size;
-    const slice = rev
-      ? zset.slice(size - 1 - range.stop, size - 1 - range.start).reverse()
-      : zset.slice(range.start, range.stop);
-    return withScores(slice, scores);
+    select = (zset) => {
+      const range = clampRange(start, stop, zset.size);
+      if (range === null) return [];
+      const size = zset.size;
+      return rev
+        ? zset.slice(size - 1 - range.stop, size - 1 - range.start).reverse()
+        : zset.slice(range.start, range.stop);
+    };
+  } else {
+    let pick: (zset: ZSet) => ZEntry[];
+    if (rangeKind === "score") {
+      const min = parseBound(minText);
+      const max = parseBound(maxText);
+      pick = (zset) => zset.rangeByScore(min, max);
+    } else {
+      const min = parseLexBound(minText);
+      const max = parseLexBound(maxText);
+      pick = (zset) => zset.rangeByLex(min, max);
+    }
+    select = (zset) => {
+      if (offset > 0 && offset >= zset.size) return [];
+      const matches = pick(zset);
+      return applyLimit(rev ? matches.reverse() : matches, offset, limit);
+    };
   }
-
-  const min = parseBound(minText);
-  const max = parseBound(maxText);
   const zset = getZSet(ctx, key);
-  if (zset === undefined) return R.array([]);
-  if (offset > 0 && offset >= zset.size) return R.array([]);
-  let matches = zset.rangeByScore(min, max);
-  if (rev) matches = matches.reverse();
-  // A negative offset skips everything in Redis; a negative limit means "no limit".
-  if (offset < 0) return R.array([]);
-  matches = matches.slice(offset, limit < 0 ? undefined : offset + limit);
-  return withScores(matches, scores);
+  return emit(zset === undefined ? [] : select(zset));
+}
+
+function zlexcount(ctx: CommandContext, argv: readonly string[]): Reply {
+  const min = parseLexBound(argv[2]!);
+  const max = parseLexBound(argv[3]!);
+  return R.int(getZSet(ctx, argv[1]!)?.rangeByLex(min, max).length ?? 0);
+}
+
+/** ZREMRANGEBYSCORE / BYLEX / BYRANK: `select` picks the doomed entries (parsing comes first). */
+function removeRange(select: (argv: readonly string[]) => (zset: ZSet) => readonly ZEntry[]) {
+  return (ctx: CommandContext, argv: readonly string[]): Reply => {
+    const pick = select(argv);
+    const key = argv[1]!;
+    const zset = getZSet(ctx, key);
+    if (zset === undefined) return R.int(0);
+    const doomed = pick(zset);
+    for (const entry of doomed) zset.delete(entry.member);
+    deleteIfEmpty(ctx, key, zset.size);
+    return R.int(doomed.length);
+  };
+}
+
+const zremrangebyscore = removeRange((argv) => {
+  const min = parseBound(argv[2]!);
+  const max = parseBound(argv[3]!);
+  return (zset) => zset.rangeByScore(min, max);
+});
+
+const zremrangebylex = removeRange((argv) => {
+  const min = parseLexBound(argv[2]!);
+  const max = parseLexBound(argv[3]!);
+  return (zset) => zset.rangeByLex(min, max);
+});
+
+const zremrangebyrank = removeRange((argv) => {
+  const start = smallIntArg(argv[2]);
+  const stop = smallIntArg(argv[3]);
+  return (zset) => {
+    const range = clampRange(start, stop, zset.size);
+    return range === null ? [] : zset.slice(range.start, range.stop);
+  };
+});
+
+type ZSetAlgebra = "union" | "inter" | "diff";
+type Aggregate = "sum" | "min" | "max";
+
+/** A source of ZUNION & co: sorted sets, or plain sets whose members all score 1. */
+type ScoreSource = ReadonlyMap<string, number>;
+
+function sourceOf(ctx: CommandContext, key: string): ScoreSource {
+  const entry = ctx.db.lookup(key, ctx.now());
+  if (entry === undefined) return new Map();
+  if (entry.value.type === "zset") {
+    return new Map(entry.value.data.entries().map((e) => [e.member, e.score]));
+  }
+  if (entry.value.type === "set") return new Map([...entry.value.data].map((m) => [m, 1]));
+  return fail(Errors.wrongType);
+}
+
+function aggregate(how: Aggregate, current: number | undefined, value: number): number {
+  if (current === undefined) return value;
+  if (how === "min") return Math.min(current, value);
+  if (how === "max") return Math.max(current, value);
+  const sum = current + value;
+  return Number.isNaN(sum) ? 0 : sum;
+}
+
+function combineScores(
+  op: ZSetAlgebra,
+  sources: readonly ScoreSource[],
+  weights: readonly number[],
+  how: Aggregate,
+): ZEntry[] {
+  const weighted = (score: number, i: number): number => {
+    const value = score * weights[i]!;
+    return Number.isNaN(value) ? 0 : value;
+  };
+  const out = new Map<string, number>();
+  if (op === "union") {
+    sources.forEach((source, i) => {
+      for (const [member, score] of source) {
+        out.set(member, aggregate(how, out.get(member), weighted(score, i)));
+      }
+    });
+  } else if (op === "inter") {
+    // Redis walks the smallest input first and aggregates the others in size order.
+    const order = sources.map((_, i) => i).sort((a, b) => sources[a]!.size - sources[b]!.size);
+    const [smallest, ...others] = order;
+    for (const [member, score] of sources[smallest!]!) {
+      let total = weighted(score, smallest!);
+      let everywhere = true;
+      for (const i of others) {
+        const other = sources[i]!.get(member);
+        if (other === undefined) {
+          everywhere = false;
+          break;
+        }
+        total = aggregate(how, total, weighted(other, i));
+      }
+      if (everywhere) out.set(member, total);
+    }
+  } else {
+    const [first, ...rest] = sources;
+    for (const [member, score] of first!) {
+      if (rest.every((source) => !source.has(member))) out.set(member, score);
+    }
+  }
+  const zset = new ZSet();
+  for (const [member, score] of out) zset.set(member, score);
+  return [...zset.entries()];
+}
+
+/** ZUNION, ZINTER, ZDIFF and their STORE forms, with Redis's argument checks and their order. */
+function zsetAlgebraCommand(name: string, op: ZSetAlgebra, store: boolean) {
+  return (ctx: CommandContext, argv: readonly string[]): Reply => {
+    const numkeysAt = store ? 2 : 1;
+    const numkeys = smallIntArg(argv[numkeysAt]);
+    if (numkeys < 1) fail(`ERR at least 1 input key is needed for '${name}' command`);
+    if (numkeys > argv.length - numkeysAt - 1) fail(Errors.syntax);
+    const keys = argv.slice(numkeysAt + 1, numkeysAt + 1 + numkeys);
+    const sources = keys.map((key) => sourceOf(ctx, key));
+    const weights: number[] = keys.map(() => 1);
+    let how: Aggregate = "sum";
+    let scores = false;
+    for (let j = numkeysAt + 1 + numkeys; j < argv.length; j++) {
+      const opt = asciiLower(argv[j]!);
+      const remaining = argv.length - j;
+      if (op !== "diff" && opt === "weights" && remaining >= numkeys + 1) {
+        for (let i = 0; i < numkeys; i++) {
+          weights[i] = floatArg(argv[++j], "ERR weight value is not a float");
+        }
+      } else if (op !== "diff" && opt === "aggregate" && remaining >= 2) {
+        const choice = asciiLower(argv[++j]!);
+        if (choice !== "sum" && choice !== "min" && choice !== "max") fail(Errors.syntax);
+        how = choice;
+      } else if (!store && opt === "withscores") {
+        scores = true;
+      } else fail(Errors.syntax);
+    }
+    const result = combineScores(op, sources, weights, how);
+    return store ? storeZSet(ctx, argv[1]!, result) : withScores(result, scores);
+  };
+}
+
+function zpopCommand(max: boolean) {
+  return (ctx: CommandContext, argv: readonly string[]): Reply => {
+    if (argv.length > 3) fail(Errors.syntax);
+    const count = argv.length === 3 ? nonNegativeArg(argv[2]) : 1;
+    const key = argv[1]!;
+    const zset = getZSet(ctx, key);
+    if (zset === undefined || count === 0) return R.array([]);
+    const size = zset.size;
+    const taken = max
+      ? zset.slice(Math.max(0, size - count), size - 1).reverse()
+      : zset.slice(0, Math.min(count, size) - 1);
+    for (const entry of taken) zset.delete(entry.member);
+    deleteIfEmpty(ctx, key, zset.size);
+    return withScores(taken, true);
+  };
+}
+
+function zrandmember(ctx: CommandContext, argv: readonly string[]): Reply {
+  const hasCount = argv.length >= 3;
+  if (argv.length > 4 || (argv.length === 4 && asciiLower(argv[3]!) !== "withscores")) {
+    fail(Errors.syntax);
+  }
+  const count = hasCount ? smallIntArg(argv[2]) : 1;
+  const zset = getZSet(ctx, argv[1]!);
+  if (zset === undefined) return hasCount ? R.array([]) : R.nil();
+  const all = zset.entries();
+  if (!hasCount) return R.bulk(all[randomIndex(all.length)]!.member);
+  const picked = randomPick(all, count);
+  return withScores(picked, argv.length === 4);
+}
+
+function zscan(ctx: CommandContext, argv: readonly string[]): Reply {
+  return scanCollection(
+    argv,
+    () => getZSet(ctx, argv[1]!)?.entries(),
+    (entry) => entry.member,
+    (entry) => [entry.member, formatScore(entry.score)],
+  );
 }
 
 function zcount(ctx: CommandContext, argv: readonly string[]): Reply {
   const min = parseBound(argv[2]!);
   const max = parseBound(argv[3]!);
   return R.int(getZSet(ctx, argv[1]!)?.rangeByScore(min, max).length ?? 0);
-}
-
-function zremrangebyscore(ctx: CommandContext, argv: readonly string[]): Reply {
-  const min = parseBound(argv[2]!);
-  const max = parseBound(argv[3]!);
-  const key = argv[1]!;
-  const zset = getZSet(ctx, key);
-  if (zset === undefined) return R.int(0);
-  const doomed = zset.rangeByScore(min, max);
-  for (const entry of doomed) zset.delete(entry.member);
-  deleteIfEmpty(ctx, key, zset.size);
-  return R.int(doomed.length);
 }
 
 function zscore(ctx: CommandContext, argv: readonly string[]): Reply {
@@ -249,18 +462,52 @@ export const zsetCommands: readonly CommandSpec[] = [
   {
     name: "zrange",
     arity: -4,
-    handler: (ctx, argv) => zrangeGeneric(ctx, argv, undefined, undefined),
-  },
-  { name: "zrevrange", arity: -4, handler: (ctx, argv) => zrangeGeneric(ctx, argv, "rank", true) },
-  {
-    name: "zrangebyscore",
-    arity: -4,
-    handler: (ctx, argv) => zrangeGeneric(ctx, argv, "score", false),
+    handler: (ctx, argv) => zrangeGeneric(ctx, argv, { keyIndex: 1 }),
   },
   {
-    name: "zrevrangebyscore",
-    arity: -4,
-    handler: (ctx, argv) => zrangeGeneric(ctx, argv, "score", true),
+    name: "zrangestore",
+    arity: -5,
+    write: true,
+    handler: (ctx, argv) => zrangeGeneric(ctx, argv, { keyIndex: 2 }),
   },
+  ...(
+    [
+      ["zrevrange", "rank", true],
+      ["zrangebyscore", "score", false],
+      ["zrevrangebyscore", "score", true],
+      ["zrangebylex", "lex", false],
+      ["zrevrangebylex", "lex", true],
+    ] as const
+  ).map(
+    ([name, kind, reverse]): CommandSpec => ({
+      name,
+      arity: -4,
+      handler: (ctx, argv) => zrangeGeneric(ctx, argv, { keyIndex: 1, kind, reverse }),
+    }),
+  ),
+  { name: "zlexcount", arity: 4, handler: zlexcount },
   { name: "zremrangebyscore", arity: 4, write: true, handler: zremrangebyscore },
+  { name: "zremrangebylex", arity: 4, write: true, handler: zremrangebylex },
+  { name: "zremrangebyrank", arity: 4, write: true, handler: zremrangebyrank },
+  ...(
+    [
+      ["zunion", "union", false],
+      ["zunionstore", "union", true],
+      ["zinter", "inter", false],
+      ["zinterstore", "inter", true],
+      ["zdiff", "diff", false],
+      ["zdiffstore", "diff", true],
+    ] as const
+  ).map(
+    ([name, op, store]): CommandSpec => ({
+      name,
+      arity: store ? -4 : -3,
+      write: store,
+      handler: zsetAlgebraCommand(name, op, store),
+    }),
+  ),
+  { name: "zpopmin", arity: -2, write: true, handler: zpopCommand(false) },
+  { name: "zpopmax", arity: -2, write: true, handler: zpopCommand(true) },
+  { name: "zrandmember", arity: -2, handler: zrandmember },
+  { name: "zscan", arity: -3, handler: zscan },
 ];

@@ -397,7 +397,7 @@ local function handler(e)
   for level = 2, 200 do
     local info = getinfo(level, "Sl")
     if info == nil then break end
-    if info.source == "@user_script" then
+    if info.source == "@user_script" or info.source == "@user_function" then
       out.source = info.source
       out.line = info.currentline
       break
@@ -416,5 +416,80 @@ local function run(fn, keys, argv)
   return fn()
 end
 
-return { handler = handler, compile = compile, run = run, killed = KILLED }
+-- FUNCTION LOAD: a library's code runs once, in its own environment whose 'redis' is the library
+-- API (register_function, log) while loading and the full API afterwards, when FCALL runs them.
+local FUNCTION_FLAGS = {
+  ["no-writes"] = true, ["allow-oom"] = true, ["allow-stale"] = true,
+  ["no-cluster"] = true, ["allow-cross-slot-keys"] = true,
+}
+
+local function load_library(src)
+  local registered, order = {}, {}
+  local loading = true
+  local function register(...)
+    local n = select("#", ...)
+    local name, callback, flags
+    if n == 1 and type((...)) == "table" then
+      local t = ...
+      for k in pairs(t) do
+        if k ~= "function_name" and k ~= "callback" and k ~= "flags" and k ~= "description" then
+          error({ err = "ERR unknown argument given to redis.register_function" })
+        end
+      end
+      name, callback, flags = rawget(t, "function_name"), rawget(t, "callback"), rawget(t, "flags")
+    elseif n == 2 then
+      name, callback = ...
+    else
+      error({ err = "ERR wrong number of arguments to redis.register_function" })
+    end
+    if type(name) ~= "string" then
+      error({ err = "ERR function_name argument given to redis.register_function must be a string" })
+    end
+    if type(callback) ~= "function" then
+      error({ err = "ERR callback argument given to redis.register_function must be a function" })
+    end
+    if not name:match("^[%w_]+$") then
+      error({ err = "ERR Function names can only contain letters, numbers, or underscores(_) and must be at least one character long" })
+    end
+    if registered[name] then error({ err = "ERR Function already exists in the library" }) end
+    local list = {}
+    if flags ~= nil then
+      if type(flags) ~= "table" then
+        error({ err = "ERR flags argument to redis.register_function must be a table representing function flags" })
+      end
+      for _, f in ipairs(flags) do
+        if not FUNCTION_FLAGS[f] then error({ err = "ERR unknown flag given" }) end
+        list[#list + 1] = f
+      end
+    end
+    registered[name] = true
+    order[#order + 1] = { name = name, fn = callback, flags = table.concat(list, ",") }
+  end
+  local libapi = protect({
+    register_function = cfn(register), log = redis.log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  })
+  local env = setmetatable({}, {
+    __index = function(_, k)
+      if k == "redis" and loading then return libapi end
+      return sandbox[k]
+    end,
+    __newindex = readonly_error,
+    __metatable = false,
+  })
+  local chunk, message = load(src, "@user_function", "t", env)
+  if chunk == nil then return nil, message end
+  chunk()
+  loading = false
+  return order
+end
+
+local function call_function(fn, keys, argv)
+  return fn(keys, argv)
+end
+
+return {
+  handler = handler, compile = compile, run = run, killed = KILLED,
+  load_library = load_library, call_function = call_function,
+}
 `;

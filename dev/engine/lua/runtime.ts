@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Reply } from "../../backend.js";
 import { binaryToText, textToBinary } from "../bytes.js";
-import type { ScriptHost } from "../context.js";
+import type { FunctionLibrary, ScriptHost } from "../context.js";
 import { Errors, fail } from "../errors.js";
 import { formatG, truncateToInt64 } from "../numbers.js";
 import { R } from "../replies.js";
@@ -48,7 +48,22 @@ interface Internals {
   readonly compile: bigint;
   readonly run: bigint;
   readonly killed: bigint;
+  readonly loadLibrary: bigint;
+  readonly callFunction: bigint;
 }
+
+interface LoadedFunction {
+  readonly name: string;
+  readonly ref: bigint;
+  readonly flags: readonly string[];
+  readonly library: string;
+}
+
+interface LoadedLibrary extends FunctionLibrary {
+  readonly functions: readonly LoadedFunction[];
+}
+
+const LIBRARY_NAME = /^[A-Za-z0-9_]+$/;
 
 const MAX_SAFE = 2n ** 53n;
 
@@ -59,6 +74,30 @@ const MAX_REPLY_DEPTH = 1000;
 
 export function sha1hex(binary: string): string {
   return createHash("sha1").update(binary, "latin1").digest("hex");
+}
+
+/** The `#!lua name=<library>` header FUNCTION LOAD requires; the body keeps the line count. */
+function parseLibraryHeader(code: string): { name: string; body: string } {
+  if (!code.startsWith("#!")) fail("ERR Missing library metadata");
+  const end = code.indexOf("\n");
+  const header = end < 0 ? code : code.slice(0, end);
+  const [engine = "", ...options] = header
+    .slice(2)
+    .split(" ")
+    .filter((part) => part !== "");
+  let name: string | undefined;
+  for (const option of options) {
+    if (!option.startsWith("name=")) fail(`ERR Invalid metadata value given: ${option}`);
+    name = option.slice("name=".length);
+  }
+  if (name === undefined) fail("ERR Library name was not given");
+  if (engine.toLowerCase() !== "lua") fail(`ERR Engine '${engine}' not found`);
+  if (!LIBRARY_NAME.test(name)) {
+    fail(
+      "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+    );
+  }
+  return { name, body: end < 0 ? "" : code.slice(end) };
 }
 
 /** Redis's luaPushErrorBuff: an error message without a "CODE " prefix gets the generic ERR code. */
@@ -80,6 +119,8 @@ export class LuaRuntime implements ScriptHost {
   private heap: Buffer;
   private readonly functions: number[] = [];
   private readonly scripts = new Map<string, CachedScript>();
+  private readonly libraryByName = new Map<string, LoadedLibrary>();
+  private readonly functionByName = new Map<string, LoadedFunction>();
   private readonly internals: Internals;
   /** Whether the running script may only read (EVAL_RO or a `no-writes` shebang). */
   private readOnly = false;
@@ -129,8 +170,8 @@ export class LuaRuntime implements ScriptHost {
       fail("ERR Can not execute a script with write flag using *_ro command.");
     }
     const ro = readOnly || script.flags.noWrites;
-    const compiled = script;
-    return this.host.freezeTime(() => this.invoke(compiled, sha, keys, args, ro));
+    const ref = script.ref;
+    return this.host.freezeTime(() => this.invoke(ref, sha, keys, args, ro, this.internals.run));
   }
 
   load(body: string): string {
@@ -149,6 +190,59 @@ export class LuaRuntime implements ScriptHost {
       this.api._luaL_unref(this.L, LUA_REGISTRYINDEX, Number(script.ref));
     }
     this.scripts.clear();
+  }
+
+  loadLibrary(code: string, replace: boolean): string {
+    this.assertOpen();
+    const { name, body } = parseLibraryHeader(code);
+    const previous = this.libraryByName.get(name);
+    if (previous !== undefined && !replace) fail(`ERR Library '${name}' already exists`);
+    const functions = this.runLibrary(name, body);
+    for (const fn of functions) {
+      const owner = this.functionByName.get(fn.name)?.library;
+      if (owner !== undefined && owner !== name) {
+        this.release(functions);
+        fail(`ERR Function ${fn.name} already exists`);
+      }
+    }
+    if (previous !== undefined) this.dropLibrary(previous);
+    const library: LoadedLibrary = { name, code, functions };
+    this.libraryByName.set(name, library);
+    for (const fn of functions) this.functionByName.set(fn.name, fn);
+    return name;
+  }
+
+  callFunction(
+    name: string,
+    keys: readonly string[],
+    args: readonly string[],
+    readOnly: boolean,
+  ): Reply {
+    this.assertOpen();
+    const fn = this.functionByName.get(name);
+    if (fn === undefined) fail("ERR Function not found");
+    const noWrites = fn.flags.includes("no-writes");
+    if (readOnly && !noWrites) {
+      fail("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    return this.host.freezeTime(() =>
+      this.invoke(fn.ref, name, keys, args, readOnly || noWrites, this.internals.callFunction),
+    );
+  }
+
+  deleteLibrary(name: string): boolean {
+    const library = this.libraryByName.get(name);
+    if (library === undefined) return false;
+    this.dropLibrary(library);
+    return true;
+  }
+
+  flushLibraries(): void {
+    for (const library of [...this.libraryByName.values()]) this.dropLibrary(library);
+  }
+
+  libraries(): readonly FunctionLibrary[] {
+    return [...this.libraryByName.values()];
   }
 
   close(): void {
@@ -208,6 +302,8 @@ export class LuaRuntime implements ScriptHost {
       compile: field("compile"),
       run: field("run"),
       killed: field("killed"),
+      loadLibrary: field("load_library"),
+      callFunction: field("call_function"),
     };
     api._lua_settop(L, 0);
     return internals;
@@ -260,18 +356,20 @@ export class LuaRuntime implements ScriptHost {
     return script;
   }
 
+  /** Runs the function at registry `ref` through the prelude's `runner` (EVAL or FCALL style). */
   private invoke(
-    script: CachedScript,
-    sha: string,
+    ref: bigint,
+    name: string,
     keys: readonly string[],
     args: readonly string[],
     readOnly: boolean,
+    runner: bigint,
   ): Reply {
     const { api, L } = this;
     api._lua_settop(L, 0);
     api._lua_rawgeti(L, LUA_REGISTRYINDEX, this.internals.handler);
-    api._lua_rawgeti(L, LUA_REGISTRYINDEX, this.internals.run);
-    api._lua_rawgeti(L, LUA_REGISTRYINDEX, script.ref);
+    api._lua_rawgeti(L, LUA_REGISTRYINDEX, runner);
+    api._lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
     this.pushStringArray(L, keys);
     this.pushStringArray(L, args);
     this.readOnly = readOnly;
@@ -283,9 +381,66 @@ export class LuaRuntime implements ScriptHost {
       this.deadline = Number.POSITIVE_INFINITY;
       this.readOnly = false;
     }
-    const reply = status === 0 ? this.toReply(L, api._lua_gettop(L), 0) : this.errorReply(L, sha);
+    const reply = status === 0 ? this.toReply(L, api._lua_gettop(L), 0) : this.errorReply(L, name);
     api._lua_settop(L, 0);
     return reply;
+  }
+
+  /** Runs a library body with register_function; returns its functions (refs held). */
+  private runLibrary(library: string, body: string): LoadedFunction[] {
+    // Runtime errors while loading are reported without a position, as Redis does.
+    const { api, L } = this;
+    api._lua_settop(L, 0);
+    api._lua_rawgeti(L, LUA_REGISTRYINDEX, this.internals.handler);
+    api._lua_rawgeti(L, LUA_REGISTRYINDEX, this.internals.loadLibrary);
+    this.pushBinary(L, body);
+    this.deadline = performance.now() + this.options.timeLimitMs;
+    let status: number;
+    try {
+      status = api._lua_pcallk(L, 1, 2, 1, 0, 0);
+    } finally {
+      this.deadline = Number.POSITIVE_INFINITY;
+    }
+    if (status !== 0) {
+      const top = api._lua_gettop(L);
+      const message =
+        api._lua_type(L, top) === LuaType.Table
+          ? (this.field(L, top, "err") ?? "ERR unknown error")
+          : this.readText(L, top);
+      api._lua_settop(L, 0);
+      fail(`ERR Error registering functions: ${singleLine(message)}`);
+    }
+    if (api._lua_type(L, 2) !== LuaType.Table) {
+      const message = this.readText(L, 3);
+      api._lua_settop(L, 0);
+      fail(`ERR Error compiling function: ${singleLine(message)}`);
+    }
+    const functions: LoadedFunction[] = [];
+    for (let i = 1; ; i++) {
+      api._lua_rawgeti(L, 2, BigInt(i));
+      if (api._lua_type(L, -1) !== LuaType.Table) break;
+      const entry = api._lua_gettop(L);
+      const name = this.field(L, entry, "name") ?? "";
+      const flags = this.field(L, entry, "flags") ?? "";
+      this.pushBinary(L, "fn");
+      api._lua_rawget(L, entry);
+      const ref = BigInt(api._luaL_ref(L, LUA_REGISTRYINDEX));
+      api._lua_settop(L, entry - 1);
+      functions.push({ name, ref, flags: flags === "" ? [] : flags.split(","), library });
+    }
+    api._lua_settop(L, 0);
+    if (functions.length === 0) fail("ERR No functions registered");
+    return functions;
+  }
+
+  private release(functions: readonly LoadedFunction[]): void {
+    for (const fn of functions) this.api._luaL_unref(this.L, LUA_REGISTRYINDEX, Number(fn.ref));
+  }
+
+  private dropLibrary(library: LoadedLibrary): void {
+    this.release(library.functions);
+    for (const fn of library.functions) this.functionByName.delete(fn.name);
+    this.libraryByName.delete(library.name);
   }
 
   /** Builds the reply for a failed script from the table the error handler produced. */

@@ -3,16 +3,10 @@
  * identical replies (type, value and error text). Skipped when redis-server is not installed.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { Backend, Command } from "../../../../dev/backend.js";
-import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
-import {
-  hasRedisServer,
-  type Plain,
-  plain,
-  type RedisServer,
-  startRedisServer,
-} from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import type { Command } from "../../../../dev/backend.js";
+import { describeDifferential, differentialPair } from "./differential-harness.js";
+import { hasRedisServer } from "./helpers.js";
 
 type Scenario = readonly Command[];
 
@@ -722,38 +716,16 @@ const scenarios: Record<string, Scenario> = {
   ],
 };
 
-function replyText(value: Plain): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v));
-}
+describeDifferential("core commands and scripting", scenarios);
 
-describe.skipIf(!hasRedisServer())("differential: embedded engine vs redis-server", () => {
-  let server: RedisServer;
-  let engine: Backend;
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    engine = await createEmbeddedBackend();
-  }, 20_000);
-
-  afterAll(async () => {
-    await engine?.close();
-    await server?.stop();
-  });
-
-  beforeEach(async () => {
-    for (const command of [["flushall"], ["script", "flush"]]) {
-      await server.client.command(command);
-      await engine.command(command);
-    }
-  });
+describe.skipIf(!hasRedisServer())("differential: randomized number formatting", () => {
+  const run = differentialPair();
 
   /** Runs `commands` on both sides and returns the first differing reply, if any. */
   async function firstMismatch(commands: readonly Command[]): Promise<string | undefined> {
     for (const command of commands) {
-      const expected = replyText(plain(await server.client.command(command)));
-      const actual = replyText(plain(await engine.command(command)));
-      if (expected !== actual)
-        return `${JSON.stringify(command)}: redis ${expected}, engine ${actual}`;
+      const { redis, engine } = await run(command);
+      if (redis !== engine) return `${JSON.stringify(command)}: redis ${redis}, engine ${engine}`;
     }
     return undefined;
   }
@@ -820,20 +792,4 @@ describe.skipIf(!hasRedisServer())("differential: embedded engine vs redis-serve
       { numRuns: RUNS },
     );
   });
-
-  for (const [name, commands] of Object.entries(scenarios)) {
-    it(name, async () => {
-      const mismatches: string[] = [];
-      for (const command of commands) {
-        const expected = plain(await server.client.command(command));
-        const actual = plain(await engine.command(command));
-        if (replyText(expected) !== replyText(actual)) {
-          mismatches.push(
-            `${JSON.stringify(command)}\n   redis:  ${replyText(expected)}\n   engine: ${replyText(actual)}`,
-          );
-        }
-      }
-      expect(mismatches.join("\n")).toBe("");
-    });
-  }
 });

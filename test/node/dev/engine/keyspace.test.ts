@@ -151,4 +151,18 @@ describe("embedded engine: keyspace and expiry", () => {
     clock.ms = 1_700_000_000_123.456;
     expect(await run("TIME")).toEqual(["1700000000", "123456"]);
   });
+
+  it("MEMORY USAGE approximates a key's size: grows with its content, nil when missing", async () => {
+    await run("SET", "small", "x");
+    await run("SET", "large", "x".repeat(1000));
+    await run("RPUSH", "list", "a", "b", "c");
+    const small = await run("MEMORY", "USAGE", "small");
+    const large = await run("MEMORY", "USAGE", "large");
+    expect(typeof small === "bigint" && small > 0n).toBe(true);
+    expect(typeof large === "bigint" && typeof small === "bigint" && large > small + 900n).toBe(
+      true,
+    );
+    expect(typeof (await run("MEMORY", "USAGE", "list", "SAMPLES", "5"))).toBe("bigint");
+    expect(await run("MEMORY", "USAGE", "missing")).toBeNull();
+  });
 });

@@ -1,0 +1,191 @@
+/**
+ * Scenario 6, the Worker: the bench's Worker (bench/worker) in workerd through wrangler, against
+ * the bench backend's REST server (same latency model). For each library, `requests` concurrent
+ * POSTs increment one counter (GET, then SET, inside the lock); a 409 (lock still busy) is sent
+ * again at once. Counts the lock's commands per increment from the server's stats, and checks
+ * that the counter is exact.
+ */
+import { Redis } from "@upstash/redis";
+import type { BenchBackend } from "../backend/backend.js";
+import { wireDelta } from "../backend/backend.js";
+import type { LatencyModel } from "../backend/protocol.js";
+import { percentile } from "../metrics.js";
+import {
+  counterKey,
+  LOCK_COMMANDS_HEADER,
+  WORKER_LIBRARIES,
+  type WorkerLibrary,
+} from "../worker/routes.js";
+import { startBenchWorker } from "../worker/start.js";
+import { freshKey } from "./contention.js";
+
+export interface WorkerSettings {
+  /** Concurrent increments per library. */
+  readonly requests: number;
+  readonly libraries: readonly WorkerLibrary[];
+}
+
+export interface WorkerResult {
+  readonly library: WorkerLibrary;
+  readonly label: string;
+  readonly latency: string;
+  /** Increments asked for (concurrent requests, not counting re-sends). */
+  readonly requests: number;
+  /** Requests answered 200 (incremented). */
+  readonly increments: number;
+  /** 409 answers (the lock stayed busy for the library's whole wait), each sent again. */
+  readonly resends: number;
+  /** Other answers or network errors; such a request is not sent again. */
+  readonly errors: number;
+  readonly firstError?: string;
+  /** The counter's final value: must equal `increments`. */
+  readonly counter: number;
+  readonly exact: boolean;
+  readonly elapsedMs: number;
+  readonly incrementsPerSec: number;
+  /** Uncontended REST round trip under the latency model (from Node, measured before the runs). */
+  readonly roundTripMs: number;
+  /** increments × 3R: a GET and a SET inside the lock, one round trip to hand it off. */
+  readonly idealMs: number;
+  readonly efficiency: number;
+  /** Every command the server ran for the lock: all commands − the counter's GET and SET. */
+  readonly lockCommands: number;
+  readonly lockCommandsPerIncrement: number;
+  /** The lock's commands as the Worker counted them (LOCK_COMMANDS_HEADER): should match. */
+  readonly lockCommandsSeenByWorker: number;
+  /** The most lock commands one invocation (one HTTP request to the Worker) sent. */
+  readonly maxLockCommandsPerInvocation: number;
+  /**
+   * Invocations whose subrequests (lock commands, + GET and SET when it incremented) exceed
+   * SUBREQUEST_LIMIT, the Workers free plan's limit per invocation.
+   */
+  readonly invocationsOverSubrequestLimit: number;
+  /** HTTP requests to the REST server (Workers subrequests, pipelines count 1) per increment. */
+  readonly httpRequestsPerIncrement: number;
+  /** Commands the server ran, by name (the counter's GET and SET included). */
+  readonly commandsByName: Readonly<Record<string, number>>;
+  /** First send → 200, per increment. */
+  readonly latencyP50Ms: number;
+  readonly latencyP99Ms: number;
+}
+
+const LABELS: Record<WorkerLibrary, string> = {
+  edgelock: "edgelock withLock()",
+  "edgelock-blind": "edgelock blind",
+  "upstash-lock": "@upstash/lock",
+};
+
+/** Subrequests per invocation on the Workers free plan. */
+export const SUBREQUEST_LIMIT = 50;
+
+/** A request that keeps getting 409 gives up after this many re-sends (counted as an error). */
+const MAX_RESENDS = 50;
+
+/** The libraries of the Worker scenario among the bench's peers (`--peers`, `--no-blind`). */
+export function workerLibraries(peers: readonly string[], blind: boolean): WorkerLibrary[] {
+  return WORKER_LIBRARIES.filter((library) =>
+    library === "edgelock-blind" ? blind && peers.includes("edgelock") : peers.includes(library),
+  );
+}
+
+export async function runWorkerScenario(
+  backend: BenchBackend,
+  latency: LatencyModel,
+  roundTripMs: number,
+  settings: WorkerSettings,
+  onIncrement: () => void,
+): Promise<WorkerResult[]> {
+  const worker = await startBenchWorker(backend.restUrl, backend.token);
+  const redis = new Redis({ url: backend.restUrl, token: backend.token });
+  try {
+    const post = (library: WorkerLibrary, counter: string) =>
+      fetch(new URL(`/${library}/${encodeURIComponent(counter)}`, worker.url), { method: "POST" });
+    // Warm-up off the clock: the isolate loads, its clients are built, the scripts are cached.
+    for (const library of settings.libraries) {
+      const response = await post(library, freshKey(`worker-warm-${library}`));
+      if (response.status !== 200) {
+        throw new Error(`bench Worker warm-up: ${library} answered ${response.status}`);
+      }
+      await response.arrayBuffer();
+    }
+    const results: WorkerResult[] = [];
+    for (const library of settings.libraries) {
+      const counter = freshKey(`worker-${library}`);
+      let resends = 0;
+      let errors = 0;
+      let firstError: string | undefined;
+      const latencies: number[] = [];
+      const lockCommandsPerInvocation: number[] = [];
+      let invocationsOverLimit = 0;
+      const before = await backend.snapshot();
+      const start = performance.now();
+      await Promise.all(
+        Array.from({ length: settings.requests }, async () => {
+          const sentAt = performance.now();
+          for (let attempt = 0; attempt <= MAX_RESENDS; attempt++) {
+            try {
+              const response = await post(library, counter);
+              await response.arrayBuffer();
+              const lockCommands = Number(response.headers.get(LOCK_COMMANDS_HEADER) ?? 0);
+              lockCommandsPerInvocation.push(lockCommands);
+              const counterCommands = response.status === 200 ? 2 : 0;
+              if (lockCommands + counterCommands > SUBREQUEST_LIMIT) invocationsOverLimit += 1;
+              if (response.status === 200) {
+                latencies.push(performance.now() - sentAt);
+                onIncrement();
+                return;
+              }
+              if (response.status !== 409) {
+                firstError ??= `HTTP ${response.status}`;
+                break;
+              }
+              resends += 1;
+            } catch (error) {
+              firstError ??= error instanceof Error ? error.message : String(error);
+              break;
+            }
+          }
+          errors += 1;
+        }),
+      );
+      const elapsedMs = performance.now() - start;
+      const wire = wireDelta((await backend.snapshot()).rest, before.rest);
+      const value = Number((await redis.get<number>(counterKey(counter))) ?? 0);
+      const increments = latencies.length;
+      // Each increment ran exactly one GET and one SET of the counter; the rest is the lock's.
+      const counterGets = wire.commandsByName.get ?? 0;
+      const commands = Object.values(wire.commandsByName).reduce((sum, n) => sum + n, 0);
+      const lockCommands = commands - 2 * counterGets;
+      const idealMs = increments * 3 * roundTripMs;
+      results.push({
+        library,
+        label: LABELS[library],
+        latency: latency.name,
+        requests: settings.requests,
+        increments,
+        resends,
+        errors,
+        ...(firstError === undefined ? {} : { firstError }),
+        counter: value,
+        exact: value === increments && counterGets === increments,
+        elapsedMs,
+        incrementsPerSec: (increments / elapsedMs) * 1000,
+        roundTripMs,
+        idealMs,
+        efficiency: idealMs / elapsedMs,
+        lockCommands,
+        lockCommandsPerIncrement: lockCommands / increments,
+        lockCommandsSeenByWorker: lockCommandsPerInvocation.reduce((sum, n) => sum + n, 0),
+        maxLockCommandsPerInvocation: Math.max(0, ...lockCommandsPerInvocation),
+        invocationsOverSubrequestLimit: invocationsOverLimit,
+        httpRequestsPerIncrement: wire.requests / increments,
+        commandsByName: wire.commandsByName,
+        latencyP50Ms: percentile(latencies, 0.5),
+        latencyP99Ms: percentile(latencies, 0.99),
+      });
+    }
+    return results;
+  } finally {
+    await worker.close();
+  }
+}

@@ -1,0 +1,151 @@
+/**
+ * The bench's Worker: what a user runs. One counter per route, incremented by a read (GET) and a
+ * write (SET) through @upstash/redis inside a lock, so that only mutual exclusion keeps it exact.
+ * The same app takes the lock three ways, so that the bench compares them in one Worker:
+ *
+ *   POST /edgelock/:counter        withLock() from edgelock/hono, library defaults (paced)
+ *   POST /edgelock-blind/:counter  the same, the pace hints of busy replies hidden (backoff only)
+ *   POST /upstash-lock/:counter    @upstash/lock around the handler
+ *
+ * 200 with { value } once incremented; 409 when the lock stayed busy (the sender re-sends).
+ * Every answer carries LOCK_COMMANDS_HEADER: the Redis commands the lock sent in this invocation.
+ * Imports the sources; an app of your own imports "edgelock" and "edgelock/hono".
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { Lock } from "@upstash/lock";
+import { Redis } from "@upstash/redis/cloudflare";
+import { type Context, Hono } from "hono";
+import { createMiddleware } from "hono/factory";
+import { withLock } from "../../src/hono/index.js";
+import { LockClient } from "../../src/index.js";
+import type { RedisLike } from "../../src/transport/redis-like.js";
+import { blindRedis } from "../peers/blind-redis.js";
+import { counterKey, LOCK_COMMANDS_HEADER } from "./routes.js";
+
+export interface BenchWorkerBindings {
+  UPSTASH_REDIS_REST_URL: string;
+  UPSTASH_REDIS_REST_TOKEN: string;
+}
+
+type BenchWorkerEnv = { Bindings: BenchWorkerBindings };
+
+/** Every library: 10 s leases, as in the other scenarios (no lock expires during a run). */
+export const WORKER_LEASE_MS = 10_000;
+/** edgelock's withLock() waits up to this long, then answers 409 (so does its poll budget). */
+export const WORKER_WAIT_MS = 60_000;
+/** @upstash/lock: its default 100 ms delay, and as many attempts as fit in WORKER_WAIT_MS. */
+export const UPSTASH_LOCK_DELAY_MS = 100;
+const UPSTASH_LOCK_ATTEMPTS = WORKER_WAIT_MS / UPSTASH_LOCK_DELAY_MS;
+
+/** @upstash/lock's typings name the CommonJS build of @upstash/redis: same class, other file. */
+type LockRedis = ConstructorParameters<typeof Lock>[0]["redis"];
+
+/** The lock commands of the current invocation (each a billed command and a subrequest). */
+const invocation = new AsyncLocalStorage<{ lockCommands: number }>();
+const countLockCommand = () => {
+  const store = invocation.getStore();
+  if (store !== undefined) store.lockCommands += 1;
+};
+
+/** Counts the commands edgelock sends (it sends only EVAL and EVALSHA). */
+function countedRedis(redis: RedisLike): RedisLike {
+  return {
+    eval: (script, keys, args) => {
+      countLockCommand();
+      return redis.eval(script, keys, args);
+    },
+    evalsha: (sha, keys, args) => {
+      countLockCommand();
+      return redis.evalsha(sha, keys, args);
+    },
+  };
+}
+
+/** Counts the commands @upstash/lock sends for acquire and release (SET NX PX, EVAL). */
+function countedLockRedis(redis: Redis): LockRedis {
+  const counted = {
+    set: (...args: Parameters<Redis["set"]>) => {
+      countLockCommand();
+      return redis.set(...args);
+    },
+    eval: (...args: Parameters<Redis["eval"]>) => {
+      countLockCommand();
+      return redis.eval(...args);
+    },
+  };
+  return counted as unknown as LockRedis;
+}
+
+interface IsolateClients {
+  readonly redis: Redis;
+  readonly upstashLockRedis: LockRedis;
+  readonly paced: LockClient;
+  readonly blind: LockClient;
+}
+
+/** Built once per isolate from the bindings, as a Worker keeps its clients. */
+let clients: IsolateClients | undefined;
+function clientsFor(env: BenchWorkerBindings): IsolateClients {
+  if (clients === undefined) {
+    const redis = new Redis({
+      url: env.UPSTASH_REDIS_REST_URL,
+      token: env.UPSTASH_REDIS_REST_TOKEN,
+    });
+    clients = {
+      redis,
+      upstashLockRedis: countedLockRedis(redis),
+      paced: new LockClient({ redis: countedRedis(redis), prefix: "bench-worker" }),
+      blind: new LockClient({ redis: blindRedis(countedRedis(redis)), prefix: "bench-worker" }),
+    };
+  }
+  return clients;
+}
+
+/** Every route is `/<library>/:counter`. */
+const counterOf = (c: Context<BenchWorkerEnv>) => c.req.param("counter") ?? "";
+const lockName = (c: Context<BenchWorkerEnv>) => `counter:${counterOf(c)}`;
+
+/** @upstash/lock as a middleware: acquire (SET NX PX, retried), run the handler, release. */
+const upstashLock = createMiddleware<BenchWorkerEnv>(async (c, next) => {
+  const lock = new Lock({
+    id: `upstash-lock:${lockName(c)}`,
+    redis: clientsFor(c.env).upstashLockRedis,
+    lease: WORKER_LEASE_MS,
+    retry: { attempts: UPSTASH_LOCK_ATTEMPTS, delay: UPSTASH_LOCK_DELAY_MS },
+  });
+  if (!(await lock.acquire())) return c.text("busy", 409);
+  try {
+    await next();
+  } finally {
+    await lock.release();
+  }
+});
+
+/** The critical section: read, increment, write. Racy on purpose: the lock keeps it exact. */
+async function increment(c: Context<BenchWorkerEnv>): Promise<Response> {
+  const { redis } = clientsFor(c.env);
+  const key = counterKey(counterOf(c));
+  const value = Number((await redis.get<number>(key)) ?? 0) + 1;
+  await redis.set(key, value);
+  return c.json({ value });
+}
+
+export function createBenchWorkerApp(): Hono<BenchWorkerEnv> {
+  const app = new Hono<BenchWorkerEnv>();
+  app.use("*", async (c, next) => {
+    const store = { lockCommands: 0 };
+    await invocation.run(store, next);
+    c.header(LOCK_COMMANDS_HEADER, String(store.lockCommands));
+  });
+  const edgelock = (blind: boolean) =>
+    withLock<BenchWorkerEnv>({
+      client: (c) => (blind ? clientsFor(c.env).blind : clientsFor(c.env).paced),
+      key: lockName,
+      waitMs: WORKER_WAIT_MS,
+      leaseMs: WORKER_LEASE_MS,
+    });
+  app.post("/edgelock/:counter", edgelock(false), increment);
+  app.post("/edgelock-blind/:counter", edgelock(true), increment);
+  app.post("/upstash-lock/:counter", upstashLock, increment);
+  return app;
+}

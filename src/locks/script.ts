@@ -66,12 +66,16 @@ type ArgsOf<S> = S extends LockScript<string, infer A> ? A : never;
 export type ScriptKeys<S extends LockScript> = Record<KeysOf<S>, string | undefined>;
 export type ScriptArgs<S extends LockScript> = Record<ArgsOf<S>, string | number>;
 
-/** Runs `script` with named keys and arguments; the reply is checked against its shapes. */
+/**
+ * Runs `script` with named keys and arguments; the reply is checked against its shapes, or
+ * against `replies` where this call can get only some of them (e.g. without optional keys).
+ */
 export async function runScript<S extends LockScript>(
   ctx: OperationContext,
   script: S,
   keys: ScriptKeys<S>,
   args: ScriptArgs<S>,
+  replies: ReplyShapes | "count" = script.replies,
 ): Promise<number[]> {
   const raw = await callScript(
     ctx.redis,
@@ -81,9 +85,9 @@ export async function runScript<S extends LockScript>(
     ctx.retry,
     ctx.observer,
   );
-  return script.replies === "count"
+  return replies === "count"
     ? integerReply(raw, script.name)
-    : checkedReply(raw, script.name, script.replies);
+    : checkedReply(raw, script.name, replies);
 }
 
 function keyList(script: LockScript, keys: Record<string, string | undefined>): string[] {

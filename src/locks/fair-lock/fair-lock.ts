@@ -73,7 +73,7 @@ export class FairLock extends Lock {
     return {
       runtime,
       name: this.name,
-      watchKey: keys.lock,
+      watch: { lockKey: keys.lock },
       attempt: async (owner, leaseMs) => {
         const sentAt = Date.now();
         if (plan.mayWait) mayBeQueued = true;

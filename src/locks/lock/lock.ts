@@ -22,7 +22,7 @@ export function lockOperations(
   const spec: AcquisitionSpec = {
     runtime,
     name,
-    watchKey: keys.lock,
+    watch: { lockKey: keys.lock },
     attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),

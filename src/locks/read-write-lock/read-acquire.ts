@@ -11,6 +11,7 @@ import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
+import { acquireKeys } from "./acquire-keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
@@ -61,26 +62,13 @@ export async function attemptReadAcquire(
   holdId: string,
   writerPreference: boolean,
 ): Promise<AttemptOutcome> {
-  const operation = keys.operation(newOperationId());
-  const reply = await runScript(
-    ctx,
-    READ_ACQUIRE,
-    {
-      lockKey: keys.lock,
-      fenceKey: keys.fence,
-      readsKey: keys.reads,
-      readersKey: keys.readers,
-      writersKey: keys.writers,
-      operationKey: operation,
-    },
-    {
-      owner,
-      leaseMs,
-      operationTtlMs: ctx.operationTtlMs,
-      holdId,
-      writerPreference: writerPreference ? "1" : "0",
-    },
-  );
+  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, newOperationId()), {
+    owner,
+    leaseMs,
+    operationTtlMs: ctx.operationTtlMs,
+    holdId,
+    writerPreference: writerPreference ? "1" : "0",
+  });
   const [status, value] = reply;
   // Read holds share the current fencing token: the last writer's.
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };

@@ -56,7 +56,7 @@ export class ReadLock extends SingleNameLock {
       runtime,
       name: this.name,
       // One renewal per read hold: each has its own expiry.
-      watchKey: `${keys.reads}:${holdId}`,
+      watch: { localId: `${keys.reads}:${holdId}` },
       attempt: (owner, leaseMs) =>
         attemptReadAcquire(ctx, keys, owner, leaseMs, holdId, writerPreference),
       control: (owner) => ({

@@ -13,6 +13,7 @@ import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { refreshWaiter } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
+import { acquireKeys } from "./acquire-keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
@@ -82,20 +83,12 @@ export async function attemptWriteAcquire(
   waiterTimeoutMs: number,
   lockName: string,
 ): Promise<AttemptOutcome> {
-  const operation = keys.operation(newOperationId());
-  const reply = await runScript(
-    ctx,
-    WRITE_ACQUIRE,
-    {
-      lockKey: keys.lock,
-      fenceKey: keys.fence,
-      readsKey: keys.reads,
-      readersKey: keys.readers,
-      writersKey: keys.writers,
-      operationKey: operation,
-    },
-    { owner, leaseMs, operationTtlMs: ctx.operationTtlMs, waiterTimeoutMs },
-  );
+  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, newOperationId()), {
+    owner,
+    leaseMs,
+    operationTtlMs: ctx.operationTtlMs,
+    waiterTimeoutMs,
+  });
   const [status, value] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   if (status === -2) {

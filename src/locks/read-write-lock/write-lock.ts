@@ -82,7 +82,7 @@ export class WriteLock extends SingleNameLock {
     return {
       runtime,
       name: this.name,
-      watchKey: keys.lock,
+      watch: { lockKey: keys.lock },
       attempt: async (owner, leaseMs) => {
         if (registers) mayBeWaiting = true;
         let outcome: AttemptOutcome;

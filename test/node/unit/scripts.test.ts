@@ -25,7 +25,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.extend", "2b9ba2f40b22e83176432bddf4997d3311e8bbf5"],
   ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],
   ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
-  ["redLock.undoAcquire", "ead2a7c7af4a52298bfa616bad4c68fd294bec01"],
+  ["redLock.undoAcquire", "250508803f2a730d81335c59920e005075c902de"],
 ];
 
 describe("the script catalogue", () => {

@@ -4,7 +4,10 @@
  */
 export { LockClient, type LockClientOptions } from "./client.js";
 export {
+  type AnyEdgelockError,
   EdgelockError,
+  type EdgelockErrorName,
+  isEdgelockError,
   LockAbortedError,
   LockBackendError,
   LockBudgetExceededError,

@@ -145,7 +145,14 @@ async function runDevUntilStopped(args: readonly string[], env: Record<string, s
       throw new Error(`exited ${code}: ${captured.err.join("\n")}`);
     }),
   ]);
-  return { ...captured, server, stop: () => (stop(), exit) };
+  return {
+    ...captured,
+    server,
+    stop: () => {
+      stop();
+      return exit;
+    },
+  };
 }
 
 describe("edgelock dev on the embedded engine", () => {

@@ -5,6 +5,8 @@
  * `UPSTASH_REDIS_REST_URL` / `UPSTASH_REDIS_REST_TOKEN` bindings. See docs/testing.md.
  * @module
  */
+// Brings vitest's types into the program, so the augmentation below has a module to extend.
+import type {} from "vitest";
 import { type BackendKind, type DevServerOptions, startDevServer } from "./index.js";
 
 /** What the global setup hands to the test projects (vitest's `provide` / `inject`). */

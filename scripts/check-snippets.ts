@@ -145,35 +145,29 @@ function main(): number {
     writeFileSync(join(project.dir, "entries-workers", "all.ts"), reExportAll(workerEntries));
     writeFileSync(join(project.dir, "entries-node", "all.ts"), reExportAll(entries));
 
-    writeJson(join(project.dir, "tsconfig.snippets.json"), {
-      compilerOptions: WORKERS_COMPILER_OPTIONS,
-      include: ["snippets"],
-    });
-    writeJson(join(project.dir, "tsconfig.snippets-node.json"), {
-      compilerOptions: NODE_COMPILER_OPTIONS,
-      include: ["snippets-node"],
-    });
-    writeJson(join(project.dir, "tsconfig.workers.json"), {
-      compilerOptions: WORKERS_COMPILER_OPTIONS,
-      include: ["entries-workers"],
-    });
-    writeJson(join(project.dir, "tsconfig.node.json"), {
-      compilerOptions: NODE_COMPILER_OPTIONS,
-      include: ["entries-node"],
-    });
-
-    const runs: [string, string][] = [
-      ["docs snippets (Workers tsconfig)", "tsconfig.snippets.json"],
+    const checks = [
+      ["docs snippets (Workers tsconfig)", "snippets", WORKERS_COMPILER_OPTIONS],
       [
         "docs snippets of edgelock/dev and edgelock/testing (@types/node)",
-        "tsconfig.snippets-node.json",
+        "snippets-node",
+        NODE_COMPILER_OPTIONS,
       ],
       [
         `published .d.ts of ${workerEntries.join(", ")} (Workers tsconfig)`,
-        "tsconfig.workers.json",
+        "entries-workers",
+        WORKERS_COMPILER_OPTIONS,
       ],
-      [`published .d.ts of ${entries.join(", ")} (@types/node)`, "tsconfig.node.json"],
-    ];
+      [
+        `published .d.ts of ${entries.join(", ")} (@types/node)`,
+        "entries-node",
+        NODE_COMPILER_OPTIONS,
+      ],
+    ] as const;
+    const runs = checks.map(([what, folder, compilerOptions]): [string, string] => {
+      const tsconfig = `tsconfig.${folder}.json`;
+      writeJson(join(project.dir, tsconfig), { compilerOptions, include: [folder] });
+      return [what, tsconfig];
+    });
     for (const [what, tsconfig] of runs) {
       const config = JSON.parse(readFileSync(join(project.dir, tsconfig), "utf8")) as {
         include: string[];

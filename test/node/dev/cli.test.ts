@@ -207,43 +207,25 @@ describe("edgelock dev on the embedded engine", () => {
 
 describe.skipIf(findRedisServerBinary() === undefined)("edgelock dev", () => {
   it("prints the connection variables, serves requests and stops on request", async () => {
-    const { out, io } = captureIo();
-    let stop!: () => void;
-    const stopSignal = new Promise<void>((resolve) => {
-      stop = resolve;
-    });
-    let ready!: (server: DevServer) => void;
-    const readyPromise = new Promise<DevServer>((resolve) => {
-      ready = resolve;
-    });
-    const exit = main(
-      [
-        "dev",
-        "--port",
-        "0",
-        "--backend",
-        "redis-server",
-        "--token",
-        "cli-token",
-        "--latency",
-        "1",
-        "--seed",
-        "5",
-      ],
-      {
-        ...io,
-        stopSignal,
-        onReady: ready,
-      },
-    );
-    const server = await readyPromise;
+    const run = await runDevUntilStopped([
+      "--port",
+      "0",
+      "--backend",
+      "redis-server",
+      "--token",
+      "cli-token",
+      "--latency",
+      "1",
+      "--seed",
+      "5",
+    ]);
+    const { out, server } = run;
     expect(out).toContain(`UPSTASH_REDIS_REST_URL=${server.url}`);
     expect(out).toContain("UPSTASH_REDIS_REST_TOKEN=cli-token");
     expect(out.some((line) => /^backend: redis-server — redis-server \d/.test(line))).toBe(true);
     expect(out).toContain("faults: latency 1 ms ± 0 ms, seed 5");
     expect(await upstash(server).ping()).toBe("PONG");
-    stop();
-    expect(await exit).toBe(0);
+    expect(await run.stop()).toBe(0);
     await expect(fetch(`${server.url}/ping`)).rejects.toThrow();
   });
 

@@ -140,9 +140,12 @@ function main(): number {
     });
     const entries = entryPoints();
     const workerEntries = entries.filter((entry) => !NODE_ONLY_ENTRIES.has(entry));
-    mkdirSync(join(project.dir, "entries-workers"));
+    // Each Worker entry in a program of its own: a user may import only that one.
+    workerEntries.forEach((entry, index) => {
+      mkdirSync(join(project.dir, `entry-workers-${index}`));
+      writeFileSync(join(project.dir, `entry-workers-${index}`, "all.ts"), reExportAll([entry]));
+    });
     mkdirSync(join(project.dir, "entries-node"));
-    writeFileSync(join(project.dir, "entries-workers", "all.ts"), reExportAll(workerEntries));
     writeFileSync(join(project.dir, "entries-node", "all.ts"), reExportAll(entries));
 
     const checks = [
@@ -152,11 +155,14 @@ function main(): number {
         "snippets-node",
         NODE_COMPILER_OPTIONS,
       ],
-      [
-        `published .d.ts of ${workerEntries.join(", ")} (Workers tsconfig)`,
-        "entries-workers",
-        WORKERS_COMPILER_OPTIONS,
-      ],
+      ...workerEntries.map(
+        (entry, index) =>
+          [
+            `published .d.ts of ${entry} alone (Workers tsconfig)`,
+            `entry-workers-${index}`,
+            WORKERS_COMPILER_OPTIONS,
+          ] as const,
+      ),
       [
         `published .d.ts of ${entries.join(", ")} (@types/node)`,
         "entries-node",

@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 /**
  * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis.
  * @module

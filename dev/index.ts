@@ -55,6 +55,8 @@ export interface DevServerOptions {
   log?: (line: string) => void;
   /** Request bodies larger than this get HTTP 413. Default 10 MiB. */
   maxBodyBytes?: number;
+  /** Blocking requests (BLPOP…) allowed to wait at once; more get an error. Default 1000. */
+  maxBlockedRequests?: number;
 }
 
 export interface DevServer {
@@ -140,6 +142,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       port: options.port ?? 0,
       log,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.maxBlockedRequests === undefined
+        ? {}
+        : { maxBlockedRequests: options.maxBlockedRequests }),
     });
   } catch (error) {
     await backend.close();

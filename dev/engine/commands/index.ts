@@ -1,8 +1,10 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
+import { blockingCommands } from "./blocking.js";
 import { hashCommands } from "./hashes.js";
 import { keyCommands } from "./keys.js";
 import { listCommands } from "./lists.js";
+import { pubsubCommands } from "./pubsub.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
 import { setCommands } from "./sets.js";
 import { stringCommands } from "./strings.js";
@@ -18,6 +20,9 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...setCommands,
     ...zsetCommands,
     ...scriptingCommands,
+    ...pubsubCommands,
+    // Blocking pops delegate to the commands above (LPOP, LMOVE…), looked up at run time.
+    ...blockingCommands((name) => table.get(name)),
   ];
   for (const spec of all) {
     table.set(

@@ -4,7 +4,7 @@
  * Upstash-compatible server falls back to when no `redis-server` is available.
  */
 import type { Backend, CallOptions, Command, PubSubMessage, Reply } from "../backend.js";
-import { isBlockingCommand } from "../resp/command-policy.js";
+import { commandName, isBlockingCommand } from "../resp/command-policy.js";
 import { argToBinary, binaryToBytes } from "./bytes.js";
 import { blockingTimeoutMs } from "./commands/blocking.js";
 import { Engine } from "./engine.js";
@@ -54,11 +54,20 @@ export async function createEmbeddedBackend(
     return result;
   };
 
+  /**
+   * The engine parks blocking list and sorted-set pops; XREAD/XREADGROUP … BLOCK answer at once
+   * (see docs/dev-server.md), so they never park.
+   */
+  const parksInEngine = (command: Command): boolean => {
+    const name = commandName(command);
+    return isBlockingCommand(command) && name !== "xread" && name !== "xreadgroup";
+  };
+
   /** A blocking command that found nothing parks (FIFO) until data, its timeout, or abort. */
   const runCommand = (command: Command, options: CallOptions | undefined): Promise<Reply> => {
     const argv = toArgv(command);
     const first = thenWake(engine.execute(argv));
-    if (!isBlockingCommand(command) || !isNil(first)) return Promise.resolve(first);
+    if (!parksInEngine(command) || !isNil(first)) return Promise.resolve(first);
     const retry = () => {
       const next = engine.execute(argv);
       return isNil(next) ? undefined : next;
@@ -74,7 +83,7 @@ export async function createEmbeddedBackend(
     },
     async pipeline(commands: readonly Command[], options?: CallOptions): Promise<Reply[]> {
       ensureOpen();
-      if (!commands.some(isBlockingCommand)) {
+      if (!commands.some(parksInEngine)) {
         return thenWake(commands.map((command) => engine.execute(toArgv(command))));
       }
       // A blocking command holds up the rest of its pipeline, as on a Redis connection.

@@ -39,8 +39,47 @@ export const test: typeof vitestTest = Object.assign(
 ) as unknown as typeof vitestTest;
 export const it: typeof vitestTest = test;
 
-// Bun's matchers that vitest lacks.
+type ThrowExpectation = string | RegExp | Error | (abstract new (...args: never[]) => unknown);
+
+/** Whether a thrown value meets `toThrow(expected)` as Bun (and Jest) read it. */
+function thrownMatches(thrown: unknown, expected: ThrowExpectation | undefined): boolean {
+  if (expected === undefined) return true;
+  const message = thrown instanceof Error ? thrown.message : String(thrown);
+  if (typeof expected === "string") return message.includes(expected);
+  if (expected instanceof RegExp) return expected.test(message);
+  if (expected instanceof Error) return message === expected.message;
+  return thrown instanceof expected;
+}
+
+// Bun's matchers that vitest lacks, and Bun's `toThrow`, which also awaits a function that
+// returns a promise (`expect(async () => …).toThrow()`); vitest's only calls it.
 vitestExpect.extend({
+  toThrow(this: { promise?: string }, received: unknown, expected?: ThrowExpectation) {
+    const verdict = (threw: boolean, thrown?: unknown) => ({
+      pass: threw && thrownMatches(thrown, expected),
+      message: () =>
+        threw
+          ? `expected the thrown ${String(thrown)} to match ${String(expected)}`
+          : "expected the function to throw an error",
+    });
+    // `.rejects.toThrow()`: vitest hands over what the promise rejected with.
+    if (this.promise === "rejects") return verdict(true, received);
+    if (typeof received !== "function") {
+      return { pass: false, message: () => `expected a function, got ${typeof received}` };
+    }
+    try {
+      const result: unknown = received();
+      if (result instanceof Promise) {
+        return result.then(
+          () => verdict(false),
+          (error: unknown) => verdict(true, error),
+        );
+      }
+      return verdict(false);
+    } catch (error) {
+      return verdict(true, error);
+    }
+  },
   toBeTrue: (received: unknown) => ({
     pass: received === true,
     message: () => `expected ${String(received)} to be true`,

@@ -9,6 +9,7 @@ export interface Skip {
 
 const UPSTASH_ONLY = "Upstash-only: not a Redis command";
 const NEWER_THAN_7_0 = "newer than Redis 7.0";
+const UPSTASH_BEHAVIOUR = "Upstash behaves otherwise than Redis 7.0";
 
 /** Whole files. Prefix match on the path, so `pkg/commands/json_` skips every JSON command. */
 export const skippedFiles: Readonly<Record<string, Skip>> = {
@@ -59,6 +60,28 @@ export const skippedTests: Readonly<Record<string, Skip>> = {
   "pkg/redis.test.ts > should create index, seed data, and query": {
     reason: `${UPSTASH_ONLY} (search)`,
   },
+  "pkg/script.test.ts > sha1 > calculates the correct sha1": {
+    reason:
+      "client-side timing: the SHA-1 is computed with Web Crypto, which Bun settles within the one tick the test waits and Node does not",
+  },
+  "pkg/script.test.ts > sha1 > calculates the correct sha1 for empty string": {
+    reason:
+      "client-side timing: the SHA-1 is computed with Web Crypto, which Bun settles within the one tick the test waits and Node does not",
+  },
+  "pkg/commands/copy.test.ts > COPY test > should handle same source and destination keys": {
+    reason: `${UPSTASH_BEHAVIOUR}: Redis 7.0 refuses COPY onto the same key ("source and destination objects are the same"); the test expects Upstash's answer`,
+  },
+  "pkg/commands/xreadgroup.test.ts > NOACK > should return 0 items in PEL": {
+    reason: `${UPSTASH_BEHAVIOUR}: Redis registers the consumer on XREADGROUP, so XINFO CONSUMERS lists it; the test expects Upstash's empty list`,
+  },
+  "pkg/commands/xtrim.test.ts > XLEN > should approximately trim stream to 30 items": {
+    reason: `${UPSTASH_BEHAVIOUR}: approximate trimming (MAXLEN ~) is implementation-defined; Redis 7.0 trims whole 100-entry nodes, so 100 entries stay`,
+  },
+  "pkg/commands/pfadd.test.ts > merge HLLs with overlapping values and count > insert overlapping strings into two HLLs":
+    {
+      reason:
+        "random inputs: HyperLogLog is an estimate, and the exact count it asserts fails now and then on a real Redis too",
+    },
   "pkg/pipeline.test.ts > works": { reason: `${NEWER_THAN_7_0} (uses HEXPIRE, 7.4)` },
   "pkg/auto-pipeline.test.ts > should batch a large Promise.all of mixed reads and writes into one read and one write pipeline":
     { reason: `${NEWER_THAN_7_0} (uses HEXPIRE, 7.4)` },

@@ -1,4 +1,3 @@
-/// <reference lib="esnext.disposable" preserve="true" />
 /**
  * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis.
  * @module

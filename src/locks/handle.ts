@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /** A hold on a lock: its fencing token, its lease, and the way to extend and release it. */
 
 import { LockBackendError, LockLostError, LockNotHeldError } from "../errors.js";

@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /**
  * The contract every handle honours — the plain handle (lock, fair lock, read and write locks),
  * the MultiLock's and the RedLock's — so that code taking "a held lock" (withLock, a helper of

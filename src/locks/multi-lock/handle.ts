@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /** A hold on every member of a MultiLock: one lease, one signal, one fencing token per member. */
 
 import { LockNotHeldError } from "../../errors.js";

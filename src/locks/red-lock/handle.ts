@@ -1,3 +1,5 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /**
  * A RedLock hold: on a majority of databases, trusted until `validUntil` (lease − elapsed −
  * drift). Its signal aborts when the majority is lost or the validity runs out unrenewed.

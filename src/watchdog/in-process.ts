@@ -3,6 +3,7 @@
  * and work inside one Workers invocation (timers die with the invocation; for locks that outlive
  * it, use the Durable Object watchdog).
  */
+import { LockBackendError } from "../errors.js";
 import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
 
 export interface InProcessRenewerOptions {
@@ -17,20 +18,31 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
       const interval = Math.max(1, Math.floor(target.leaseMs * fraction));
       // After a failure, try again sooner, several times before the lease could run out.
       const retryDelay = Math.max(50, Math.min(interval, Math.floor(target.leaseMs / 15)));
-      let lastConfirmed = confirmedAt;
       let stopped = false;
       let timer: ReturnType<typeof setTimeout> | undefined;
-
-      const schedule = (delay: number) => {
-        timer = setTimeout(() => void renewOnce(), delay);
-        // A lock held in the background must not keep a Node process alive by itself.
-        (timer as { unref?: () => void }).unref?.();
-      };
+      let deadline: ReturnType<typeof setTimeout> | undefined;
 
       const end = (reason: string, cause?: unknown) => {
         if (stopped) return;
         stopped = true;
+        clearTimeout(timer);
+        clearTimeout(deadline);
         target.lost(reason, cause);
+      };
+
+      // Loss is driven by the clock, not by replies: the hold is lost at its last confirmed end
+      // (lease counted from when the confirming request was sent), whatever is still in flight.
+      let lastFailure: unknown;
+      const confirm = (sentAt: number) => {
+        clearTimeout(deadline);
+        deadline = unrefTimer(
+          () => end("no renewal was confirmed before the lease had passed", lastFailure),
+          Math.max(0, sentAt + target.leaseMs - Date.now()),
+        );
+      };
+
+      const schedule = (delay: number) => {
+        timer = unrefTimer(() => void renewOnce(), delay);
       };
 
       async function renewOnce(): Promise<void> {
@@ -38,15 +50,13 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
         const sentAt = Date.now();
         let held: boolean;
         try {
-          held = await target.renew();
+          // A request that hangs must not stop renewal: give up on it and try again.
+          held = await withTimeout(target.renew(), interval);
         } catch (error) {
           if (stopped) return;
+          lastFailure = error;
           target.failed(error);
-          if (Date.now() - lastConfirmed >= target.leaseMs) {
-            end("renewals failed until the lease had passed", error);
-          } else {
-            schedule(retryDelay);
-          }
+          schedule(retryDelay);
           return;
         }
         if (stopped) return;
@@ -54,17 +64,47 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
           end("the lock was gone or held by another owner when the watchdog renewed it");
           return;
         }
-        lastConfirmed = sentAt;
+        lastFailure = undefined;
+        confirm(sentAt);
         schedule(interval);
       }
 
+      confirm(confirmedAt);
       schedule(Math.max(0, confirmedAt + interval - Date.now()));
       return {
         stop() {
           stopped = true;
-          if (timer !== undefined) clearTimeout(timer);
+          clearTimeout(timer);
+          clearTimeout(deadline);
         },
       };
     },
   };
+}
+
+/** A timer that does not keep a Node process alive by itself (a lock held in the background). */
+function unrefTimer(run: () => void, delayMs: number): ReturnType<typeof setTimeout> {
+  const timer = setTimeout(run, delayMs);
+  (timer as { unref?: () => void }).unref?.();
+  return timer;
+}
+
+/** `promise`, or a rejection once `ms` have passed without it settling. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = unrefTimer(
+      () => reject(new LockBackendError(`renewal got no answer within ${ms} ms`)),
+      ms,
+    );
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

@@ -1,6 +1,8 @@
 /**
- * Re-arm an owner's lease to `leaseMs` from now. Used by `extend()` and by the watchdog.
- * It carries no operation id: setting the same TTL again is harmless, so a re-send is safe.
+ * Re-arm an owner's lease to at least `leaseMs` from now. Used by `extend()` and by the watchdog.
+ * All holds of one owner share the key, so the TTL only ever grows: a short extend of an inner
+ * hold must not cut the lease an outer hold was promised. It carries no operation id: re-sending
+ * it is harmless.
  */
 
 import type { OperationContext } from "../context.js";
@@ -9,14 +11,16 @@ import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash. ARGV: 1 owner, 2 lease ms
-// Reply: {1} re-armed; {0} the owner holds nothing (released, expired or taken).
+// Reply: {1} re-armed (or already ending later); {0} the owner holds nothing (released, expired or taken).
 export const EXTEND = defineScript({
   name: "lock.extend",
   keys: ["lockKey"],
   args: ["owner", "leaseMs"],
   replies: YES_OR_NO,
   lua: `if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
-redis.call('PEXPIRE', lockKey, leaseMs)
+if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
+  redis.call('PEXPIRE', lockKey, leaseMs)
+end
 return {1}`,
 });
 

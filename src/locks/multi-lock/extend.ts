@@ -1,6 +1,7 @@
 /**
  * Re-arm an owner's lease on every member of a group, only if it still holds them all. Used by
- * `extend()` and the watchdog; re-sending it is harmless, so it carries no operation id.
+ * `extend()` and the watchdog; re-sending it is harmless, so it carries no operation id. A TTL
+ * only grows: other holds of the owner on a member may have been promised a later end.
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
@@ -14,7 +15,9 @@ export const MULTI_EXTEND = new Script(
   `for i = 1, #KEYS do
   if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 0 then return {0, i} end
 end
-for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+for i = 1, #KEYS do
+  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+end
 return {1}`,
 );
 

@@ -14,6 +14,7 @@ import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { HeldDatabase, LateAnswer } from "./hold.js";
 import { type RedLockSettings, ttlUntilQuorum, validUntil } from "./options.js";
+import { countSlots, type RoundSlot, runRound } from "./round.js";
 import { undoAcquire } from "./undo.js";
 
 export type QuorumAttempt =
@@ -38,11 +39,7 @@ export type QuorumAttempt =
       readonly failures: readonly { readonly database: number; readonly error: unknown }[];
     };
 
-type Slot =
-  | { readonly state: "unsent" }
-  | { readonly state: "pending" }
-  | { readonly state: "answered"; readonly vote: DatabaseVote }
-  | { readonly state: "failed"; readonly error: unknown };
+type Slot = RoundSlot<DatabaseVote>;
 
 export async function attemptQuorum(
   databases: readonly Database[],
@@ -54,9 +51,17 @@ export async function attemptQuorum(
   const trustedUntil = validUntil(startedAt, leaseMs, settings);
   const answerBy = Math.min(startedAt + settings.responseTimeoutMs, trustedUntil);
   const operations = databases.map(() => newOperationId());
-  const { slots, answers, timedOut } = await collectVotes(settings, answerBy, (i) =>
-    acquireOn(databases[i]!, owner, leaseMs, operations[i]!),
-  );
+  // The rule: done once a majority granted, or too many refused for one to be possible.
+  const { slots, answers, timedOut } = await runRound({
+    count: databases.length,
+    deadline: answerBy,
+    maxConcurrent: settings.maxConcurrentRequests,
+    send: (i) => acquireOn(databases[i]!, owner, leaseMs, operations[i]!),
+    decided: (sofar) => {
+      const { granted, refused, failed } = countSlots(sofar, isGrant);
+      return granted >= settings.quorum || refused + failed > settings.databases - settings.quorum;
+    },
+  });
   const now = Date.now();
   const tally = tallyOf(slots, settings, now - startedAt, timedOut);
   const won = tally.acquired >= settings.quorum && now < trustedUntil;
@@ -84,7 +89,7 @@ export async function attemptQuorum(
   const undoing = slots.flatMap((slot, i) =>
     slot.state === "failed" ||
     slot.state === "pending" ||
-    (slot.state === "answered" && slot.vote.kind === "acquired")
+    (slot.state === "answered" && slot.value.kind === "acquired")
       ? [undoAcquire(databases[i]!, owner, operations[i]!)]
       : [],
   );
@@ -97,7 +102,7 @@ export async function attemptQuorum(
     };
   }
   const busyTtls = slots.flatMap((slot) =>
-    slot.state === "answered" && slot.vote.kind === "busy" ? [slot.vote.holderTtlMs] : [],
+    slot.state === "answered" && slot.value.kind === "busy" ? [slot.value.holderTtlMs] : [],
   );
   return {
     kind: "contended",
@@ -106,68 +111,8 @@ export async function attemptQuorum(
   };
 }
 
-interface Votes {
-  readonly slots: readonly Slot[];
-  /** The answer of each request sent (for those still pending at the decision). */
-  readonly answers: readonly (Promise<DatabaseVote | undefined> | undefined)[];
-  /** True when the response timeout, not the votes, ended the wait. */
-  readonly timedOut: boolean;
-}
-
-/** Sends to every database (at most `maxConcurrentRequests` at once) until the outcome is sure. */
-function collectVotes(
-  settings: RedLockSettings,
-  answerBy: number,
-  send: (index: number) => Promise<DatabaseVote>,
-): Promise<Votes> {
-  const slots: Slot[] = Array.from({ length: settings.databases }, () => ({ state: "unsent" }));
-  const answers: (Promise<DatabaseVote | undefined> | undefined)[] = slots.map(() => undefined);
-  return new Promise((resolve) => {
-    let next = 0;
-    let inFlight = 0;
-    let done = false;
-    const finish = (timedOut: boolean) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve({ slots: slots.slice(), answers, timedOut });
-    };
-    const timer = setTimeout(() => finish(true), Math.max(0, answerBy - Date.now()));
-    const launch = () => {
-      while (!done && inFlight < settings.maxConcurrentRequests && next < slots.length) {
-        const i = next++;
-        slots[i] = { state: "pending" };
-        inFlight += 1;
-        const settled = send(i).then(
-          (vote): Slot => ({ state: "answered", vote }),
-          (error: unknown): Slot => ({ state: "failed", error }),
-        );
-        answers[i] = settled.then((slot) => (slot.state === "answered" ? slot.vote : undefined));
-        void settled.then((slot) => {
-          inFlight -= 1;
-          if (done) return; // decided without it: it is adopted or undone as a late answer
-          slots[i] = slot;
-          if (isDecided(slots, settings)) finish(false);
-          else launch();
-        });
-      }
-    };
-    launch();
-  });
-}
-
-function isDecided(slots: readonly Slot[], settings: RedLockSettings): boolean {
-  let acquired = 0;
-  let refused = 0;
-  let open = 0;
-  for (const slot of slots) {
-    if (slot.state === "answered" && slot.vote.kind === "acquired") acquired += 1;
-    else if (slot.state === "answered" || slot.state === "failed") refused += 1;
-    else open += 1;
-  }
-  return (
-    acquired >= settings.quorum || refused > settings.databases - settings.quorum || open === 0
-  );
+function isGrant(vote: DatabaseVote): boolean {
+  return vote.kind === "acquired";
 }
 
 /**
@@ -185,7 +130,7 @@ function tallyOf(
   let unreachable = 0;
   for (const slot of slots) {
     if (slot.state === "answered") {
-      if (slot.vote.kind === "acquired") acquired += 1;
+      if (slot.value.kind === "acquired") acquired += 1;
       else busy += 1;
     } else if (slot.state === "failed" || (slot.state === "pending" && timedOut)) {
       unreachable += 1;
@@ -197,8 +142,8 @@ function tallyOf(
 
 function grantsOf(slots: readonly Slot[], databases: readonly Database[]): HeldDatabase[] {
   return slots.flatMap((slot, i) =>
-    slot.state === "answered" && slot.vote.kind === "acquired"
-      ? [{ db: databases[i]!, fencingToken: slot.vote.fencingToken }]
+    slot.state === "answered" && slot.value.kind === "acquired"
+      ? [{ db: databases[i]!, fencingToken: slot.value.fencingToken }]
       : [],
   );
 }

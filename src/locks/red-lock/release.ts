@@ -1,7 +1,8 @@
 /**
  * Release a RedLock hold on every database that holds it (the reentrant lock's release script on
- * each, in parallel), and undo the grants still in flight. Exactly once per database even across repeated `release()` calls: each
- * database keeps one operation id, and a database already answered is not asked again.
+ * each, in one quorum round), and undo the grants still in flight. Exactly once per database
+ * even across repeated `release()` calls: each database keeps one operation id, and a database
+ * already answered is not asked again.
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -12,6 +13,7 @@ import type { ReleaseResult } from "../state.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { QuorumHold } from "./hold.js";
+import { runRound } from "./round.js";
 import { undoAcquire } from "./undo.js";
 
 /** The release of one handle: call it again after a LockBackendError. */
@@ -24,21 +26,24 @@ export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<Re
     const late = hold.close().map(({ db, operationId }) => undoAcquire(db, owner, operationId));
     const held = hold.held;
     const pending = held.filter(({ db }) => !answered.has(db.index));
-    const [outcomes] = await Promise.all([
-      Promise.all(
-        pending.map(({ db }) => {
+    // The rule: none decides early; every database that holds it is asked, within the timeout.
+    const [round] = await Promise.all([
+      runRound({
+        count: pending.length,
+        deadline: Date.now() + settings.responseTimeoutMs,
+        maxConcurrent: pending.length,
+        send: (i) => {
+          const { db } = pending[i]!;
           if (!operations.has(db.index)) operations.set(db.index, newOperationId());
-          return settleWithin(
-            releaseOn(db, owner, operations.get(db.index)!),
-            settings.responseTimeoutMs,
-          );
-        }),
-      ),
+          return releaseOn(db, owner, operations.get(db.index)!);
+        },
+        decided: () => false,
+      }),
       settleWithin(Promise.allSettled(late), settings.responseTimeoutMs),
     ]);
     let unknown = 0;
-    outcomes.forEach((outcome, i) => {
-      if (outcome.status === "fulfilled") answered.set(pending[i]!.db.index, outcome.value);
+    round.slots.forEach((slot, i) => {
+      if (slot.state === "answered") answered.set(pending[i]!.db.index, slot.value);
       else unknown += 1;
     });
     const released = held.filter(({ db }) => answered.get(db.index) === true).length;

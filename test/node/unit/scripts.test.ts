@@ -7,7 +7,7 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "3850c94d44bbd0988840e4be54905902a6ddcef6"],
-  ["lock.extend", "046d76368d0fd20cb2c517200c9b5f48a69a36ac"],
+  ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "6277fdd64000d2729513bc867b470981c97a5710"],
@@ -22,7 +22,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.releaseRead", "196191a39b2d368dc40c8c4e2c0bded31623d378"],
   ["readWriteLock.acquireWrite", "cd88697ab036fed75f73fd8e0b17a741f43d794d"],
   ["multiLock.acquire", "f2227cc1e7437eebb0c6b74b31d2f429d15e8b1b"],
-  ["multiLock.extend", "2b9ba2f40b22e83176432bddf4997d3311e8bbf5"],
+  ["multiLock.extend", "e3793c775a0b1ed23ba60ec11d2321832eab772e"],
   ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],
   ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
   ["redLock.undoAcquire", "250508803f2a730d81335c59920e005075c902de"],

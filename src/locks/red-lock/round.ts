@@ -1,0 +1,94 @@
+/**
+ * One quorum round: the same operation sent to several databases in parallel (at most
+ * `maxConcurrent` at once) under one shared deadline. The caller supplies the per-database
+ * operation and the rule that says when the outcome is certain; acquire, extend and release are
+ * such rules over this one round. The round ends when the rule is satisfied, every database has
+ * answered, or the deadline passes; requests still in flight then run on, reachable through
+ * `answers`.
+ */
+
+export type RoundSlot<T> =
+  | { readonly state: "unsent" }
+  | { readonly state: "pending" }
+  | { readonly state: "answered"; readonly value: T }
+  | { readonly state: "failed"; readonly error: unknown };
+
+export interface RoundResult<T> {
+  /** Each database's state when the round ended. */
+  readonly slots: readonly RoundSlot<T>[];
+  /** The answer of each request sent, undefined when it failed (for those still pending). */
+  readonly answers: readonly (Promise<T | undefined> | undefined)[];
+  /** True when the deadline, not the answers, ended the round. */
+  readonly timedOut: boolean;
+}
+
+export interface RoundPlan<T> {
+  /** How many databases take part. */
+  readonly count: number;
+  /** Client-clock time (ms since epoch) after which the round stops waiting. */
+  readonly deadline: number;
+  /** Requests in flight at once. */
+  readonly maxConcurrent: number;
+  /** The operation on database `index`. */
+  readonly send: (index: number) => Promise<T>;
+  /** True once the outcome is certain from the slots so far; the round ends early then. */
+  readonly decided: (slots: readonly RoundSlot<T>[]) => boolean;
+}
+
+export function runRound<T>(plan: RoundPlan<T>): Promise<RoundResult<T>> {
+  const slots: RoundSlot<T>[] = Array.from({ length: plan.count }, () => ({ state: "unsent" }));
+  const answers: (Promise<T | undefined> | undefined)[] = slots.map(() => undefined);
+  return new Promise((resolve) => {
+    let next = 0;
+    let inFlight = 0;
+    let done = false;
+    const finish = (timedOut: boolean) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ slots: slots.slice(), answers, timedOut });
+    };
+    const timer = setTimeout(() => finish(true), Math.max(0, plan.deadline - Date.now()));
+    const settledAll = () => slots.every((s) => s.state === "answered" || s.state === "failed");
+    const launch = () => {
+      while (!done && inFlight < plan.maxConcurrent && next < slots.length) {
+        const i = next++;
+        slots[i] = { state: "pending" };
+        inFlight += 1;
+        const settled = plan.send(i).then(
+          (value): RoundSlot<T> => ({ state: "answered", value }),
+          (error: unknown): RoundSlot<T> => ({ state: "failed", error }),
+        );
+        answers[i] = settled.then((slot) => (slot.state === "answered" ? slot.value : undefined));
+        void settled.then((slot) => {
+          inFlight -= 1;
+          if (done) return; // decided without it: the caller adopts or undoes it
+          slots[i] = slot;
+          if (plan.decided(slots) || settledAll()) finish(false);
+          else launch();
+        });
+      }
+    };
+    if (plan.decided(slots) || slots.length === 0) finish(false);
+    else launch();
+  });
+}
+
+/** Counts of the slots by what they say, for the decision rules. */
+export function countSlots<T>(
+  slots: readonly RoundSlot<T>[],
+  granted: (value: T) => boolean,
+): { granted: number; refused: number; failed: number; open: number } {
+  let grantedCount = 0;
+  let refused = 0;
+  let failed = 0;
+  let open = 0;
+  for (const slot of slots) {
+    if (slot.state === "answered") {
+      if (granted(slot.value)) grantedCount += 1;
+      else refused += 1;
+    } else if (slot.state === "failed") failed += 1;
+    else open += 1;
+  }
+  return { granted: grantedCount, refused, failed, open };
+}

@@ -29,7 +29,12 @@ export function figureRows(result: ChaosResult): [string, string][] {
       "  delayed past the lease (spikes)",
       `${requests.delayedBySpike} in ${requests.spikes} spikes`,
     ],
+    [
+      "  hung until the client gave up",
+      `${requests.hungBeforeExecute} before running, ${requests.hungAfterExecute} after`,
+    ],
     ["  faulted", percent(requests.faultedFraction)],
+    ["server state readings (sampler + grant probes)", String(result.samples)],
     ["writes accepted by the fence", String(resource.acceptedWrites)],
     ["stale writes refused by the fence", String(resource.refusedStaleWrites)],
     ["racy counter: lost updates", String(resource.lostUpdates)],
@@ -72,7 +77,10 @@ export function formatReport(result: ChaosResult): string {
 }
 
 /** Writes the result as JSON (creating the folder). */
-export async function writeReport(path: string, result: ChaosResult): Promise<void> {
+export async function writeReport(
+  path: string,
+  result: ChaosResult | readonly ChaosResult[],
+): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, `${JSON.stringify(result, null, 2)}\n`);
 }
@@ -80,4 +88,22 @@ export async function writeReport(path: string, result: ChaosResult): Promise<vo
 /** `bench/results/chaos-2026-09-15T10-20-30.json`. */
 export function defaultReportPath(startedAt: string): string {
   return `bench/results/chaos-${startedAt.slice(0, 19).replaceAll(":", "-")}.json`;
+}
+
+/** One row per kind: the table of docs/reliability.md. */
+export function formatKindTable(results: readonly ChaosResult[]): string {
+  const rows = [
+    ["kind", "operations", "sections", "requests", "faulted", "hung", "violations", "wall"],
+    ...results.map((result) => [
+      result.primitive,
+      String(result.operations.total),
+      String(result.sections),
+      String(result.requests.total),
+      percent(result.requests.faultedFraction),
+      String(result.requests.hungBeforeExecute + result.requests.hungAfterExecute),
+      String(result.violations),
+      `${(result.elapsedMs / 1000).toFixed(0)} s`,
+    ]),
+  ];
+  return rows.map((row) => `| ${row.join(" | ")} |`).join("\n");
 }

@@ -260,46 +260,41 @@ export function checkAllOrNone(
 }
 
 /**
- * Live fair waiters are served in arrival order. A waiter is *live* when the server kept its
- * place: every reading that showed it queued showed the same ticket and a deadline not yet past
- * (it kept polling). For two live waiters of a key that were both granted, the one with the
- * earlier ticket got the smaller fencing token (tokens count grants).
+ * Live fair waiters are served in arrival order. Between two consecutive readings S1 and S2 of a
+ * key, the owners granted are those whose token lies in (fence at S1, fence at S2]. A waiter A is
+ * *live* across that interval when both readings show it queued with the same ticket: its place
+ * was kept (a waiter that stopped polling is pruned by the next script, the granting one
+ * included, and comes back with a later ticket). No owner queued behind a live A at S1 may be
+ * granted in the interval.
  */
 export function checkFairOrder(
   samples: readonly Sample[],
   tokens: readonly TokenRecord[],
 ): InvariantResult {
   const tally = new Tally("live fair waiters served in arrival order");
-  const tickets = new Map<string, Map<string, number | null>>();
-  for (const sample of samples) {
-    for (const [key, state] of sample.states) {
-      const ofKey = tickets.get(key) ?? new Map<string, number | null>();
-      tickets.set(key, ofKey);
-      for (const [owner, ticket] of state.queue) {
-        const known = ofKey.get(owner);
-        const live = !state.stale.has(owner) && (known === undefined || known === ticket);
-        ofKey.set(owner, live ? ticket : null);
-      }
-    }
-  }
-  for (const [key, ofKey] of tickets) {
-    const granted = new Map(
-      tokens.filter((token) => token.key === key).map((token) => [token.owner, token.token]),
+  const byKey = samplesByKey(samples);
+  for (const [key, list] of byKey) {
+    const ownerOf = new Map(
+      tokens.filter((token) => token.key === key).map((token) => [token.token, token.owner]),
     );
-    const served = [...ofKey]
-      .filter(([owner, ticket]) => ticket !== null && granted.has(owner))
-      .map(([owner, ticket]) => ({ owner, ticket: ticket!, token: granted.get(owner)! }))
-      .sort((a, b) => a.ticket - b.ticket);
-    let latest: (typeof served)[number] | undefined;
-    for (const waiter of served) {
-      const before = latest;
-      tally.check(
-        before === undefined || waiter.token > before.token,
-        () =>
-          `key ${key}: waiter ${waiter.owner.slice(0, 8)} (ticket ${waiter.ticket}) got token ${waiter.token} ` +
-          `after ${before!.owner.slice(0, 8)} (ticket ${before!.ticket}, token ${before!.token})`,
-      );
-      if (latest === undefined || waiter.token > latest.token) latest = waiter;
+    for (let i = 1; i < list.length; i++) {
+      const before = list[i - 1]!.states.get(key)!;
+      const after = list[i]!.states.get(key)!;
+      if (before.fence === undefined || after.fence === undefined) continue;
+      if (list[i]!.sentAt < list[i - 1]!.answeredAt) continue; // overlapping readings
+      const live = [...before.queue].filter(([owner, ticket]) => after.queue.get(owner) === ticket);
+      for (let token = before.fence + 1; token <= after.fence; token++) {
+        const granted = ownerOf.get(token);
+        const ticket = granted === undefined ? undefined : before.queue.get(granted);
+        if (ticket === undefined) continue;
+        const skipped = live.filter(([, waiting]) => waiting < ticket);
+        tally.check(
+          skipped.length === 0,
+          () =>
+            `key ${key}: ${granted!.slice(0, 8)} (ticket ${ticket}) got token ${token} while ` +
+            `${skipped.map(([owner, waiting]) => `${owner.slice(0, 8)} (ticket ${waiting})`).join(", ")} kept its place ahead`,
+        );
+      }
     }
   }
   return tally.result();

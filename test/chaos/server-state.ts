@@ -18,6 +18,8 @@ export interface KeyState {
   readonly queue: ReadonlyMap<string, number>;
   /** Waiting owners whose deadline had passed (the server may prune them at any time). */
   readonly stale: ReadonlySet<string>;
+  /** The fencing counter (grants so far), where the layout names it. */
+  readonly fence?: number;
 }
 
 /** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
@@ -38,9 +40,11 @@ export interface KeyLayout {
   readonly queue?: string;
   /** Sorted set owner → deadline (server ms): waiters' liveness. */
   readonly timeouts?: string;
+  /** The fencing counter. */
+  readonly fence?: string;
 }
 
-// KEYS: the keys to read; ARGV[i]: 'h' (HGETALL) or 'z' (ZRANGE WITHSCORES) for KEYS[i].
+// KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'z' (ZRANGE WITHSCORES) or 'g' (GET).
 // Reply: {seconds, microseconds, dump of KEYS[1], dump of KEYS[2], ...}.
 const SNAPSHOT = new Script(
   "chaos.snapshot",
@@ -49,6 +53,8 @@ local reply = {time[1], time[2]}
 for i = 1, #KEYS do
   if ARGV[i] == 'h' then
     reply[#reply + 1] = redis.call('HGETALL', KEYS[i])
+  elseif ARGV[i] == 'g' then
+    reply[#reply + 1] = redis.call('GET', KEYS[i]) or '0'
   else
     reply[#reply + 1] = redis.call('ZRANGE', KEYS[i], 0, -1, 'WITHSCORES')
   end
@@ -78,6 +84,10 @@ export async function readKeys(
       keys.push(zset);
       kinds.push("z");
     }
+    if (layout.fence !== undefined) {
+      keys.push(layout.fence);
+      kinds.push("g");
+    }
   }
   const reply = await SNAPSHOT.run(raw, keys, kinds);
   if (!Array.isArray(reply) || reply.length !== keys.length + 2) {
@@ -106,7 +116,8 @@ export async function readKeys(
         if (Number(deadline) <= serverMs) stale.add(owner);
       }
     }
-    states.set(layout.key, { holders, queue, stale });
+    const fence = layout.fence === undefined ? undefined : Number(reply[next++]);
+    states.set(layout.key, { holders, queue, stale, ...(fence === undefined ? {} : { fence }) });
   }
   return states;
 }

@@ -54,7 +54,13 @@ export function fairLockPrimitive(prefix: string, observer: Observer): ChaosPrim
     (isolate, key) => isolate.client.fairLock(key),
     (key) => {
       const keys = fairLockKeys(prefix, key);
-      return { key, hash: keys.lock, queue: keys.queue, timeouts: keys.timeouts };
+      return {
+        key,
+        hash: keys.lock,
+        queue: keys.queue,
+        timeouts: keys.timeouts,
+        fence: keys.fence,
+      };
     },
     (client, key, owner) => client.fairLock(key).isHeldBy(owner),
   );

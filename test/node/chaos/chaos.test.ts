@@ -62,6 +62,7 @@ const CALM: ChaosConfig = {
   operations: 80,
   waitMs: 400,
   faultRate: 0,
+  hangRate: 0,
   crashRate: 0,
   longHoldRate: 0,
   spike: { everyMs: 0, durationMs: 0, latencyMs: 0 },
@@ -159,6 +160,36 @@ describe("the chaos checks fail when what they guard is broken", () => {
       violationsOf(result, "dead holders' locks came free within their bound"),
     ).toBeGreaterThan(0);
     expect(violationsOf(result, "no hold count drift")).toBeGreaterThan(0);
+  }, 60_000);
+
+  /** Lease-mode holds that outlive their lease: their holders must know, the server shows it. */
+  const OUTLIVING: ChaosConfig = {
+    ...CALM,
+    longHoldRate: 1,
+    watchdogRate: 0,
+    reentryRate: 0,
+    extendRate: 0,
+    signalSlackMs: 20,
+  };
+
+  it("sees a client that trusts a hold the server no longer has", async () => {
+    const result = await runChaos(OUTLIVING, {
+      // It believes its lease is longer, and its signal never says otherwise.
+      primitive: sabotaged((hold) => ({
+        validUntil: () => hold.validUntil() + 5_000,
+        signal: new AbortController().signal,
+      })),
+    });
+    expect(violationsOf(result, "server holds every hold its client trusts")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees a lost hold whose signal never aborts", async () => {
+    const result = await runChaos(OUTLIVING, {
+      primitive: sabotaged(() => ({ signal: new AbortController().signal })),
+    });
+    expect(
+      violationsOf(result, "every lost hold's signal aborted by its confirmed end"),
+    ).toBeGreaterThan(0);
   }, 60_000);
 
   it("counts touching intervals as no overlap, and respects capacity", () => {

@@ -1,5 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { upstashBindings } from "./dev/testing.js";
 
 /**
  * Two projects over the same local REST server and the same real Redis:
@@ -28,9 +29,9 @@ export default defineConfig({
                 bindings: {
                   EDGELOCK_TEST_SERVERS: JSON.stringify(servers),
                   // The LockWatchdog Durable Object renews on the first server (real Redis when
-                  // redis-server is installed), through the bindings a deployment would set.
-                  UPSTASH_REDIS_REST_URL: servers[0]?.url ?? "",
-                  UPSTASH_REDIS_REST_TOKEN: servers[0]?.token ?? "",
+                  // redis-server is installed), through the bindings a deployment would set, as
+                  // edgelock/testing hands them to a user's Worker tests.
+                  ...upstashBindings(inject),
                 },
               },
             };

@@ -2,22 +2,35 @@
  * The `edgelock` command line. `edgelock dev` runs the local Upstash-compatible REST server and
  * prints the environment variables to point `@upstash/redis` at it.
  */
-import { realpathSync } from "node:fs";
+import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { writeDevVars } from "./dev-vars.js";
 import { type BackendChoice, type DevServer, startDevServer } from "./index.js";
+import { LoggingStats, summarizeStats } from "./request-log.js";
 import type { FaultOptions } from "./rest/faults.js";
 
 export const HELP = `edgelock — distributed locks over Upstash Redis REST
 
 Usage:
   edgelock dev [options]   run a local Upstash-compatible REST server
+  edgelock dev --help      show the options of "dev"
+  edgelock --version       print the version
   edgelock --help          show this help
+`;
 
-Options for "dev":
+export const DEV_HELP = `edgelock dev — a local Upstash-compatible REST server for @upstash/redis
+
+Usage: edgelock dev [options]
+
+Options:
   --port N            port to listen on (default 8079; 0 = any free port)
   --host H            interface to listen on (default 127.0.0.1)
-  --token T           bearer token clients must send (default: random)
+  --token T           bearer token clients must send (default: $EDGELOCK_DEV_TOKEN if set,
+                      else random for each start); a fixed one keeps .dev.vars valid
+  --dev-vars FILE     write UPSTASH_REDIS_REST_URL and _TOKEN into FILE (e.g. .dev.vars, which
+                      wrangler dev reads), keeping its other lines
+  --verbose           log every request's commands and every error response
   --backend B         auto | redis-server | embedded (default auto: REDIS_URL if set,
                       else a spawned redis-server if installed, else embedded)
   --redis-url URL     use this Redis: redis://[user:password@]host:port[/db]
@@ -26,6 +39,9 @@ Options for "dev":
   --drop RATE         0..1: run the request, then drop the response (default 0)
   --fail RATE         0..1: answer 503 without running the request (default 0)
   --seed N            seed for the fault generator (default: random, printed)
+  -h, --help          show this help
+
+On exit (Ctrl-C) it prints what it served: requests, commands and bytes.
 `;
 
 /** Parsed `dev` options, ready for startDevServer. */
@@ -35,6 +51,9 @@ export interface DevCommand {
   readonly token: string | undefined;
   readonly backend: BackendChoice;
   readonly faults: FaultOptions;
+  /** File to write the connection variables into, for wrangler. */
+  readonly devVars: string | undefined;
+  readonly verbose: boolean;
 }
 
 export class UsageError extends Error {
@@ -61,6 +80,8 @@ const DEV_OPTIONS = {
   drop: { type: "string" },
   fail: { type: "string" },
   seed: { type: "string" },
+  "dev-vars": { type: "string" },
+  verbose: { type: "boolean" },
 } as const;
 
 function parseDevOptions(args: readonly string[]) {
@@ -77,8 +98,14 @@ function parseDevOptions(args: readonly string[]) {
   }
 }
 
-/** Parses the arguments after `dev`. Throws UsageError on bad input. */
-export function parseDevArgs(args: readonly string[]): DevCommand {
+/**
+ * Parses the arguments after `dev`. Throws UsageError on bad input. `env` supplies
+ * EDGELOCK_DEV_TOKEN, the token when `--token` is not given.
+ */
+export function parseDevArgs(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): DevCommand {
   const values = parseDevOptions(args);
   const backendName = values.backend ?? "auto";
   if (!["auto", "redis-server", "embedded"].includes(backendName)) {
@@ -93,9 +120,13 @@ export function parseDevArgs(args: readonly string[]): DevCommand {
   const seed = numberOption("seed", values.seed, 0, 2 ** 32 - 1);
   if (seed !== undefined && !Number.isInteger(seed))
     throw new UsageError("--seed must be an integer");
-  if (values.token !== undefined && (values.token === "" || /\s/.test(values.token))) {
-    throw new UsageError("--token must be non-empty, without spaces");
+  const token = values.token ?? (env.EDGELOCK_DEV_TOKEN || undefined);
+  if (token !== undefined && (token === "" || /\s/.test(token))) {
+    throw new UsageError(
+      `${values.token === undefined ? "EDGELOCK_DEV_TOKEN" : "--token"} must be non-empty, without spaces`,
+    );
   }
+  if (values["dev-vars"] === "") throw new UsageError("--dev-vars needs a file name");
 
   const faults: {
     -readonly [K in keyof FaultOptions]: FaultOptions[K];
@@ -113,9 +144,11 @@ export function parseDevArgs(args: readonly string[]): DevCommand {
   return {
     port,
     host: values.host ?? "127.0.0.1",
-    token: values.token,
+    token,
     backend: redisUrl !== undefined ? { url: redisUrl } : (backendName as BackendChoice),
     faults,
+    devVars: values["dev-vars"],
+    verbose: values.verbose ?? false,
   };
 }
 
@@ -133,6 +166,8 @@ function describeFaults(server: DevServer): string | undefined {
 export interface CliIo {
   readonly out: (line: string) => void;
   readonly err: (line: string) => void;
+  /** Environment variables (EDGELOCK_DEV_TOKEN). Default: none. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /** Resolves when the process should stop (default: SIGINT or SIGTERM). */
   readonly stopSignal?: Promise<unknown>;
   /** Called once the server is listening (tests use it). */
@@ -151,40 +186,95 @@ function waitForSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** The version in the package.json next to this file's package (source or dist layout). */
+export function packageVersion(): string {
+  for (const relative of ["../package.json", "../../package.json"]) {
+    try {
+      const manifest: unknown = JSON.parse(
+        readFileSync(new URL(relative, import.meta.url), "utf8"),
+      );
+      if (
+        typeof manifest === "object" &&
+        manifest !== null &&
+        "name" in manifest &&
+        manifest.name === "edgelock" &&
+        "version" in manifest &&
+        typeof manifest.version === "string"
+      ) {
+        return manifest.version;
+      }
+    } catch {
+      // Not in this layout; try the next.
+    }
+  }
+  return "unknown";
+}
+
+function isAddressInUse(error: unknown): boolean {
+  return error instanceof Error && "code" in error && error.code === "EADDRINUSE";
+}
+
+async function startForCli(command: DevCommand, io: CliIo): Promise<DevServer> {
+  try {
+    return await startDevServer({
+      port: command.port,
+      host: command.host,
+      ...(command.token === undefined ? {} : { token: command.token }),
+      backend: command.backend,
+      faults: command.faults,
+      ...(command.verbose ? { stats: new LoggingStats(io.err) } : {}),
+      log: (line) => {
+        if (!line.startsWith("backend:") && !line.startsWith("listening on")) io.err(line);
+      },
+    });
+  } catch (error) {
+    if (!isAddressInUse(error)) throw error;
+    throw new UsageError(
+      `port ${command.port} on ${command.host} is already in use: pick another with --port N, ` +
+        "or --port 0 for any free port",
+    );
+  }
+}
+
 async function runDev(args: readonly string[], io: CliIo): Promise<number> {
-  const command = parseDevArgs(args);
+  const command = parseDevArgs(args, io.env);
   // Listen for signals before starting, so Ctrl-C during startup still shuts down cleanly.
   const stop = io.stopSignal ?? waitForSignal();
-  const server = await startDevServer({
-    port: command.port,
-    host: command.host,
-    ...(command.token === undefined ? {} : { token: command.token }),
-    backend: command.backend,
-    faults: command.faults,
-    log: (line) => {
-      if (!line.startsWith("backend:") && !line.startsWith("listening on")) io.err(line);
-    },
-  });
-  io.out(`edgelock dev server listening on ${server.url}`);
-  io.out(`backend: ${server.backendKind} — ${server.backendDescription}`);
-  const faults = describeFaults(server);
-  if (faults !== undefined) io.out(`faults: ${faults}`);
-  io.out("");
-  io.out("Point @upstash/redis at it with:");
-  io.out(`UPSTASH_REDIS_REST_URL=${server.url}`);
-  io.out(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
-  io.onReady?.(server);
-
-  await stop;
-  io.out("stopping…");
-  await server.close();
+  const server = await startForCli(command, io);
+  try {
+    io.out(`edgelock dev server listening on ${server.url}`);
+    io.out(`backend: ${server.backendKind} — ${server.backendDescription}`);
+    const faults = describeFaults(server);
+    if (faults !== undefined) io.out(`faults: ${faults}`);
+    io.out("");
+    io.out("Point @upstash/redis at it with:");
+    io.out(`UPSTASH_REDIS_REST_URL=${server.url}`);
+    io.out(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
+    if (command.devVars !== undefined) {
+      await writeDevVars(command.devVars, {
+        UPSTASH_REDIS_REST_URL: server.url,
+        UPSTASH_REDIS_REST_TOKEN: server.token,
+      });
+      io.out(`(written to ${command.devVars})`);
+    }
+    io.onReady?.(server);
+    await stop;
+    io.out("stopping…");
+    io.out(summarizeStats(server.stats.snapshot()));
+  } finally {
+    await server.close();
+  }
   return 0;
 }
 
 /** Runs the CLI with the given arguments (without `node` and the script); returns the exit code. */
 export async function main(
   argv: readonly string[],
-  io: CliIo = { out: (line) => console.log(line), err: (line) => console.error(line) },
+  io: CliIo = {
+    out: (line) => console.log(line),
+    err: (line) => console.error(line),
+    env: process.env,
+  },
 ): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -192,9 +282,13 @@ export async function main(
       io.out(HELP);
       return command === undefined ? 1 : 0;
     }
+    if (command === "--version" || command === "-v" || command === "version") {
+      io.out(packageVersion());
+      return 0;
+    }
     if (command === "dev") {
       if (rest.includes("--help") || rest.includes("-h")) {
-        io.out(HELP);
+        io.out(DEV_HELP);
         return 0;
       }
       return await runDev(rest, io);
@@ -207,7 +301,7 @@ export async function main(
         "code" in error &&
         String(error.code).startsWith("ERR_PARSE_ARGS"));
     io.err(`edgelock: ${error instanceof Error ? error.message : String(error)}`);
-    if (isUsage) io.err('run "edgelock --help" for usage');
+    if (isUsage) io.err(`run "edgelock ${command === "dev" ? "dev " : ""}--help" for usage`);
     return isUsage ? 2 : 1;
   }
 }

@@ -55,6 +55,8 @@ export interface DevServerOptions {
   log?: (line: string) => void;
   /** Request bodies larger than this get HTTP 413. Default 10 MiB. */
   maxBodyBytes?: number;
+  /** Counters to record into (a subclass can observe each request). Default: fresh ServerStats. */
+  stats?: ServerStats;
 }
 
 export interface DevServer {
@@ -125,7 +127,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   if (token === "" || /\s/.test(token)) throw new Error("token must be non-empty, without spaces");
   const log = options.log ?? (() => undefined);
   const faults = new FaultController(options.faults);
-  const stats = new ServerStats();
+  const stats = options.stats ?? new ServerStats();
 
   const { kind, backend } = await chooseBackend(options.backend ?? "auto");
   log(`backend: ${backend.description}`);

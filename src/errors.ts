@@ -1,22 +1,30 @@
 /**
  * Every error edgelock throws is one of these classes, exported from the package root. Each has
- * a stable `name` to match on (`err.name === "LockWaitTimeoutError"`), since `instanceof` can
- * fail across bundles.
+ * a stable `name` typed as its string literal, to match on where `instanceof` fails across
+ * bundles: `isEdgelockError(err) && err.name === "LockWaitTimeoutError"` narrows `err` to that
+ * class. A class with subclasses types `name` as the union of its own and theirs, since an
+ * instance may be either.
  */
+
+/** The `name` of every error class edgelock throws. */
+export type EdgelockErrorName = AnyEdgelockError["name"];
 
 /** Base class of all edgelock errors. */
 export class EdgelockError extends Error {
-  override name = "EdgelockError";
+  override readonly name: "EdgelockError" | EdgelockErrorName = "EdgelockError";
 }
 
 /** Bad input (a name, a duration, an option) detected before any request was sent. */
 export class LockInputError extends EdgelockError {
-  override name = "LockInputError";
+  override readonly name = "LockInputError" as const;
 }
 
 /** The lock stayed busy until `waitMs` passed. Nothing is held and nothing is queued. */
 export class LockWaitTimeoutError extends EdgelockError {
-  override name = "LockWaitTimeoutError";
+  override readonly name:
+    | "LockWaitTimeoutError"
+    | "LockBudgetExceededError"
+    | "QuorumWaitTimeoutError" = "LockWaitTimeoutError";
   constructor(
     readonly lockName: string,
     readonly waitMs: number,
@@ -30,29 +38,34 @@ export class LockWaitTimeoutError extends EdgelockError {
   }
 }
 
-/** The poll budget ran out before the lock came free. Raise `wait.maxPolls` or wait less. */
-export class LockBudgetExceededError extends EdgelockError {
-  override name = "LockBudgetExceededError";
+/**
+ * The poll budget ran out before the lock came free. Raise `wait.maxPolls` or wait less. A kind
+ * of LockWaitTimeoutError (the wait ended with the lock still held), so one `catch` covers both;
+ * `waitMs` is how long it had waited when the budget ran out.
+ */
+export class LockBudgetExceededError extends LockWaitTimeoutError {
+  override readonly name = "LockBudgetExceededError" as const;
   constructor(
-    readonly lockName: string,
+    lockName: string,
     readonly polls: number,
-    readonly holderTtlMs: number | null,
+    holderTtlMs: number | null,
+    waitedMs: number,
   ) {
-    super(
+    super(lockName, waitedMs, holderTtlMs);
+    this.message =
       `Gave up on lock "${lockName}" after ${polls} requests (the poll budget, option wait.maxPolls); ` +
-        "each poll is a Workers subrequest and a billed Redis command.",
-    );
+      "each poll is a Workers subrequest and a billed Redis command.";
   }
 }
 
 /** The caller's AbortSignal fired while acquiring. Nothing is held. */
 export class LockAbortedError extends EdgelockError {
-  override name = "LockAbortedError";
+  override readonly name = "LockAbortedError" as const;
 }
 
 /** The operation needs a hold that does not exist (released, expired, or someone else's). */
 export class LockNotHeldError extends EdgelockError {
-  override name = "LockNotHeldError";
+  override readonly name = "LockNotHeldError" as const;
 }
 
 /**
@@ -60,7 +73,7 @@ export class LockNotHeldError extends EdgelockError {
  * had surely passed. It is the `reason` of the handle's aborted `signal`.
  */
 export class LockLostError extends EdgelockError {
-  override name = "LockLostError";
+  override readonly name: "LockLostError" | "QuorumLostError" = "LockLostError";
 }
 
 /**
@@ -70,12 +83,12 @@ export class LockLostError extends EdgelockError {
  * lock (or take the write lock first and downgrade).
  */
 export class LockUpgradeError extends EdgelockError {
-  override name = "LockUpgradeError";
+  override readonly name = "LockUpgradeError" as const;
 }
 
 /** HTTP Redis failed or answered something a lock script never returns. */
 export class LockBackendError extends EdgelockError {
-  override name = "LockBackendError";
+  override readonly name: "LockBackendError" | "QuorumUnreachableError" = "LockBackendError";
 }
 
 /** How the databases of a RedLock answered one acquisition attempt. */
@@ -106,7 +119,7 @@ function describeTally(tally: QuorumTally): string {
  * Nothing is held. `tally` is the last attempt's count.
  */
 export class QuorumWaitTimeoutError extends LockWaitTimeoutError {
-  override name = "QuorumWaitTimeoutError";
+  override readonly name = "QuorumWaitTimeoutError" as const;
   constructor(
     lockName: string,
     waitMs: number,
@@ -129,7 +142,7 @@ export class QuorumWaitTimeoutError extends LockWaitTimeoutError {
  * with their lease). `failures` has the error of each database that failed.
  */
 export class QuorumUnreachableError extends LockBackendError {
-  override name = "QuorumUnreachableError";
+  override readonly name = "QuorumUnreachableError" as const;
   constructor(
     readonly lockName: string,
     readonly tally: QuorumTally,
@@ -155,5 +168,41 @@ export class QuorumUnreachableError extends LockBackendError {
  * handle's aborted `signal`.
  */
 export class QuorumLostError extends LockLostError {
-  override name = "QuorumLostError";
+  override readonly name = "QuorumLostError" as const;
+}
+
+/** Every error class edgelock throws (not the abstract base), as a union `err.name` narrows. */
+export type AnyEdgelockError =
+  | LockInputError
+  | LockWaitTimeoutError
+  | LockBudgetExceededError
+  | LockAbortedError
+  | LockNotHeldError
+  | LockLostError
+  | LockUpgradeError
+  | LockBackendError
+  | QuorumWaitTimeoutError
+  | QuorumUnreachableError
+  | QuorumLostError;
+
+const ERROR_NAMES: ReadonlySet<string> = new Set<EdgelockErrorName>([
+  "LockInputError",
+  "LockWaitTimeoutError",
+  "LockBudgetExceededError",
+  "LockAbortedError",
+  "LockNotHeldError",
+  "LockLostError",
+  "LockUpgradeError",
+  "LockBackendError",
+  "QuorumWaitTimeoutError",
+  "QuorumUnreachableError",
+  "QuorumLostError",
+]);
+
+/**
+ * Whether `value` is an edgelock error, by class or, across bundles where `instanceof` fails, by
+ * its `name`. Narrows to the union of the classes, so `err.name === "…"` then picks one.
+ */
+export function isEdgelockError(value: unknown): value is AnyEdgelockError {
+  return value instanceof Error && ERROR_NAMES.has(value.name);
 }

@@ -1,10 +1,14 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 /**
  * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis.
  * @module
  */
 export { LockClient, type LockClientOptions } from "./client.js";
 export {
+  type AnyEdgelockError,
   EdgelockError,
+  type EdgelockErrorName,
+  isEdgelockError,
   LockAbortedError,
   LockBackendError,
   LockBudgetExceededError,

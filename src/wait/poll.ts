@@ -33,7 +33,8 @@ export interface PollRequest<T> {
  */
 export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResult<T>> {
   const { signal, policy } = request;
-  const deadline = Date.now() + request.waitMs;
+  const started = Date.now();
+  const deadline = started + request.waitMs;
   throwIfAborted(signal, request.lockName);
   for (let poll = 1; ; poll++) {
     const outcome = await request.attempt();
@@ -41,7 +42,12 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
     const timeLeft = deadline - Date.now();
     if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };
     if (poll >= policy.maxPolls) {
-      throw new LockBudgetExceededError(request.lockName, poll, outcome.holderTtlMs);
+      throw new LockBudgetExceededError(
+        request.lockName,
+        poll,
+        outcome.holderTtlMs,
+        Date.now() - started,
+      );
     }
     const delay =
       outcome.nextPollMs === undefined

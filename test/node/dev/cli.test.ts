@@ -1,8 +1,11 @@
 /** The `edgelock` command line. */
 import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { HELP, main, parseDevArgs, UsageError } from "../../../dev/cli.js";
+import { DEV_HELP, HELP, main, parseDevArgs, UsageError } from "../../../dev/cli.js";
 import type { DevServer } from "../../../dev/index.js";
 import { findRedisServerBinary } from "../../../dev/redis-server.js";
 import { upstash } from "../../support/rest.js";
@@ -25,7 +28,19 @@ describe("edgelock CLI arguments", () => {
       token: undefined,
       backend: "auto",
       faults: {},
+      devVars: undefined,
+      verbose: false,
     });
+  });
+
+  it("takes the token from EDGELOCK_DEV_TOKEN unless --token is given", () => {
+    const env = { EDGELOCK_DEV_TOKEN: "stable" };
+    expect(parseDevArgs([], env).token).toBe("stable");
+    expect(parseDevArgs(["--token", "flag"], env).token).toBe("flag");
+    expect(parseDevArgs([], { EDGELOCK_DEV_TOKEN: "" }).token).toBeUndefined();
+    expect(() => parseDevArgs([], { EDGELOCK_DEV_TOKEN: "has space" })).toThrow(
+      /EDGELOCK_DEV_TOKEN/,
+    );
   });
 
   it("parses every option", () => {
@@ -48,6 +63,9 @@ describe("edgelock CLI arguments", () => {
         "42",
         "--redis-url",
         "redis://h:1",
+        "--dev-vars",
+        ".dev.vars",
+        "--verbose",
       ]),
     ).toEqual({
       port: 0,
@@ -61,6 +79,8 @@ describe("edgelock CLI arguments", () => {
         failBeforeExecute: 0.2,
         seed: 42,
       },
+      devVars: ".dev.vars",
+      verbose: true,
     });
     expect(parseDevArgs(["--backend", "embedded"]).backend).toBe("embedded");
   });
@@ -87,48 +107,125 @@ describe("edgelock CLI arguments", () => {
     expect(unknown.err[0]).toMatch(/unknown command "serve"/);
     const badOption = captureIo();
     expect(await main(["dev", "--nope"], badOption.io)).toBe(2);
+    expect(badOption.err).toContain('run "edgelock dev --help" for usage');
+  });
+
+  it("has help per command, and a version", async () => {
+    const devHelp = captureIo();
+    expect(await main(["dev", "--help"], devHelp.io)).toBe(0);
+    expect(devHelp.out.join("\n")).toBe(DEV_HELP);
+    expect(DEV_HELP).not.toBe(HELP);
+    for (const option of ["--token", "--dev-vars", "--verbose", "EDGELOCK_DEV_TOKEN"]) {
+      expect(DEV_HELP).toContain(option);
+    }
+    const version = captureIo();
+    expect(await main(["--version"], version.io)).toBe(0);
+    const manifest = JSON.parse(
+      await readFile(new URL("../../../package.json", import.meta.url), "utf8"),
+    ) as { version: string };
+    expect(version.out).toEqual([manifest.version]);
+  });
+});
+
+/** Runs `edgelock dev` in-process until the returned stop() is called. */
+async function runDevUntilStopped(args: readonly string[], env: Record<string, string> = {}) {
+  const captured = captureIo();
+  let stop!: () => void;
+  const stopSignal = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  let ready!: (server: DevServer) => void;
+  const readyPromise = new Promise<DevServer>((resolve) => {
+    ready = resolve;
+  });
+  const exit = main(["dev", ...args], { ...captured.io, env, stopSignal, onReady: ready });
+  const server = await Promise.race([
+    readyPromise,
+    exit.then((code) => {
+      throw new Error(`exited ${code}: ${captured.err.join("\n")}`);
+    }),
+  ]);
+  return {
+    ...captured,
+    server,
+    stop: () => {
+      stop();
+      return exit;
+    },
+  };
+}
+
+describe("edgelock dev on the embedded engine", () => {
+  it("writes the connection variables to --dev-vars, keeping the file's other lines", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "edgelock-cli-"));
+    const file = join(dir, ".dev.vars");
+    await writeFile(file, 'API_KEY="k"\nUPSTASH_REDIS_REST_URL="http://old"\n');
+    try {
+      const run = await runDevUntilStopped(
+        ["--port", "0", "--backend", "embedded", "--dev-vars", file],
+        { EDGELOCK_DEV_TOKEN: "stable-token" },
+      );
+      expect(run.server.token).toBe("stable-token");
+      expect(await readFile(file, "utf8")).toBe(
+        `API_KEY="k"\nUPSTASH_REDIS_REST_URL="${run.server.url}"\n` +
+          'UPSTASH_REDIS_REST_TOKEN="stable-token"\n',
+      );
+      expect(await run.stop()).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("logs requests under --verbose and sums up what it served on exit", async () => {
+    const run = await runDevUntilStopped(["--port", "0", "--backend", "embedded", "--verbose"]);
+    const redis = upstash(run.server);
+    await redis.set("k", "v");
+    await redis.get("k");
+    await fetch(`${run.server.url}/get/k`, { headers: { authorization: "Bearer wrong" } });
+    expect(await run.stop()).toBe(0);
+    expect(run.err.some((line) => / set$/.test(line))).toBe(true);
+    expect(run.err.some((line) => / get$/.test(line))).toBe(true);
+    expect(run.err.some((line) => /answered HTTP 401$/.test(line))).toBe(true);
+    const summary = run.out.find((line) => line.startsWith("served "));
+    expect(summary).toMatch(
+      /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), \d+ B in, \d+ B out; HTTP 401 ×1$/,
+    );
+  });
+
+  it("suggests --port 0 when the port is taken", async () => {
+    const first = await runDevUntilStopped(["--port", "0", "--backend", "embedded"]);
+    try {
+      const port = new URL(first.server.url).port;
+      const second = captureIo();
+      expect(await main(["dev", "--port", port, "--backend", "embedded"], second.io)).toBe(2);
+      expect(second.err[0]).toMatch(/already in use: .*--port 0 for any free port/);
+    } finally {
+      await first.stop();
+    }
   });
 });
 
 describe.skipIf(findRedisServerBinary() === undefined)("edgelock dev", () => {
   it("prints the connection variables, serves requests and stops on request", async () => {
-    const { out, io } = captureIo();
-    let stop!: () => void;
-    const stopSignal = new Promise<void>((resolve) => {
-      stop = resolve;
-    });
-    let ready!: (server: DevServer) => void;
-    const readyPromise = new Promise<DevServer>((resolve) => {
-      ready = resolve;
-    });
-    const exit = main(
-      [
-        "dev",
-        "--port",
-        "0",
-        "--backend",
-        "redis-server",
-        "--token",
-        "cli-token",
-        "--latency",
-        "1",
-        "--seed",
-        "5",
-      ],
-      {
-        ...io,
-        stopSignal,
-        onReady: ready,
-      },
-    );
-    const server = await readyPromise;
+    const run = await runDevUntilStopped([
+      "--port",
+      "0",
+      "--backend",
+      "redis-server",
+      "--token",
+      "cli-token",
+      "--latency",
+      "1",
+      "--seed",
+      "5",
+    ]);
+    const { out, server } = run;
     expect(out).toContain(`UPSTASH_REDIS_REST_URL=${server.url}`);
     expect(out).toContain("UPSTASH_REDIS_REST_TOKEN=cli-token");
     expect(out.some((line) => /^backend: redis-server — redis-server \d/.test(line))).toBe(true);
     expect(out).toContain("faults: latency 1 ms ± 0 ms, seed 5");
     expect(await upstash(server).ping()).toBe("PONG");
-    stop();
-    expect(await exit).toBe(0);
+    expect(await run.stop()).toBe(0);
     await expect(fetch(`${server.url}/ping`)).rejects.toThrow();
   });
 

@@ -1,0 +1,51 @@
+/**
+ * What `edgelock dev` prints about the traffic it served: one line per request's commands and per
+ * error response under `--verbose`, and a summary on exit.
+ */
+import { ServerStats, type StatsSnapshot } from "./rest/stats.js";
+
+function clock(): string {
+  return new Date().toISOString().slice(11, 23);
+}
+
+/** ServerStats that also logs each batch of commands and each error status as it is counted. */
+export class LoggingStats extends ServerStats {
+  constructor(private readonly log: (line: string) => void) {
+    super();
+  }
+
+  override recordCommands(names: readonly string[]): void {
+    super.recordCommands(names);
+    this.log(
+      `${clock()} ${names.length === 1 ? "" : `${names.length} commands: `}${names.join(" ")}`,
+    );
+  }
+
+  override recordResponse(status: number, bodyBytes: number): void {
+    super.recordResponse(status, bodyBytes);
+    if (status >= 400) this.log(`${clock()} answered HTTP ${status}`);
+  }
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** One line: requests, commands (the most frequent by name), bytes in and out, error statuses. */
+export function summarizeStats(stats: StatsSnapshot): string {
+  const top = Object.entries(stats.commandsByName)
+    .sort(([, a], [, b]) => b - a)
+    .slice(0, 5)
+    .map(([name, count]) => `${name} ${count}`);
+  const errors = Object.entries(stats.responsesByStatus)
+    .filter(([status]) => Number(status) >= 400)
+    .map(([status, count]) => `HTTP ${status} ×${count}`);
+  return (
+    `served ${stats.requests} requests, ${stats.commands} commands` +
+    (top.length > 0 ? ` (${top.join(", ")})` : "") +
+    `, ${formatBytes(stats.bytesIn)} in, ${formatBytes(stats.bytesOut)} out` +
+    (errors.length > 0 ? `; ${errors.join(", ")}` : "")
+  );
+}

@@ -1,0 +1,201 @@
+/**
+ * Docs cannot drift: every ```ts snippet in README.md and docs/*.md is type-checked against the
+ * PACKED package under a standard Workers tsconfig (lib es2022, @cloudflare/workers-types,
+ * skipLibCheck false, strict). The same scratch project also type-checks every entry point's
+ * published .d.ts with skipLibCheck false, under the Workers types and under @types/node.
+ *
+ * A snippet that cannot stand alone is skipped by a visible comment right before its fence:
+ *   <!-- snippet: skip (the reason) -->
+ *
+ * Usage: npx tsx scripts/check-snippets.ts [--keep]   (--keep leaves the scratch project)
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPackedProject, REPO_ROOT, typeCheck } from "./packed-project.js";
+
+export interface Snippet {
+  /** e.g. `docs/fencing.md:42` (the line of the opening fence). */
+  readonly origin: string;
+  readonly code: string;
+  /** Declarations the snippet assumes, from a `snippet: given` comment; checked, not shown. */
+  readonly given: string;
+  /** The reason given in a skip marker, when skipped. */
+  readonly skipReason: string | undefined;
+}
+
+const SKIP_MARKER = /^<!--\s*snippet:\s*skip\s*\((.+)\)\s*-->\s*$/;
+const GIVEN_START = /^<!--\s*snippet:\s*given\s*$/;
+
+/** The marker comment right before the fence at `fence` (blank lines between are allowed). */
+function markerBefore(lines: readonly string[], fence: number): { skip?: string; given?: string } {
+  let last = fence - 1;
+  while (last >= 0 && (lines[last] ?? "").trim() === "") last--;
+  const skip = SKIP_MARKER.exec(lines[last] ?? "");
+  if (skip) return { skip: skip[1] ?? "" };
+  if ((lines[last] ?? "").trim() !== "-->") return {};
+  let first = last - 1;
+  while (first >= 0 && !GIVEN_START.test(lines[first] ?? "")) {
+    if ((lines[first] ?? "").includes("-->")) return {};
+    first--;
+  }
+  return first < 0 ? {} : { given: lines.slice(first + 1, last).join("\n") };
+}
+
+/**
+ * The ```ts blocks of one Markdown text, with their line and marker. Markers, right before the
+ * fence:
+ *   <!-- snippet: skip (the reason) -->
+ *   <!-- snippet: given
+ *   declare const client: LockClient;   (declarations the fragment assumes)
+ *   -->
+ */
+export function extractSnippets(file: string, markdown: string): Snippet[] {
+  const lines = markdown.split("\n");
+  const snippets: Snippet[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    if (!/^```(ts|typescript)\s*$/.test(lines[index] ?? "")) continue;
+    const start = index;
+    const body: string[] = [];
+    for (index++; index < lines.length && !/^```\s*$/.test(lines[index] ?? ""); index++) {
+      body.push(lines[index] ?? "");
+    }
+    const marker = markerBefore(lines, start);
+    snippets.push({
+      origin: `${file}:${start + 1}`,
+      code: body.join("\n"),
+      given: marker.given ?? "",
+      skipReason: marker.skip,
+    });
+  }
+  return snippets;
+}
+
+/** Entry points that are Node tools (the local server, the vitest helper), not Worker code. */
+const NODE_ONLY_ENTRIES = new Set(["edgelock/dev", "edgelock/testing"]);
+
+/** Every entry point in package.json `exports`, as import specifiers. */
+function entryPoints(): string[] {
+  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")) as {
+    exports: Record<string, unknown>;
+  };
+  return Object.keys(manifest.exports).map((key) => `edgelock${key.slice(1)}`);
+}
+
+function reExportAll(entries: readonly string[]): string {
+  return `${entries.map((entry, index) => `export * as entry${index} from "${entry}";`).join("\n")}\n`;
+}
+
+const WORKERS_COMPILER_OPTIONS = {
+  target: "ES2022",
+  module: "ES2022",
+  moduleResolution: "Bundler",
+  lib: ["ES2022"],
+  types: ["@cloudflare/workers-types"],
+  strict: true,
+  skipLibCheck: false,
+  noEmit: true,
+};
+
+const NODE_COMPILER_OPTIONS = {
+  ...WORKERS_COMPILER_OPTIONS,
+  module: "NodeNext",
+  moduleResolution: "NodeNext",
+  types: ["node"],
+};
+
+function writeJson(path: string, value: unknown): void {
+  writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+function main(): number {
+  const docs = [
+    "README.md",
+    ...readdirSync(join(REPO_ROOT, "docs"))
+      .filter((name) => name.endsWith(".md"))
+      .map((name) => `docs/${name}`),
+  ];
+  const snippets = docs.flatMap((file) =>
+    extractSnippets(file, readFileSync(join(REPO_ROOT, file), "utf8")),
+  );
+  const checked = snippets.filter((snippet) => snippet.skipReason === undefined);
+  for (const skipped of snippets.filter((snippet) => snippet.skipReason !== undefined)) {
+    console.log(`skip ${skipped.origin}: ${skipped.skipReason}`);
+  }
+
+  const project = createPackedProject();
+  let failures = 0;
+  try {
+    mkdirSync(join(project.dir, "snippets"));
+    mkdirSync(join(project.dir, "snippets-node"));
+    const fileToOrigin = new Map<string, string>();
+    checked.forEach((snippet, index) => {
+      // Snippets of the Node tools (edgelock/dev, edgelock/testing) are checked under @types/node.
+      const folder = [...NODE_ONLY_ENTRIES].some((entry) => snippet.code.includes(`"${entry}"`))
+        ? "snippets-node"
+        : "snippets";
+      const name = `${folder}/${String(index).padStart(2, "0")}-${snippet.origin.replace(/[/:.]/g, "_")}.ts`;
+      fileToOrigin.set(name, snippet.origin);
+      // The given comes first, then the snippet; `export {}` keeps every file a module.
+      writeFileSync(join(project.dir, name), `${snippet.given}\n${snippet.code}\nexport {};\n`);
+    });
+    const entries = entryPoints();
+    const workerEntries = entries.filter((entry) => !NODE_ONLY_ENTRIES.has(entry));
+    // Each Worker entry in a program of its own: a user may import only that one.
+    workerEntries.forEach((entry, index) => {
+      mkdirSync(join(project.dir, `entry-workers-${index}`));
+      writeFileSync(join(project.dir, `entry-workers-${index}`, "all.ts"), reExportAll([entry]));
+    });
+    mkdirSync(join(project.dir, "entries-node"));
+    writeFileSync(join(project.dir, "entries-node", "all.ts"), reExportAll(entries));
+
+    const checks = [
+      ["docs snippets (Workers tsconfig)", "snippets", WORKERS_COMPILER_OPTIONS],
+      [
+        "docs snippets of edgelock/dev and edgelock/testing (@types/node)",
+        "snippets-node",
+        NODE_COMPILER_OPTIONS,
+      ],
+      ...workerEntries.map(
+        (entry, index) =>
+          [
+            `published .d.ts of ${entry} alone (Workers tsconfig)`,
+            `entry-workers-${index}`,
+            WORKERS_COMPILER_OPTIONS,
+          ] as const,
+      ),
+      [
+        `published .d.ts of ${entries.join(", ")} (@types/node)`,
+        "entries-node",
+        NODE_COMPILER_OPTIONS,
+      ],
+    ] as const;
+    const runs = checks.map(([what, folder, compilerOptions]): [string, string] => {
+      const tsconfig = `tsconfig.${folder}.json`;
+      writeJson(join(project.dir, tsconfig), { compilerOptions, include: [folder] });
+      return [what, tsconfig];
+    });
+    for (const [what, tsconfig] of runs) {
+      const config = JSON.parse(readFileSync(join(project.dir, tsconfig), "utf8")) as {
+        include: string[];
+      };
+      if (config.include.every((folder) => readdirSync(join(project.dir, folder)).length === 0)) {
+        continue;
+      }
+      let output = typeCheck(project.dir, tsconfig);
+      for (const [file, origin] of fileToOrigin)
+        output = output.replaceAll(file, `${file} [${origin}]`);
+      if (output === "") {
+        console.log(`ok   ${what}`);
+      } else {
+        failures++;
+        console.log(`FAIL ${what}\n${output}\n`);
+      }
+    }
+  } finally {
+    if (process.argv.includes("--keep")) console.log(`scratch project kept: ${project.dir}`);
+    else project.remove();
+  }
+  return failures === 0 ? 0 : 1;
+}
+
+if (import.meta.filename === process.argv[1]) process.exitCode = main();

@@ -1,0 +1,67 @@
+/**
+ * A scratch "user" project with the packed edgelock tarball installed, as a user gets it from npm:
+ * `npm pack` (which builds dist/), the tarball unpacked into node_modules/edgelock, and the other
+ * packages a Worker project has linked from this repository's node_modules (no network).
+ */
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "..");
+
+/** Packages a Worker project using edgelock has installed beside it. */
+const LINKED_PACKAGES = [
+  "@upstash/redis",
+  "hono",
+  "wasmoon",
+  "@cloudflare/workers-types",
+  "@types/node",
+  "typescript",
+  "vitest",
+];
+
+export interface PackedProject {
+  readonly dir: string;
+  readonly tarball: string;
+  remove(): void;
+}
+
+/** Packs edgelock and installs the tarball into a fresh temp project. */
+export function createPackedProject(): PackedProject {
+  const dir = mkdtempSync(join(tmpdir(), "edgelock-packed-"));
+  const packOutput = execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const tarball = join(dir, packOutput.trim().split("\n").at(-1) ?? "");
+  const target = join(dir, "node_modules", "edgelock");
+  mkdirSync(target, { recursive: true });
+  execFileSync("tar", ["-xzf", tarball, "-C", target, "--strip-components=1"]);
+  for (const name of LINKED_PACKAGES) {
+    const link = join(dir, "node_modules", name);
+    mkdirSync(resolve(link, ".."), { recursive: true });
+    symlinkSync(join(REPO_ROOT, "node_modules", name), link, "dir");
+  }
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "edgelock-user", private: true, type: "module" }, null, 2),
+  );
+  return { dir, tarball, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Runs the scratch project's TypeScript on a tsconfig; returns its output ("" when clean). */
+export function typeCheck(dir: string, tsconfig: string): string {
+  try {
+    execFileSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", tsconfig], {
+      cwd: dir,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    return "";
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string };
+    return `${failed.stdout ?? ""}${failed.stderr ?? ""}`.trim() || String(error);
+  }
+}

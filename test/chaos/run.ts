@@ -12,8 +12,16 @@
 import { parseArgs } from "node:util";
 import { progressBar } from "../../dev/progress.js";
 import { type ChaosBackend, type ChaosConfig, LONG_RUN, SHORT_RUN } from "./config.js";
+import { runIdempotencyChaos } from "./idempotency.js";
 import { type ChaosKindName, KIND_NAMES, KINDS } from "./kinds.js";
-import { defaultReportPath, formatKindTable, formatReport, writeReport } from "./report.js";
+import {
+  defaultReportPath,
+  formatKindTable,
+  formatReport,
+  type KindRow,
+  kindRowOf,
+  writeReport,
+} from "./report.js";
 import { type ChaosResult, runChaos } from "./workload.js";
 
 const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${KIND_NAMES.join("|")}]...
@@ -67,10 +75,15 @@ const faultRate =
 if (!(faultRate >= 0 && faultRate <= 1)) fail("--fault-rate must be between 0 and 1");
 const hangRate = values["hang-rate"] === undefined ? preset.hangRate : Number(values["hang-rate"]);
 if (!(hangRate >= 0 && hangRate <= 1)) fail("--hang-rate must be between 0 and 1");
-const kinds = (values.kind ?? KIND_NAMES).map((name) => {
-  if (!(name in KINDS)) fail(`--kind must be one of ${KIND_NAMES.join(", ")}`);
-  return name as ChaosKindName;
-});
+/** Besides the lock kinds: `idempotency()`, driven through a Hono app (deliveries count as operations). */
+const IDEMPOTENCY = "idempotency";
+const ALL_NAMES = [...KIND_NAMES, IDEMPOTENCY];
+const chosen = values.kind ?? ALL_NAMES;
+for (const name of chosen) {
+  if (!ALL_NAMES.includes(name)) fail(`--kind must be one of ${ALL_NAMES.join(", ")}`);
+}
+const kinds = chosen.filter((name): name is ChaosKindName => name in KINDS);
+const withIdempotency = chosen.includes(IDEMPOTENCY);
 const config: ChaosConfig = {
   ...preset,
   operations: integer("ops", values.ops, preset.operations),
@@ -87,8 +100,9 @@ console.log(
   `edgelock chaos — ${config.operations} lock operations over ${kinds.join(", ")}, seed ${config.seed}, ` +
     `fault rate ${config.faultRate}, hang rate ${config.hangRate}, backend ${config.backend}`,
 );
-const perKind = Math.ceil(config.operations / kinds.length);
+const perKind = Math.ceil(config.operations / chosen.length);
 const results: ChaosResult[] = [];
+const rows: KindRow[] = [];
 for (const name of kinds) {
   const progress = progressBar(KINDS[name].name, perKind);
   const result = await runChaos(
@@ -101,24 +115,34 @@ for (const name of kinds) {
   progress.finish();
   console.log(`\n${formatReport(result)}\n`);
   results.push(result);
+  rows.push(kindRowOf(result));
 }
-console.log(formatKindTable(results));
+const idempotencyResult = withIdempotency ? await runIdempotencyChaos(config, perKind) : undefined;
+if (idempotencyResult) {
+  console.log(`idempotency(): ${JSON.stringify(idempotencyResult, null, 2)}\n`);
+  rows.push({
+    kind: idempotencyResult.primitive,
+    operations: idempotencyResult.deliveries,
+    requests: idempotencyResult.requests.total,
+    faultedFraction: idempotencyResult.requests.faultedFraction,
+    violations: idempotencyResult.violations,
+    elapsedMs: idempotencyResult.elapsedMs,
+  });
+}
+console.log(formatKindTable(rows));
 
-const out = values.out ?? defaultReportPath(results[0]!.startedAt);
-await writeReport(out, results);
+const out = values.out ?? defaultReportPath(new Date().toISOString());
+await writeReport(out, { kinds: results, idempotency: idempotencyResult, table: rows });
 console.log(`report: ${out}`);
 
-const violations = results.reduce((sum, result) => sum + result.violations, 0);
+const violations = rows.reduce((sum, row) => sum + row.violations, 0);
 if (violations > 0) {
   console.error(`\nFAILED: ${violations} invariant violations (seed ${config.seed}).`);
   process.exit(1);
 }
-const total = results.reduce((sum, result) => sum + result.operations.total, 0);
-const requests = results.reduce((sum, result) => sum + result.requests.total, 0);
-const faulted = results.reduce(
-  (sum, result) => sum + result.requests.faultedFraction * result.requests.total,
-  0,
-);
+const total = rows.reduce((sum, row) => sum + row.operations, 0);
+const requests = rows.reduce((sum, row) => sum + row.requests, 0);
+const faulted = rows.reduce((sum, row) => sum + row.faultedFraction * row.requests, 0);
 const longEnough = total >= 100_000 && faulted >= 0.1 * requests;
 console.log(
   `\nOK: no violations.${longEnough ? " (≥ 100 000 operations, ≥ 10 % of requests faulted)" : ""}`,

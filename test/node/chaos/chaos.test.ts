@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import type { ChaosEnvironment } from "../../chaos/environment.js";
+import { runIdempotencyChaos } from "../../chaos/idempotency.js";
 import { checkExclusion, checkFencing } from "../../chaos/invariants.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
 import type { ChaosHold, ChaosPrimitive } from "../../chaos/primitive.js";
@@ -103,7 +104,22 @@ function delegate(hold: ChaosHold, overrides: Partial<ChaosHold>): ChaosHold {
   };
 }
 
+describe.each(backendKindsUnderTest())("chaos for idempotency(), short run, on %s", (backend) => {
+  it("runs each (route, key) once under duplicate, concurrent, faulted deliveries", async () => {
+    const result = await runIdempotencyChaos({ ...SHORT_RUN, backend }, 240);
+    console.log(`chaos (idempotency(), ${backend})\n${JSON.stringify(result, null, 2)}`);
+    expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
+    expect(result.invariants[0]!.checked).toBeGreaterThan(0);
+    expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+  }, 60_000);
+});
+
 describe("the chaos checks fail when what they guard is broken", () => {
+  it("sees duplicate executions without idempotency()", async () => {
+    const result = await runIdempotencyChaos(CALM, 120, false);
+    expect(result.violations).toBeGreaterThan(0);
+  }, 60_000);
+
   it("sees overlapping sections when the lock does not exclude", async () => {
     const tokens = new Map<string, number>();
     const noLock: ChaosPrimitive = {

@@ -37,6 +37,23 @@ export interface Opener {
 
 export type OpenerFactory = (isolate: ChaosIsolate, key: string, plan: HoldPlan) => Opener;
 
+/** The Opener of a lock whose handles are not LockHandles: `held` maps its handle. */
+export function mappedOpener<H>(
+  lock: {
+    acquire(options: AcquireOptions): Promise<H>;
+    tryAcquire(options: AcquireOptions): Promise<H | null>;
+  },
+  held: (handle: H) => HeldHandle,
+): Opener {
+  return {
+    acquire: async (options) => held(await lock.acquire(options)),
+    tryAcquire: async (options) => {
+      const handle = await lock.tryAcquire(options);
+      return handle === null ? null : held(handle);
+    },
+  };
+}
+
 function optionsOf(plan: HoldPlan, owner: string, waitMs: number): AcquireOptions {
   return { owner, waitMs, ...(plan.mode === "lease" ? { leaseMs: plan.leaseMs } : {}) };
 }

@@ -9,7 +9,7 @@ import { lockKeys } from "../../../src/locks/keys.js";
 import type { Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";
 import { readKeys } from "../server-state.js";
-import { acquireHold, type HeldHandle } from "./hold.js";
+import { acquireHold, type HeldHandle, mappedOpener } from "./hold.js";
 
 function indexOf(key: string): number {
   const index = Number(key.slice(key.lastIndexOf("-") + 1));
@@ -47,18 +47,11 @@ export function multiLockPrimitive(
     keysOf: membersOf,
     acquire: (isolate, key, plan) =>
       acquireHold(
-        (isolate) => {
-          const multi = isolate.client.multiLock(
-            membersOf(key).map((member) => isolate.client.lock(member)),
-          );
-          return {
-            acquire: async (options) => held(await multi.acquire(options)),
-            tryAcquire: async (options) => {
-              const handle = await multi.tryAcquire(options);
-              return handle && held(handle);
-            },
-          };
-        },
+        (isolate) =>
+          mappedOpener(
+            isolate.client.multiLock(membersOf(key).map((member) => isolate.client.lock(member))),
+            held,
+          ),
         isolate,
         key,
         plan,

@@ -9,7 +9,7 @@ import { lockKeys } from "../../../src/locks/keys.js";
 import type { ChaosDatabase } from "../environment.js";
 import type { ChaosIsolate, ChaosPrimitive } from "../primitive.js";
 import { type HoldMode, type KeyState, readKeys } from "../server-state.js";
-import { acquireHold, type HeldHandle } from "./hold.js";
+import { acquireHold, type HeldHandle, mappedOpener } from "./hold.js";
 
 function held(handle: QuorumLockHandle): HeldHandle {
   return {
@@ -48,16 +48,7 @@ export function redLockPrimitive(
     databases: databases.length,
     acquire: (isolate, key, plan) =>
       acquireHold(
-        (isolate) => {
-          const lock = redLockOf(isolate).lock(key);
-          return {
-            acquire: async (options) => held(await lock.acquire(options)),
-            tryAcquire: async (options) => {
-              const handle = await lock.tryAcquire(options);
-              return handle && held(handle);
-            },
-          };
-        },
+        (isolate) => mappedOpener(redLockOf(isolate).lock(key), held),
         isolate,
         key,
         plan,

@@ -1,11 +1,12 @@
 /** The entry point: one LockClient per Redis connection (per isolate), shared by all requests. */
 
+import { CLIENT_DEFAULTS } from "./defaults.js";
 import { LockInputError } from "./errors.js";
 import { type LockEventListener, LockEvents, type LockEventType } from "./events.js";
 import { newOwnerToken } from "./ids.js";
 import type { OperationContext } from "./locks/context.js";
 import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-import type { LockHandle } from "./locks/lock/handle.js";
+import type { LockHandle } from "./locks/handle.js";
 import type { AcquireOptions } from "./locks/lock/lock.js";
 import { Lock } from "./locks/lock/lock.js";
 import { MultiLock } from "./locks/multi-lock/multi-lock.js";
@@ -82,12 +83,15 @@ export class LockClient {
     const ctx: OperationContext = {
       redis: checkRedisLike(given.redis),
       retry: {
-        retries: given.retries === undefined ? 2 : checkCount(given.retries, "retries", 0, 10),
-        delayMs: 50,
+        retries:
+          given.retries === undefined
+            ? CLIENT_DEFAULTS.retries
+            : checkCount(given.retries, "retries", 0, 10),
+        delayMs: CLIENT_DEFAULTS.retryDelayMs,
       },
       operationTtlMs:
         given.operationTtlMs === undefined
-          ? 60_000
+          ? CLIENT_DEFAULTS.operationTtlMs
           : checkDuration(given.operationTtlMs, "operationTtlMs", { min: 10_000 }),
       ...(given.observer ? { observer: given.observer } : {}),
     };
@@ -97,10 +101,10 @@ export class LockClient {
     }
     this.#runtime = {
       ctx,
-      prefix: given.prefix === undefined ? "edgelock" : checkPrefix(given.prefix),
+      prefix: given.prefix === undefined ? CLIENT_DEFAULTS.prefix : checkPrefix(given.prefix),
       watchdogTimeoutMs:
         given.watchdogTimeoutMs === undefined
-          ? 30_000
+          ? CLIENT_DEFAULTS.watchdogTimeoutMs
           : checkLease(given.watchdogTimeoutMs, "watchdogTimeoutMs"),
       waitPolicy: resolveWaitPolicy(given.wait),
       watchdogs: new WatchdogRegistry(watchdog),

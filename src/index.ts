@@ -1,4 +1,3 @@
-/// <reference lib="esnext.disposable" preserve="true" />
 /**
  * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis.
  * @module
@@ -24,7 +23,8 @@ export {
 } from "./errors.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 export { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-export { LockHandle } from "./locks/lock/handle.js";
+export { LockHandle } from "./locks/handle.js";
+export type { HeldLock } from "./locks/held-lock.js";
 export { type AcquireOptions, Lock } from "./locks/lock/lock.js";
 export { MultiLockHandle, type MultiLockMember } from "./locks/multi-lock/handle.js";
 export { MultiLock } from "./locks/multi-lock/multi-lock.js";
@@ -37,6 +37,7 @@ export { WriteLock } from "./locks/read-write-lock/write-lock.js";
 export { QuorumLockHandle } from "./locks/red-lock/handle.js";
 export { QuorumLock } from "./locks/red-lock/quorum-lock.js";
 export { RedLock, type RedLockOptions } from "./locks/red-lock/red-lock.js";
+export { type LockKind, SingleNameLock } from "./locks/single-name-lock.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
 export type { WaitOptions } from "./wait/policy.js";

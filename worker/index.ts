@@ -59,7 +59,7 @@ export async function handleLockApi(
   const action = match[2];
   try {
     if (!action && request.method === "GET") {
-      const ttlMs = await lock.remainingTtl();
+      const ttlMs = await lock.remainingTtlMs();
       return json({ locked: ttlMs !== null, ttlMs });
     }
     if (action === "acquire" && request.method === "POST") {
@@ -72,7 +72,7 @@ export async function handleLockApi(
         ? await lock.tryAcquire({ waitMs })
         : await lock.tryAcquire({ leaseMs: optionalInt(url, "leaseMs") ?? 30_000, waitMs });
       if (!held) {
-        const ttl = await lock.remainingTtl();
+        const ttl = await lock.remainingTtlMs();
         const retryAfter = String(Math.max(1, Math.ceil((ttl ?? 1000) / 1000)));
         return json({ error: "locked" }, 409, { "retry-after": retryAfter });
       }

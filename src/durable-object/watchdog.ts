@@ -166,12 +166,13 @@ export class DurableObjectWatchdog implements Renewer {
 }
 
 /**
- * The key the object can renew `target` by, with the reentrant lock's `lock.extend`: the watch
- * key when it is the lock key `<prefix>:{<name>}` of the target's own name, else undefined.
+ * The key the object can renew `target` by, with the reentrant lock's `lock.extend`: the lock key
+ * the hold names when `lock.extend` renews it (a well-formed `<prefix>:{<name>}`), else
+ * undefined (renewed in process).
  */
 function renewableKey(target: RenewalTarget): string | undefined {
-  const { key, name } = target;
-  if (key === undefined || !key.endsWith(`:{${name}}`)) return undefined;
+  const { key } = target;
+  if (key === undefined) return undefined;
   try {
     return keysOfLockKey(key).lock === key ? key : undefined;
   } catch {

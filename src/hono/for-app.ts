@@ -6,7 +6,7 @@
  * `createFactory<Env>()` does, gives every option callback the app's `c.env` and `c.var`.
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
-import type { LockHandle } from "../locks/lock/handle.js";
+import type { LockHandle } from "../locks/handle.js";
 import type { HeldLock } from "./held-lock.js";
 import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
 import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";

@@ -7,7 +7,7 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { LockClient } from "../client.js";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
-import type { LockHandle } from "../locks/lock/handle.js";
+import type { LockHandle } from "../locks/handle.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {
   checkDuration,

@@ -8,7 +8,7 @@ import {
   LockNotHeldError,
   LockWaitTimeoutError,
 } from "../errors.js";
-import type { LockHandle } from "../locks/lock/handle.js";
+import type { LockHandle } from "../locks/handle.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
 import { releaseOrRetry } from "./background.js";

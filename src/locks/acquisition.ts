@@ -7,7 +7,7 @@ import { LockWaitTimeoutError } from "../errors.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
-import { type HoldControl, LockHandle } from "./lock/handle.js";
+import { type HoldControl, LockHandle } from "./handle.js";
 import type { LockRuntime } from "./runtime.js";
 
 export interface AcquireOptions {
@@ -47,11 +47,23 @@ export type AttemptOutcome =
       readonly nextPollMs?: number;
     };
 
+/**
+ * What a watchdog renews: a reentrant lock hash (`lockKey`), which `lock.extend` can renew from
+ * anywhere (the Durable Object watchdog does), or a hold only this process knows how to renew
+ * (a read hold, a MultiLock, a RedLock), named by an id unique to that hold.
+ */
+export type WatchTarget = { readonly lockKey: string } | { readonly localId: string };
+
+/** The watchdog registry's key of a target: holds of one owner on it share one renewal. */
+function registryKey(watch: WatchTarget): string {
+  return "lockKey" in watch ? `lock ${watch.lockKey}` : `local ${watch.localId}`;
+}
+
 export interface AcquisitionSpec {
   readonly runtime: LockRuntime;
   readonly name: string;
-  /** Identifies the lock (and hold kind) for the watchdog registry, e.g. its main key. */
-  readonly watchKey: string;
+  /** What the watchdog renews; holds of one owner on the same target share one renewal. */
+  readonly watch: WatchTarget;
   attempt(owner: string, leaseMs: number): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
   control(owner: string): HoldControl;
@@ -148,12 +160,12 @@ export async function acquireOrNull(
 function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirmedAt: number) {
   const { runtime, name } = spec;
   const leave = runtime.watchdogs.join(
-    spec.watchKey,
+    registryKey(spec.watch),
     handle,
     {
       name,
       owner,
-      key: spec.watchKey,
+      ...("lockKey" in spec.watch ? { key: spec.watch.lockKey } : {}),
       leaseMs: runtime.watchdogTimeoutMs,
       renew: () => spec.renew(owner, runtime.watchdogTimeoutMs),
       failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),

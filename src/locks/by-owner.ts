@@ -4,8 +4,8 @@
  */
 import { LockNotHeldError } from "../errors.js";
 import { checkOptions, checkOwner } from "../validate.js";
-import type { ReleaseResult } from "./lock/release.js";
 import type { LockRuntime } from "./runtime.js";
+import type { ReleaseResult } from "./state.js";
 
 /**
  * `lock.release({ owner })`: validates the options, releases one hold of the owner, and throws

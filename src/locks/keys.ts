@@ -1,12 +1,19 @@
 /**
- * Redis keys of one lock. All share the hash tag `{<name>}` so that one script touches one
- * Redis Cluster slot (and Upstash's per-key script locking sees every key in KEYS).
+ * Every Redis key layout of every lock kind, in one place. All keys of one lock share the hash
+ * tag `{<name>}` so that one script touches one Redis Cluster slot (and Upstash's per-key script
+ * locking sees every key in KEYS).
  */
+
+/** Keys of a reentrant lock; the other exclusive kinds build on them. */
 export interface LockKeys {
   /** Hash: owner token → hold count. Its TTL is the lease. */
   readonly lock: string;
   /** Counter of first acquisitions; never expires, so fencing tokens only grow. */
   readonly fence: string;
+  /** Hash: `at` (server ms of the current holder's first acquisition), `hold`, `dev` (ms). */
+  readonly holdStats: string;
+  /** Sorted set: waiter owner → server ms of its last busy poll (the plain lock's pacing). */
+  readonly pollers: string;
   /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
 }
@@ -17,6 +24,52 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   return {
     lock: base,
     fence: `${base}:fence`,
+    holdStats: `${base}:holds`,
+    pollers: `${base}:pollers`,
     operation: (id) => `${base}:op:${id}`,
+  };
+}
+
+/** A fair lock: the plain lock's keys (holds, extend, release) plus its waiting queue. */
+export interface FairLockKeys extends LockKeys {
+  /** Sorted set: waiting owner → ticket (enqueue time in ms, strictly increasing). */
+  readonly queue: string;
+  /** Sorted set: waiting owner → deadline (server ms); refreshed at every poll. */
+  readonly timeouts: string;
+  /** Hash: `at`, `freed` (server ms), `hold`, `gap` (average ms): the hand-off statistics. */
+  readonly pace: string;
+}
+
+export function fairLockKeys(prefix: string, name: string): FairLockKeys {
+  const keys = lockKeys(prefix, name);
+  return {
+    ...keys,
+    queue: `${keys.lock}:queue`,
+    timeouts: `${keys.lock}:timeouts`,
+    pace: `${keys.lock}:pace`,
+  };
+}
+
+/**
+ * A read-write lock. The write side is a reentrant lock's hash (owner → write holds, its TTL the
+ * write lease), so the write lock extends, releases and inspects like one. Read holds live apart,
+ * each with its own expiry.
+ */
+export interface ReadWriteLockKeys extends LockKeys {
+  /** Sorted set: read hold (`<owner> <hold id>`) → expiry (server ms). */
+  readonly reads: string;
+  /** Hash: owner → number of its read holds. Kept in step with `reads`. */
+  readonly readers: string;
+  /** Sorted set: waiting writer → deadline (server ms), for writer preference. */
+  readonly writers: string;
+}
+
+export function readWriteLockKeys(prefix: string, name: string): ReadWriteLockKeys {
+  const keys = lockKeys(prefix, name);
+  return {
+    ...keys,
+    reads: `${keys.lock}:reads`,
+    readers: `${keys.lock}:readers`,
+    writers: `${keys.lock}:writers`,
   };
 }

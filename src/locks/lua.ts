@@ -9,23 +9,23 @@ export const SERVER_NOW_MS = `local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
 
 /**
- * The first lines of an exclusive acquire script (the hash `KEYS[1]` maps owner ARGV[1] to its
- * holds). If operation record `operationKey` exists, this request is a re-send of an attempt
+ * The first lines of an exclusive acquire script (needs the names `lockKey`, the hash of owner → holds, and
+ * `owner`). If operation record `operationKey` exists, this request is a re-send of an attempt
  * that acquired: answer {1, fence, holds, pttl} again while the owner still holds the lock, or
  * {-1} when that hold is gone since. Nothing is applied twice.
  */
 export function replayAcquisition(operationKey: string): string {
   return `local replay = redis.call('GET', ${operationKey})
 if replay then
-  local held = redis.call('HGET', KEYS[1], ARGV[1])
-  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', KEYS[1])} end
+  local held = redis.call('HGET', lockKey, owner)
+  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)} end
   return {-1}
 end`;
 }
 
 /**
- * The whole of an exclusive release script (the hash `KEYS[1]` maps owner ARGV[1] to its holds;
- * ARGV[2] is the operation record's ttl): drop one hold, delete the owner's field at zero, record
+ * The whole of an exclusive release script (needs the names `lockKey`, `owner` and
+ * `operationTtlMs`): drop one hold, delete the owner's field at zero, record
  * the result under `operationKey` and answer {1, holds left}, or {0} when the owner holds nothing.
  * A re-send replays the recorded answer. `whenFreed` runs when the last hold goes (e.g. to learn
  * how long the hold lasted).
@@ -33,13 +33,13 @@ end`;
 export function releaseOneHold(operationKey: string, whenFreed: string): string {
   return `local replay = redis.call('GET', ${operationKey})
 if replay then return {1, tonumber(replay)} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {0} end
-local left = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
+local left = redis.call('HINCRBY', lockKey, owner, -1)
 if left <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HDEL', lockKey, owner)
   left = 0
 ${whenFreed}
 end
-redis.call('SET', ${operationKey}, left, 'PX', ARGV[2])
+redis.call('SET', ${operationKey}, left, 'PX', operationTtlMs)
 return {1, left}`;
 }

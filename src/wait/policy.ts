@@ -5,6 +5,7 @@
  * learnt how long its holds last, the acquire script says so and the waiter sleeps until an
  * expected release instead (see pace.ts); this backoff covers the rest.
  */
+import { WAIT_DEFAULTS } from "../defaults.js";
 import { checkCount, checkDuration, checkOptions } from "../validate.js";
 
 export interface WaitOptions {
@@ -27,11 +28,7 @@ export interface WaitOptions {
 
 export type WaitPolicy = Readonly<Required<WaitOptions>>;
 
-export const DEFAULT_WAIT_POLICY: WaitPolicy = {
-  initialDelayMs: 10,
-  maxDelayMs: 250,
-  maxPolls: 100,
-};
+export const DEFAULT_WAIT_POLICY: WaitPolicy = WAIT_DEFAULTS;
 
 const WAIT_KEYS = ["initialDelayMs", "maxDelayMs", "maxPolls"] as const;
 

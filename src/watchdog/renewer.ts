@@ -7,10 +7,9 @@ export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
   /**
-   * The acquisition's watch key. For the reentrant lock (and the fair and write locks built on its
-   * hash) it is the lock's Redis key `<prefix>:{<name>}`, which the Durable Object watchdog
-   * re-arms with `lock.extend` elsewhere; other primitives' watch keys are not lock keys, and
-   * that watchdog renews them in process. In-process renewal ignores it.
+   * The lock's Redis key `<prefix>:{<name>}`, present only when `lock.extend` on it renews the
+   * hold (the reentrant, fair and write locks), so the Durable Object watchdog can re-arm it
+   * elsewhere; without it, that watchdog renews in process. In-process renewal ignores it.
    */
   readonly key?: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */

@@ -1,22 +1,17 @@
 import { checkOptions } from "../../validate.js";
-import {
-  type AcquireOptions,
-  type AcquisitionSpec,
-  acquireOrNull,
-  acquireOrThrow,
-} from "../acquisition.js";
-import { releaseForOwner } from "../by-owner.js";
+import { QueuePacer } from "../../wait/queue-pace.js";
+import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
+import type { OperationContext } from "../context.js";
+import type { LockHandle } from "../handle.js";
+import { type FairLockKeys, fairLockKeys } from "../keys.js";
 import { extendLease } from "../lock/extend.js";
-import type { LockHandle } from "../lock/handle.js";
 import { Lock } from "../lock/lock.js";
+import { leaveQueue } from "../queue/leave.js";
+import { queueLength } from "../queue/length.js";
+import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptFairAcquire } from "./acquire.js";
-import { type FairLockKeys, fairLockKeys } from "./keys.js";
-import { leaveQueue } from "./leave.js";
-import { QueuePacer } from "./pacing.js";
-import { queueLength } from "./queue-length.js";
 import { releaseFairHold } from "./release.js";
-import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "./waiting.js";
 
 /** Options of `client.fairLock(name, options)`. */
 export type FairLockOptions = QueueOptions;
@@ -24,16 +19,21 @@ export type FairLockOptions = QueueOptions;
 export class FairLock extends Lock {
   /** How long a waiter keeps its place in the queue without polling, in ms. */
   readonly waiterTimeoutMs: number;
-  readonly #runtime: LockRuntime;
   readonly #keys: FairLockKeys;
+  readonly #ctx: OperationContext;
 
   /** @internal Use `client.fairLock(name, options)`. */
   constructor(runtime: LockRuntime, name: unknown, options?: FairLockOptions) {
-    super(runtime, name);
+    super(runtime, name, (_checked, base) => ({
+      ...base,
+      kind: "fairLock",
+      acquisition: (given, defaultWaitMs) => this.#spec(runtime, given, defaultWaitMs),
+      release: (owner) => releaseFairHold(runtime.ctx, this.#keys, owner),
+    }));
     const given = checkOptions<FairLockOptions>(options, "fair lock options", ["waiterTimeoutMs"]);
     this.waiterTimeoutMs = checkWaiterTimeout(given.waiterTimeoutMs);
-    this.#runtime = runtime;
     this.#keys = fairLockKeys(runtime.prefix, this.name);
+    this.#ctx = runtime.ctx;
   }
 
   /**
@@ -44,7 +44,7 @@ export class FairLock extends Lock {
    * await using held = await client.fairLock("payouts").acquire({ waitMs: 10_000 });
    */
   override acquire(options?: AcquireOptions): Promise<LockHandle> {
-    return acquireOrThrow(this.#spec(options, Number.POSITIVE_INFINITY), options);
+    return super.acquire(options);
   }
 
   /**
@@ -53,27 +53,15 @@ export class FairLock extends Lock {
    * is waiting (or this owner re-enters).
    */
   override tryAcquire(options?: AcquireOptions): Promise<LockHandle | null> {
-    return acquireOrNull(this.#spec(options, 0), options);
-  }
-
-  /**
-   * Releases one hold of `owner` without its handle (e.g. in another invocation). Throws
-   * LockNotHeldError when that owner holds nothing.
-   */
-  override release(options: { owner: string }): Promise<void> {
-    return releaseForOwner(options, `Lock "${this.name}"`, (owner) =>
-      releaseFairHold(this.#runtime.ctx, this.#keys, owner),
-    );
+    return super.tryAcquire(options);
   }
 
   /** Number of live waiters in the queue (one read-only request). */
   queueLength(): Promise<number> {
-    return queueLength(this.#runtime.ctx, this.#keys.timeouts);
+    return queueLength(this.#ctx, this.#keys.timeouts);
   }
-
   /** The spec of one acquisition: its pacing state lives as long as the call. */
-  #spec(options: unknown, defaultWaitMs: number): AcquisitionSpec {
-    const runtime = this.#runtime;
+  #spec(runtime: LockRuntime, options: unknown, defaultWaitMs: number): AcquisitionSpec {
     const { ctx } = runtime;
     const keys = this.#keys;
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
@@ -85,7 +73,7 @@ export class FairLock extends Lock {
     return {
       runtime,
       name: this.name,
-      watchKey: keys.lock,
+      watch: { lockKey: keys.lock },
       attempt: async (owner, leaseMs) => {
         const sentAt = Date.now();
         if (plan.mayWait) mayBeQueued = true;

@@ -3,29 +3,30 @@
  * how long it was held: waiters pace their polls on it.
  */
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import type { ReleaseResult } from "../lock/release.js";
+import type { FairLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { checkedReply } from "../reply.js";
-import type { FairLockKeys } from "./keys.js";
-import { learnAverage } from "./pace.js";
+import { learnAverage } from "../pace.js";
+import { defineScript, runScript } from "../script.js";
+import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 pace, 3 operation record. ARGV: 1 owner, 2 operation record ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
-export const FAIR_RELEASE = new Script(
-  "fairLock.release",
-  releaseOneHold(
-    "KEYS[3]",
-    `local at = redis.call('HGET', KEYS[2], 'at')
+export const FAIR_RELEASE = defineScript({
+  name: "fairLock.release",
+  keys: ["lockKey", "paceKey", "operationKey"],
+  args: ["owner", "operationTtlMs"],
+  replies: { 1: [2], 0: [1] },
+  lua: releaseOneHold(
+    "operationKey",
+    `local at = redis.call('HGET', paceKey, 'at')
 if at then
   ${SERVER_NOW_MS}
-  ${learnAverage("KEYS[2]", "hold", "now - tonumber(at)")}
-  redis.call('HSET', KEYS[2], 'freed', now)
+  ${learnAverage("paceKey", "hold", "now - tonumber(at)")}
+  redis.call('HSET', paceKey, 'freed', now)
 end`,
   ),
-);
+});
 
 export async function releaseFairHold(
   ctx: OperationContext,
@@ -33,14 +34,12 @@ export async function releaseFairHold(
   owner: string,
   operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
-  const raw = await callScript(
-    ctx.redis,
+  const reply = await runScript(
+    ctx,
     FAIR_RELEASE,
-    [keys.lock, keys.pace, keys.operation(operationId)],
-    [owner, String(ctx.operationTtlMs)],
-    ctx.retry,
-    ctx.observer,
+    { lockKey: keys.lock, paceKey: keys.pace, operationKey: keys.operation(operationId) },
+    { owner, operationTtlMs: ctx.operationTtlMs },
   );
-  const [status, left] = checkedReply(raw, FAIR_RELEASE.name, { 1: [2], 0: [1] });
+  const [status, left] = reply;
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

@@ -1,14 +1,13 @@
 /** One acquisition attempt of the reentrant lock: take it, re-enter it, or learn the holder's pttl. */
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import { PACE_WINDOW_MS, pacedPollDelay } from "../../wait/pace.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { checkedReply, ttlOrNull } from "../reply.js";
-import { PACE_TTL_MS, paceKey, waitersKey } from "./pace.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { ttlOrNull } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record,
 //       4 pace hash (at: server ms of the current first acquisition, hold: average ms from
@@ -21,55 +20,55 @@ import { PACE_TTL_MS, paceKey, waitersKey } from "./pace.js";
 //        re-sent attempt whose first run acquired, but the hold is gone since.
 // KEYS 4 and 5 are optional (RedLock runs this script on three keys): without them nothing is
 // learnt and the busy reply is {0, holder pttl}.
-export const ACQUIRE = new Script(
-  "lock.acquire",
-  `${replayAcquisition("KEYS[3]")}
+export const ACQUIRE = defineScript({
+  name: "lock.acquire",
+  keys: ["lockKey", "fenceKey", "operationKey", "holdStatsKey", "pollersKey"],
+  optionalKeys: ["holdStatsKey", "pollersKey"],
+  args: ["owner", "leaseMs", "operationTtlMs", "paceTtlMs", "pollWindowMs"],
+  replies: { 1: [4], 0: [7], [-1]: [1] },
+  lua: `${replayAcquisition("operationKey")}
 ${SERVER_NOW_MS}
 local count
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], ARGV[1], 1)
+if redis.call('EXISTS', lockKey) == 0 then
+  redis.call('HSET', lockKey, owner, 1)
   count = 1
-elseif redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  count = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+elseif redis.call('HEXISTS', lockKey, owner) == 1 then
+  count = redis.call('HINCRBY', lockKey, owner, 1)
 else
-  local pttl = redis.call('PTTL', KEYS[1])
-  if not KEYS[5] then return {0, pttl} end
-  local window = tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[5], now, ARGV[1])
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now - window)
-  redis.call('PEXPIRE', KEYS[5], window)
-  local pace = redis.call('HMGET', KEYS[4], 'at', 'hold', 'cycle', 'dev')
+  local pttl = redis.call('PTTL', lockKey)
+  if not pollersKey then return {0, pttl} end
+  local window = tonumber(pollWindowMs)
+  redis.call('ZADD', pollersKey, now, owner)
+  redis.call('ZREMRANGEBYSCORE', pollersKey, '-inf', now - window)
+  redis.call('PEXPIRE', pollersKey, window)
+  local pace = redis.call('HMGET', holdStatsKey, 'at', 'hold', 'cycle', 'dev')
   local heldFor = -1
   if pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
-  return {0, pttl, redis.call('ZCARD', KEYS[5]), tonumber(pace[2] or '-1'), heldFor,
+  return {0, pttl, redis.call('ZCARD', pollersKey), tonumber(pace[2] or '-1'), heldFor,
     tonumber(pace[3] or '-1'), tonumber(pace[4] or '-1')}
 end
-local waited = KEYS[5] and redis.call('ZREM', KEYS[5], ARGV[1]) == 1
+local waited = pollersKey and redis.call('ZREM', pollersKey, owner) == 1
 local fence
 if count == 1 then
-  fence = redis.call('INCR', KEYS[2])
-  if KEYS[4] then
-    local previous = redis.call('HGET', KEYS[4], 'at')
+  fence = redis.call('INCR', fenceKey)
+  if holdStatsKey then
+    local previous = redis.call('HGET', holdStatsKey, 'at')
     if waited and previous then
       -- This owner waited through the previous hold: now - previous is one hand-off cycle.
-      local sample = math.max(1, now - tonumber(previous))
-      local average = tonumber(redis.call('HGET', KEYS[4], 'cycle') or '0')
-      if average <= 0 then average = sample
-      else average = average + math.floor((math.min(sample, 2 * average) - average) / 4) end
-      redis.call('HSET', KEYS[4], 'cycle', math.max(1, average))
+      ${learnAverage("holdStatsKey", "cycle", "now - tonumber(previous)")}
     end
-    redis.call('HSET', KEYS[4], 'at', now)
-    redis.call('PEXPIRE', KEYS[4], ARGV[4])
+    redis.call('HSET', holdStatsKey, 'at', now)
+    redis.call('PEXPIRE', holdStatsKey, paceTtlMs)
   end
 else
-  fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+  fence = tonumber(redis.call('GET', fenceKey) or '0')
 end
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
+  redis.call('PEXPIRE', lockKey, leaseMs)
 end
-redis.call('SET', KEYS[3], fence, 'PX', ARGV[3])
-return {1, fence, count, redis.call('PTTL', KEYS[1])}`,
-);
+redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+return {1, fence, count, redis.call('PTTL', lockKey)}`,
+});
 
 export async function attemptAcquire(
   ctx: OperationContext,
@@ -80,26 +79,26 @@ export async function attemptAcquire(
   // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
   const operation = keys.operation(newOperationId());
   const sentAt = Date.now();
-  const raw = await callScript(
-    ctx.redis,
+  const reply = await runScript(
+    ctx,
     ACQUIRE,
-    [keys.lock, keys.fence, operation, paceKey(keys), waitersKey(keys)],
-    [
+    {
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      operationKey: operation,
+      holdStatsKey: keys.holdStats,
+      pollersKey: keys.pollers,
+    },
+    {
       owner,
-      String(leaseMs),
-      String(ctx.operationTtlMs),
-      String(PACE_TTL_MS),
-      String(PACE_WINDOW_MS),
-    ],
-    ctx.retry,
-    ctx.observer,
+      leaseMs,
+      operationTtlMs: ctx.operationTtlMs,
+      paceTtlMs: PACE_TTL_MS,
+      pollWindowMs: PACE_WINDOW_MS,
+    },
   );
   // The second element is the fencing token when held, the holder's pttl when busy.
-  const [status, value, waiters, holdMs, heldForMs, cycleMs, holdDeviationMs] = checkedReply(
-    raw,
-    ACQUIRE.name,
-    { 1: [4], 0: [7], [-1]: [1] },
-  );
+  const [status, value, waiters, holdMs, heldForMs, cycleMs, holdDeviationMs] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
   const holderTtlMs = status === 0 ? ttlOrNull(value) : null;

@@ -1,44 +1,33 @@
 /** Release one hold of an owner: the hold count drops by one; at zero the lock is deleted. */
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { checkedReply } from "../reply.js";
-import { PACE_TTL_MS, paceKey } from "./pace.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { defineScript, runScript } from "../script.js";
+import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 pace hash (optional: see acquire.ts)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
 // The release that frees the lock folds this hold's length into the average hold and its mean
 // deviation (weight 1/4, a sample counted as at most twice the average): they pace the waiters.
-export const RELEASE = new Script(
-  "lock.release",
-  releaseOneHold(
-    "KEYS[2]",
-    `local at = KEYS[3] and redis.call('HGET', KEYS[3], 'at')
+export const RELEASE = defineScript({
+  name: "lock.release",
+  keys: ["lockKey", "operationKey", "holdStatsKey"],
+  optionalKeys: ["holdStatsKey"],
+  args: ["owner", "operationTtlMs", "paceTtlMs"],
+  replies: { 1: [2], 0: [1] },
+  lua: releaseOneHold(
+    "operationKey",
+    `local at = holdStatsKey and redis.call('HGET', holdStatsKey, 'at')
 if at then
   ${SERVER_NOW_MS}
-  local sample = math.max(1, now - tonumber(at))
-  local stats = redis.call('HMGET', KEYS[3], 'hold', 'dev')
-  local average = tonumber(stats[1] or '0')
-  local deviation = tonumber(stats[2] or '0')
-  if average <= 0 then average = sample
-  else
-    sample = math.min(sample, 2 * average)
-    deviation = deviation + math.floor((math.abs(sample - average) - deviation) / 4)
-    average = average + math.floor((sample - average) / 4)
-  end
-  redis.call('HSET', KEYS[3], 'hold', math.max(1, average), 'dev', math.max(0, deviation))
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  ${learnAverage("holdStatsKey", "hold", "now - tonumber(at)", "dev")}
+  redis.call('PEXPIRE', holdStatsKey, paceTtlMs)
 end`,
   ),
-);
-
-export type ReleaseResult =
-  | { readonly released: true; holdsLeft: number }
-  | { readonly released: false };
+});
 
 export async function releaseHold(
   ctx: OperationContext,
@@ -47,14 +36,12 @@ export async function releaseHold(
   /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
   operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
-  const raw = await callScript(
-    ctx.redis,
+  const reply = await runScript(
+    ctx,
     RELEASE,
-    [keys.lock, keys.operation(operationId), paceKey(keys)],
-    [owner, String(ctx.operationTtlMs), String(PACE_TTL_MS)],
-    ctx.retry,
-    ctx.observer,
+    { lockKey: keys.lock, operationKey: keys.operation(operationId), holdStatsKey: keys.holdStats },
+    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
-  const [status, left] = checkedReply(raw, RELEASE.name, { 1: [2], 0: [1] });
+  const [status, left] = reply;
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

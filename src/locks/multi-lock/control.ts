@@ -5,8 +5,8 @@
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import type { HoldControl } from "../lock/handle.js";
-import type { ReleaseResult } from "../lock/release.js";
+import type { HoldControl } from "../handle.js";
+import type { ReleaseResult } from "../state.js";
 import { extendGroup } from "./extend.js";
 import type { MemberGroup } from "./members.js";
 import { releaseGroup } from "./release.js";

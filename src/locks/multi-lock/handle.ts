@@ -1,6 +1,10 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /** A hold on every member of a MultiLock: one lease, one signal, one fencing token per member. */
+
 import { LockNotHeldError } from "../../errors.js";
-import type { LockHandle } from "../lock/handle.js";
+import type { LockHandle } from "../handle.js";
+import type { HeldLock } from "../held-lock.js";
 import type { MultiHoldControl } from "./control.js";
 
 export interface MultiLockMember {
@@ -10,7 +14,7 @@ export interface MultiLockMember {
   readonly fencingToken: number;
 }
 
-export class MultiLockHandle implements AsyncDisposable {
+export class MultiLockHandle implements HeldLock {
   /** The MultiLock's name: `multi(<member names>)`. */
   readonly name: string;
   /** The owner token, shared by every member. */
@@ -32,6 +36,11 @@ export class MultiLockHandle implements AsyncDisposable {
   /** The members' fencing tokens, in member order. Each guards writes to that member's resource. */
   get fencingTokens(): readonly number[] {
     return this.members.map((member) => member.fencingToken);
+  }
+
+  /** Null: every member has its own token (see `fencingTokens`). */
+  get fencingToken(): null {
+    return null;
   }
 
   /** The lease in ms, the same on every member (watchdog mode: the watchdog timeout). */

@@ -5,9 +5,8 @@
 import { LockInputError } from "../../errors.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
-import { FairLock } from "../fair-lock/fair-lock.js";
+import { lockInternalsOf } from "../internals.js";
 import type { LockKeys } from "../keys.js";
-import { lockInternalsOf } from "../lock/lock.js";
 
 /** Most locks one MultiLock may join: every script runs under Redis's global script lock. */
 export const MAX_MULTI_LOCK_MEMBERS = 256;
@@ -47,7 +46,7 @@ export function groupMembers(locks: unknown): GroupedMembers {
       );
     }
     // Taken in one script as a plain lock, a fair lock would silently skip its queue.
-    if (lock instanceof FairLock) {
+    if (internals.kind === "fairLock") {
       throw new LockInputError(
         `multiLock(locks): element ${index} is a fair lock; a MultiLock takes plain locks only (client.lock(name)).`,
       );

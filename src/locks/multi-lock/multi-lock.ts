@@ -5,7 +5,12 @@
  * It composes this folder's operations with the shared acquisition flow.
  */
 import { LockWaitTimeoutError } from "../../errors.js";
-import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
+import {
+  type AcquireOptions,
+  type AcquisitionSpec,
+  acquireHold,
+  type WatchTarget,
+} from "../acquisition.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptAll } from "./attempt.js";
 import { extendAll, type MultiHoldControl, multiHoldControl } from "./control.js";
@@ -28,7 +33,7 @@ export class MultiLock {
   readonly names: readonly string[];
   readonly #runtime: LockRuntime;
   readonly #groups: readonly MemberGroup[];
-  readonly #watchKey: string;
+  readonly #watch: WatchTarget;
 
   /** @internal Use `client.multiLock(locks)`. */
   constructor(runtime: LockRuntime, locks: unknown) {
@@ -38,7 +43,10 @@ export class MultiLock {
     this.names = names;
     this.#runtime = runtime;
     this.#groups = groups;
-    this.#watchKey = `multi\n${groups.flatMap((g) => g.members.map((m) => m.keys.lock)).join("\n")}`;
+    // Re-entries of the same members by one owner share one renewal.
+    this.#watch = {
+      localId: `multi ${JSON.stringify(groups.flatMap((g) => g.members.map((m) => m.keys.lock)))}`,
+    };
   }
 
   /** How many Redis clients the members live on: the requests of one acquire or release. */
@@ -78,7 +86,7 @@ export class MultiLock {
     const spec: AcquisitionSpec = {
       runtime: this.#runtime,
       name: this.name,
-      watchKey: this.#watchKey,
+      watch: this.#watch,
       attempt: async (owner, leaseMs) => {
         const attempt = await attemptAll(this.name, groups, memberCount, owner, leaseMs);
         if (attempt.kind === "busy") {

@@ -5,13 +5,13 @@
  * a waiting writer never deadlocks a reader that re-enters.
  */
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { checkedReply, ttlOrNull } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
+import { ttlOrNull } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
+import { acquireKeys } from "./acquire-keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
@@ -19,34 +19,36 @@ import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 // Reply: {1, fence, read holds of the owner} held; {0, writer's pttl, 1} busy: written;
 //        {0, -1, 2} busy: a writer waits; {-1} a re-sent attempt whose first run acquired, but
 //        the hold is gone since.
-export const READ_ACQUIRE = new Script(
-  "readWriteLock.acquireRead",
-  `local hold = ARGV[1] .. ' ' .. ARGV[4]
-local replay = redis.call('GET', KEYS[6])
+export const READ_ACQUIRE = defineScript({
+  name: "readWriteLock.acquireRead",
+  keys: ["lockKey", "fenceKey", "readsKey", "readersKey", "writersKey", "operationKey"],
+  args: ["owner", "leaseMs", "operationTtlMs", "holdId", "writerPreference"],
+  replies: { 1: [3], 0: [3], [-1]: [1] },
+  lua: `local hold = owner .. ' ' .. holdId
+local replay = redis.call('GET', operationKey)
 if replay then
-  if redis.call('ZSCORE', KEYS[3], hold) then
-    return {1, tonumber(replay), tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')}
+  if redis.call('ZSCORE', readsKey, hold) then
+    return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
   end
   return {-1}
 end
 ${SERVER_NOW_MS}
-${pruneExpiredReads("KEYS[3]", "KEYS[4]")}
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-local owner = ARGV[1]
-if redis.call('HEXISTS', KEYS[1], owner) == 0 then
-  if redis.call('EXISTS', KEYS[1]) == 1 then return {0, redis.call('PTTL', KEYS[1]), 1} end
-  if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[4], owner) == 0
-      and redis.call('ZCARD', KEYS[5]) > 0 then
+${pruneExpiredReads("readsKey", "readersKey")}
+redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
+if redis.call('HEXISTS', lockKey, owner) == 0 then
+  if redis.call('EXISTS', lockKey) == 1 then return {0, redis.call('PTTL', lockKey), 1} end
+  if writerPreference == '1' and redis.call('HEXISTS', readersKey, owner) == 0
+      and redis.call('ZCARD', writersKey) > 0 then
     return {0, -1, 2}
   end
 end
-redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), hold)
-local count = redis.call('HINCRBY', KEYS[4], owner, 1)
-${expireReadsWithLastHold("KEYS[3]", "KEYS[4]")}
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
-redis.call('SET', KEYS[6], fence, 'PX', ARGV[3])
+redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
+local count = redis.call('HINCRBY', readersKey, owner, 1)
+${expireReadsWithLastHold("readsKey", "readersKey")}
+local fence = tonumber(redis.call('GET', fenceKey) or '0')
+redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
 return {1, fence, count}`,
-);
+});
 
 /**
  * @param holdId names this read hold (its own expiry, extend and release)
@@ -60,16 +62,14 @@ export async function attemptReadAcquire(
   holdId: string,
   writerPreference: boolean,
 ): Promise<AttemptOutcome> {
-  const operation = keys.operation(newOperationId());
-  const raw = await callScript(
-    ctx.redis,
-    READ_ACQUIRE,
-    [keys.lock, keys.fence, keys.reads, keys.readers, keys.writers, operation],
-    [owner, String(leaseMs), String(ctx.operationTtlMs), holdId, writerPreference ? "1" : "0"],
-    ctx.retry,
-    ctx.observer,
-  );
-  const [status, value] = checkedReply(raw, READ_ACQUIRE.name, { 1: [3], 0: [3], [-1]: [1] });
+  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, newOperationId()), {
+    owner,
+    leaseMs,
+    operationTtlMs: ctx.operationTtlMs,
+    holdId,
+    writerPreference: writerPreference ? "1" : "0",
+  });
+  const [status, value] = reply;
   // Read holds share the current fencing token: the last writer's.
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };

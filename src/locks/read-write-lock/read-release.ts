@@ -3,46 +3,47 @@
  * first. The owner's other holds keep their own expiries.
  */
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import type { OperationContext } from "../context.js";
-import type { ReleaseResult } from "../lock/release.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { checkedReply } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
+import { defineScript, runScript } from "../script.js";
+import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
-export const READ_RELEASE = new Script(
-  "readWriteLock.releaseRead",
-  `local replay = redis.call('GET', KEYS[3])
+export const READ_RELEASE = defineScript({
+  name: "readWriteLock.releaseRead",
+  keys: ["readsKey", "readersKey", "operationKey"],
+  args: ["owner", "holdId", "operationTtlMs"],
+  replies: { 1: [2], 0: [1] },
+  lua: `local replay = redis.call('GET', operationKey)
 if replay then return {1, tonumber(replay)} end
 ${SERVER_NOW_MS}
-${pruneExpiredReads("KEYS[1]", "KEYS[2]")}
-local hold = ARGV[1] .. ' ' .. ARGV[2]
-if ARGV[2] == '' then
-  if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 0 then return {0} end
+${pruneExpiredReads("readsKey", "readersKey")}
+local hold = owner .. ' ' .. holdId
+if holdId == '' then
+  if redis.call('HEXISTS', readersKey, owner) == 0 then return {0} end
   hold = nil
-  local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+  local live = redis.call('ZRANGE', readsKey, 0, -1)
   for i = 1, #live do
-    if string.sub(live[i], 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+    if string.sub(live[i], 1, #owner + 1) == owner .. ' ' then
       hold = live[i]
       break
     end
   end
   if not hold then return {0} end
 end
-if redis.call('ZREM', KEYS[1], hold) == 0 then return {0} end
-local left = redis.call('HINCRBY', KEYS[2], ARGV[1], -1)
+if redis.call('ZREM', readsKey, hold) == 0 then return {0} end
+local left = redis.call('HINCRBY', readersKey, owner, -1)
 if left <= 0 then
-  redis.call('HDEL', KEYS[2], ARGV[1])
+  redis.call('HDEL', readersKey, owner)
   left = 0
 end
-redis.call('SET', KEYS[3], left, 'PX', ARGV[3])
+redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,
-);
+});
 
 /** Releases read hold `holdId` of `owner`, or its earliest-expiring hold when holdId is null. */
 export async function releaseReadHold(
@@ -52,14 +53,12 @@ export async function releaseReadHold(
   holdId: string | null,
   operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
-  const raw = await callScript(
-    ctx.redis,
+  const reply = await runScript(
+    ctx,
     READ_RELEASE,
-    [keys.reads, keys.readers, keys.operation(operationId)],
-    [owner, holdId ?? "", String(ctx.operationTtlMs)],
-    ctx.retry,
-    ctx.observer,
+    { readsKey: keys.reads, readersKey: keys.readers, operationKey: keys.operation(operationId) },
+    { owner, holdId: holdId ?? "", operationTtlMs: ctx.operationTtlMs },
   );
-  const [status, left] = checkedReply(raw, READ_RELEASE.name, { 1: [2], 0: [1] });
+  const [status, left] = reply;
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

@@ -5,8 +5,8 @@
  * Writer preference (default on) keeps a stream of new readers from starving writers.
  */
 import { checkLockName } from "../../validate.js";
+import { readWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
-import { readWriteLockKeys } from "./keys.js";
 import { ReadLock } from "./read-lock.js";
 import {
   type ReadWriteLockOptions,

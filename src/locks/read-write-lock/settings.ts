@@ -2,7 +2,7 @@
 
 import { LockInputError } from "../../errors.js";
 import { checkOptions } from "../../validate.js";
-import { checkWaiterTimeout, type QueueOptions } from "../fair-lock/waiting.js";
+import { checkWaiterTimeout, type QueueOptions } from "../queue/waiting.js";
 
 export interface ReadWriteLockOptions extends QueueOptions {
   /**

@@ -6,14 +6,14 @@
  */
 import { LockUpgradeError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
-import { refreshWaiter } from "../fair-lock/lua.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { checkedReply, ttlOrNull } from "../reply.js";
-import type { ReadWriteLockKeys } from "./keys.js";
+import { refreshWaiter } from "../queue/lua.js";
+import { ttlOrNull } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
+import { acquireKeys } from "./acquire-keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
@@ -23,45 +23,52 @@ import { pruneExpiredReads } from "./lua.js";
 // Reply: {1, fence, write holds, pttl} held; {0, ms until the holders' leases end (-1 unknown)}
 //        busy; {-1} a re-sent attempt whose first run acquired, but the hold is gone since;
 //        {-2} refused: the owner holds read holds only (an upgrade).
-export const WRITE_ACQUIRE = new Script(
-  "readWriteLock.acquireWrite",
-  `${replayAcquisition("KEYS[6]")}
+export const WRITE_ACQUIRE = defineScript({
+  name: "readWriteLock.acquireWrite",
+  keys: ["lockKey", "fenceKey", "readsKey", "readersKey", "writersKey", "operationKey"],
+  args: ["owner", "leaseMs", "operationTtlMs", "waiterTimeoutMs"],
+  replies: {
+    1: [4],
+    0: [2],
+    [-1]: [1],
+    [-2]: [1],
+  },
+  lua: `${replayAcquisition("operationKey")}
 ${SERVER_NOW_MS}
-${pruneExpiredReads("KEYS[3]", "KEYS[4]")}
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-local owner = ARGV[1]
-local writing = redis.call('HEXISTS', KEYS[1], owner) == 1
-if not writing and redis.call('HEXISTS', KEYS[4], owner) == 1 then return {-2} end
+${pruneExpiredReads("readsKey", "readersKey")}
+redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
+local writing = redis.call('HEXISTS', lockKey, owner) == 1
+if not writing and redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
 if not writing then
   local busyFor
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    busyFor = redis.call('PTTL', KEYS[1])
+  if redis.call('EXISTS', lockKey) == 1 then
+    busyFor = redis.call('PTTL', lockKey)
   else
-    local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+    local last = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')
     if last[2] then busyFor = tonumber(last[2]) - now end
   end
   if busyFor then
-    local timeout = tonumber(ARGV[4])
+    local timeout = tonumber(waiterTimeoutMs)
     if timeout > 0 then
-      ${refreshWaiter("KEYS[5]")}
+      ${refreshWaiter("writersKey")}
     end
     return {0, busyFor}
   end
 end
-local count = redis.call('HINCRBY', KEYS[1], owner, 1)
+local count = redis.call('HINCRBY', lockKey, owner, 1)
 local fence
 if count == 1 then
-  fence = redis.call('INCR', KEYS[2])
+  fence = redis.call('INCR', fenceKey)
 else
-  fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+  fence = tonumber(redis.call('GET', fenceKey) or '0')
 end
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
+  redis.call('PEXPIRE', lockKey, leaseMs)
 end
-redis.call('ZREM', KEYS[5], owner)
-redis.call('SET', KEYS[6], fence, 'PX', ARGV[3])
-return {1, fence, count, redis.call('PTTL', KEYS[1])}`,
-);
+redis.call('ZREM', writersKey, owner)
+redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+return {1, fence, count, redis.call('PTTL', lockKey)}`,
+});
 
 /**
  * @param waiterTimeoutMs how long the registration as a waiting writer lasts without a poll; 0
@@ -76,21 +83,13 @@ export async function attemptWriteAcquire(
   waiterTimeoutMs: number,
   lockName: string,
 ): Promise<AttemptOutcome> {
-  const operation = keys.operation(newOperationId());
-  const raw = await callScript(
-    ctx.redis,
-    WRITE_ACQUIRE,
-    [keys.lock, keys.fence, keys.reads, keys.readers, keys.writers, operation],
-    [owner, String(leaseMs), String(ctx.operationTtlMs), String(waiterTimeoutMs)],
-    ctx.retry,
-    ctx.observer,
-  );
-  const [status, value] = checkedReply(raw, WRITE_ACQUIRE.name, {
-    1: [4],
-    0: [2],
-    [-1]: [1],
-    [-2]: [1],
+  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, newOperationId()), {
+    owner,
+    leaseMs,
+    operationTtlMs: ctx.operationTtlMs,
+    waiterTimeoutMs,
   });
+  const [status, value] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   if (status === -2) {
     throw new LockUpgradeError(

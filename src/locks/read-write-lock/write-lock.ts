@@ -7,23 +7,17 @@
 
 import { LockUpgradeError } from "../../errors.js";
 import { nextPollDelay } from "../../wait/policy.js";
-import {
-  type AcquireOptions,
-  type AcquisitionSpec,
-  type AttemptOutcome,
-  acquireOrNull,
-  acquireOrThrow,
-} from "../acquisition.js";
-import { ownerToCount, releaseForOwner } from "../by-owner.js";
-import { leaveQueue } from "../fair-lock/leave.js";
-import { peekWaitPlan } from "../fair-lock/waiting.js";
+import type { AcquireOptions, AcquisitionSpec, AttemptOutcome } from "../acquisition.js";
+import type { LockHandle } from "../handle.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { extendLease } from "../lock/extend.js";
 import { forceRelease } from "../lock/force-release.js";
-import type { LockHandle } from "../lock/handle.js";
 import { inspectLock } from "../lock/inspect.js";
 import { releaseHold } from "../lock/release.js";
+import { leaveQueue } from "../queue/leave.js";
+import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
-import type { ReadWriteLockKeys } from "./keys.js";
+import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";
 
@@ -32,11 +26,9 @@ import { attemptWriteAcquire } from "./write-acquire.js";
  * acquisition on this hash would ignore readers, so a write lock must never pass for a Lock
  * (e.g. as a member of a MultiLock).
  */
-export class WriteLock {
+export class WriteLock extends SingleNameLock {
   /** The name of the read-write lock. */
   readonly name: string;
-  readonly #runtime: LockRuntime;
-  readonly #keys: ReadWriteLockKeys;
   readonly #settings: ReadWriteSettings;
 
   /** @internal Use `client.readWriteLock(name).writeLock()`. */
@@ -46,9 +38,16 @@ export class WriteLock {
     name: string,
     settings: ReadWriteSettings,
   ) {
+    const { ctx } = runtime;
+    super(runtime, {
+      kind: "writeLock",
+      description: `The write lock "${name}"`,
+      acquisition: (options, defaultWaitMs) => this.#spec(runtime, keys, options, defaultWaitMs),
+      inspect: (owner) => inspectLock(ctx, keys, owner),
+      forceRelease: () => forceRelease(ctx, keys),
+      release: (owner) => releaseHold(ctx, keys, owner),
+    });
     this.name = name;
-    this.#runtime = runtime;
-    this.#keys = keys;
     this.#settings = settings;
   }
 
@@ -60,58 +59,17 @@ export class WriteLock {
    * @example
    * await using writing = await client.readWriteLock("catalog").writeLock().acquire();
    */
-  acquire(options?: AcquireOptions): Promise<LockHandle> {
-    return acquireOrThrow(this.#spec(options, Number.POSITIVE_INFINITY), options);
+  override acquire(options?: AcquireOptions): Promise<LockHandle> {
+    return super.acquire(options);
   }
 
-  /** Like `acquire()`, but resolves to null when `waitMs` (default 0) passes. */
-  tryAcquire(options?: AcquireOptions): Promise<LockHandle | null> {
-    return acquireOrNull(this.#spec(options, 0), options);
-  }
-
-  /** True when any owner holds the write lock. */
-  async isLocked(): Promise<boolean> {
-    return (await inspectLock(this.#runtime.ctx, this.#keys, undefined)).locked;
-  }
-
-  /** True when `owner` holds the write lock. */
-  async isHeldBy(owner: string): Promise<boolean> {
-    return (await this.holdCount(owner)) > 0;
-  }
-
-  /**
-   * Write holds of `owner` (default: the enclosing scope's owner; outside a scope, whoever
-   * writes). 0 when not held.
-   */
-  async holdCount(owner?: string): Promise<number> {
-    const who = ownerToCount(this.#runtime, owner);
-    return (await inspectLock(this.#runtime.ctx, this.#keys, who)).holds;
-  }
-
-  /** Remaining write lease in ms, or null when nobody writes. */
-  async remainingTtl(): Promise<number | null> {
-    return (await inspectLock(this.#runtime.ctx, this.#keys, undefined)).ttlMs;
-  }
-
-  /** Drops the write lock whoever holds it; read holds stay. True when it was held. */
-  forceRelease(): Promise<boolean> {
-    return forceRelease(this.#runtime.ctx, this.#keys);
-  }
-
-  /**
-   * Releases one write hold of `owner` without its handle. Throws LockNotHeldError when that
-   * owner holds none.
-   */
-  release(options: { owner: string }): Promise<void> {
-    return releaseForOwner(options, `The write lock "${this.name}"`, (owner) =>
-      releaseHold(this.#runtime.ctx, this.#keys, owner),
-    );
-  }
-
-  #spec(options: unknown, defaultWaitMs: number): AcquisitionSpec {
-    const runtime = this.#runtime;
+  #spec(
+    runtime: LockRuntime,
+    keys: ReadWriteLockKeys,
+    options: unknown,
+    defaultWaitMs: number,
+  ): AcquisitionSpec {
     const { ctx } = runtime;
-    const keys = this.#keys;
     const { writerPreference, waiterTimeoutMs } = this.#settings;
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
     // Only a writer that will poll again registers, and only when readers must defer to it.
@@ -124,7 +82,7 @@ export class WriteLock {
     return {
       runtime,
       name: this.name,
-      watchKey: keys.lock,
+      watch: { lockKey: keys.lock },
       attempt: async (owner, leaseMs) => {
         if (registers) mayBeWaiting = true;
         let outcome: AttemptOutcome;

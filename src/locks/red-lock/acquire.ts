@@ -2,9 +2,10 @@
  * The reentrant lock's own acquire script on one database of a RedLock, with an operation id the
  * caller keeps, so that the attempt can later be undone exactly (see undo.ts).
  */
-import { callScript } from "../../transport/call.js";
 import { ACQUIRE } from "../lock/acquire.js";
-import { checkedReply, ttlOrNull } from "../reply.js";
+import { PACE_TTL_MS } from "../pace.js";
+import { ttlOrNull } from "../reply.js";
+import { runScript } from "../script.js";
 import type { Database } from "./databases.js";
 
 export type DatabaseVote =
@@ -18,15 +19,26 @@ export async function acquireOn(
   operationId: string,
 ): Promise<DatabaseVote> {
   const { ctx, keys } = db;
-  const raw = await callScript(
-    ctx.redis,
+  // Without the pacing keys: nothing is learnt, and a busy reply is {0, holder pttl}.
+  const [status, value = 0] = await runScript(
+    ctx,
     ACQUIRE,
-    [keys.lock, keys.fence, keys.operation(operationId)],
-    [owner, String(leaseMs), String(ctx.operationTtlMs)],
-    ctx.retry,
-    ctx.observer,
+    {
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      operationKey: keys.operation(operationId),
+      holdStatsKey: undefined,
+      pollersKey: undefined,
+    },
+    {
+      owner,
+      leaseMs,
+      operationTtlMs: ctx.operationTtlMs,
+      paceTtlMs: PACE_TTL_MS,
+      pollWindowMs: 0,
+    },
+    { 1: [4], 0: [2], [-1]: [1] },
   );
-  const [status, value = 0] = checkedReply(raw, ACQUIRE.name, { 1: [4], 0: [2], [-1]: [1] });
   // Tokens start at 1; a replayed 0 or -1 is undo.ts's mark: this attempt was undone.
   if (status === 1 && value > 0) return { kind: "acquired", fencingToken: value };
   return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };

@@ -2,14 +2,14 @@
 import { LockInputError } from "../../errors.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
+import { lockInternalsOf } from "../internals.js";
 import type { LockKeys } from "../keys.js";
-import { type Lock, lockInternalsOf } from "../lock/lock.js";
 import type { LockRuntime } from "../runtime.js";
 import { MAX_REDLOCK_DATABASES } from "./options.js";
 
 /** What a RedLock needs of a LockClient: the reentrant lock of a name. */
 export interface LockSource {
-  lock(name: string): Lock;
+  lock(name: string): unknown;
 }
 
 export interface Database {

@@ -1,12 +1,16 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /**
  * A RedLock hold: on a majority of databases, trusted until `validUntil` (lease − elapsed −
  * drift). Its signal aborts when the majority is lost or the validity runs out unrenewed.
  */
+
 import { LockLostError, QuorumLostError } from "../../errors.js";
-import type { LockHandle } from "../lock/handle.js";
+import type { LockHandle } from "../handle.js";
+import type { HeldLock } from "../held-lock.js";
 import type { QuorumHold } from "./hold.js";
 
-export class QuorumLockHandle implements AsyncDisposable {
+export class QuorumLockHandle implements HeldLock {
   /** The lock's name (the same on every database). */
   readonly name: string;
   /** The owner token, the same on every database. */
@@ -44,6 +48,11 @@ export class QuorumLockHandle implements AsyncDisposable {
     return this.#state.fencingTokens();
   }
 
+  /** Null: no single token guards a RedLock hold (see `fencingTokens`). */
+  get fencingToken(): null {
+    return null;
+  }
+
   /** Databases currently counted as holding it (at least `quorum` while it is valid). */
   get heldOn(): number {
     return this.#state.held.length;
@@ -54,6 +63,11 @@ export class QuorumLockHandle implements AsyncDisposable {
    * lease, minus the drift allowance. Moves with `extend()` and watchdog renewals.
    */
   get validUntil(): number {
+    return this.#state.validUntil;
+  }
+
+  /** The contract's name for `validUntil`: until when the hold is trusted. */
+  get expiresAt(): number {
     return this.#state.validUntil;
   }
 

@@ -1,4 +1,5 @@
 /** The settings of a RedLock: how many databases, the majority, the drift model, the timeouts. */
+import { QUORUM_DEFAULTS } from "../../defaults.js";
 import { LockInputError } from "../../errors.js";
 import { checkCount, checkDuration, checkOptions } from "../../validate.js";
 
@@ -55,7 +56,7 @@ export function quorumOf(databases: number): number {
 
 export function resolveRedLockSettings(options: unknown, databases: number): RedLockSettings {
   const given = checkOptions<RedLockOptions>(options, "RedLock options", OPTION_KEYS);
-  const driftFactor = given.driftFactor ?? 0.01;
+  const driftFactor = given.driftFactor ?? QUORUM_DEFAULTS.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor <= 0.5)) {
     throw new LockInputError(
       `driftFactor must be a number from 0 to 0.5, got ${String(driftFactor)}.`,
@@ -65,14 +66,17 @@ export function resolveRedLockSettings(options: unknown, databases: number): Red
     databases,
     quorum: quorumOf(databases),
     driftFactor,
-    driftMs: given.driftMs === undefined ? 2 : checkDuration(given.driftMs, "driftMs", { min: 0 }),
+    driftMs:
+      given.driftMs === undefined
+        ? QUORUM_DEFAULTS.driftMs
+        : checkDuration(given.driftMs, "driftMs", { min: 0 }),
     responseTimeoutMs:
       given.responseTimeoutMs === undefined
-        ? 1_000
+        ? QUORUM_DEFAULTS.responseTimeoutMs
         : checkDuration(given.responseTimeoutMs, "responseTimeoutMs", { min: 1 }),
     maxConcurrentRequests:
       given.maxConcurrentRequests === undefined
-        ? 6
+        ? QUORUM_DEFAULTS.maxConcurrentRequests
         : checkCount(
             given.maxConcurrentRequests,
             "maxConcurrentRequests",

@@ -71,7 +71,7 @@ export class QuorumLock {
       runtime: this.#home,
       name: this.name,
       // One renewal per acquisition: each renews the databases it holds.
-      watchKey: `redlock\n${databases[0]!.keys.lock}\n${newOperationId()}`,
+      watch: { localId: newOperationId() },
       attempt: async (owner, leaseMs) => {
         const attempt = await attemptQuorum(databases, owner, leaseMs, this.#settings);
         tally = attempt.tally;

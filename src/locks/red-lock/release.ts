@@ -5,10 +5,10 @@
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { callScript } from "../../transport/call.js";
-import type { ReleaseResult } from "../lock/release.js";
 import { RELEASE } from "../lock/release.js";
-import { checkedReply } from "../reply.js";
+import { PACE_TTL_MS } from "../pace.js";
+import { runScript } from "../script.js";
+import type { ReleaseResult } from "../state.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { QuorumHold } from "./hold.js";
@@ -59,13 +59,12 @@ export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<Re
 /** True when `owner` held the lock there and one hold was released. */
 async function releaseOn(db: Database, owner: string, operationId: string): Promise<boolean> {
   const { ctx, keys } = db;
-  const raw = await callScript(
-    ctx.redis,
+  // Without the hold statistics key: a RedLock learns no pacing.
+  const [status] = await runScript(
+    ctx,
     RELEASE,
-    [keys.lock, keys.operation(operationId)],
-    [owner, String(ctx.operationTtlMs)],
-    ctx.retry,
-    ctx.observer,
+    { lockKey: keys.lock, operationKey: keys.operation(operationId), holdStatsKey: undefined },
+    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
-  return checkedReply(raw, RELEASE.name, { 1: [2], 0: [1] })[0] === 1;
+  return status === 1;
 }

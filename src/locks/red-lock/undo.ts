@@ -4,9 +4,8 @@
  * its hold is released once; if it has not run yet, a mark makes a late copy of it (a re-send
  * still in flight) replay as "not acquired" instead of taking the lock.
  */
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
-import { checkedReply, YES_OR_NO } from "../reply.js";
+import { YES_OR_NO } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
 import type { Database } from "./databases.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token
@@ -14,26 +13,29 @@ import type { Database } from "./databases.js";
 //       or -1 (the hold was undone)
 // ARGV: 1 owner, 2 record ttl ms
 // Reply: {1} the acquire's hold is undone (now or by an earlier send); {0} there was none.
-export const UNDO_ACQUIRE = new Script(
-  "redLock.undoAcquire",
-  `local record = redis.call('GET', KEYS[2])
+export const UNDO_ACQUIRE = defineScript({
+  name: "redLock.undoAcquire",
+  keys: ["lockKey", "operationKey"],
+  args: ["owner", "operationTtlMs"],
+  replies: YES_OR_NO,
+  lua: `local record = redis.call('GET', operationKey)
 if not record then
-  redis.call('SET', KEYS[2], 0, 'PX', ARGV[2])
+  redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
   return {0}
 end
 local token = tonumber(record)
 if token == -1 then return {1} end
 if token <= 0 then return {0} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  redis.call('SET', KEYS[2], 0, 'PX', ARGV[2])
+if redis.call('HEXISTS', lockKey, owner) == 0 then
+  redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
   return {0}
 end
-if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) <= 0 then
-  redis.call('HDEL', KEYS[1], ARGV[1])
+if redis.call('HINCRBY', lockKey, owner, -1) <= 0 then
+  redis.call('HDEL', lockKey, owner)
 end
-redis.call('SET', KEYS[2], -1, 'PX', ARGV[2])
+redis.call('SET', operationKey, -1, 'PX', operationTtlMs)
 return {1}`,
-);
+});
 
 /** True when a hold of that acquire was released. */
 export async function undoAcquire(
@@ -42,13 +44,11 @@ export async function undoAcquire(
   operationId: string,
 ): Promise<boolean> {
   const { ctx, keys } = db;
-  const raw = await callScript(
-    ctx.redis,
+  const [undone] = await runScript(
+    ctx,
     UNDO_ACQUIRE,
-    [keys.lock, keys.operation(operationId)],
-    [owner, String(ctx.operationTtlMs)],
-    ctx.retry,
-    ctx.observer,
+    { lockKey: keys.lock, operationKey: keys.operation(operationId) },
+    { owner, operationTtlMs: ctx.operationTtlMs },
   );
-  return checkedReply(raw, UNDO_ACQUIRE.name, YES_OR_NO)[0] === 1;
+  return undone === 1;
 }

@@ -9,8 +9,8 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { LockClient, type LockHandle } from "../../../src/index.js";
-import { QueuePacer } from "../../../src/locks/fair-lock/pacing.js";
 import { DEFAULT_WAIT_POLICY, nextPollDelay } from "../../../src/wait/policy.js";
+import { QueuePacer } from "../../../src/wait/queue-pace.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
 

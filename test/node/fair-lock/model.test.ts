@@ -8,12 +8,12 @@ import { describe, expect, it } from "vitest";
 import { LockClient } from "../../../src/index.js";
 import type { OperationContext } from "../../../src/locks/context.js";
 import { attemptFairAcquire } from "../../../src/locks/fair-lock/acquire.js";
-import { type FairLockKeys, fairLockKeys } from "../../../src/locks/fair-lock/keys.js";
-import { leaveQueue } from "../../../src/locks/fair-lock/leave.js";
-import { queueLength } from "../../../src/locks/fair-lock/queue-length.js";
 import { releaseFairHold } from "../../../src/locks/fair-lock/release.js";
+import { type FairLockKeys, fairLockKeys } from "../../../src/locks/keys.js";
 import { forceRelease } from "../../../src/locks/lock/force-release.js";
 import { inspectLock } from "../../../src/locks/lock/inspect.js";
+import { leaveQueue } from "../../../src/locks/queue/leave.js";
+import { queueLength } from "../../../src/locks/queue/length.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
 

@@ -1,12 +1,12 @@
 /** The queue-aware pacing of fair-lock waiters, as a pure function. */
 import { describe, expect, it } from "vitest";
+import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import {
   type PaceState,
   QueuePacer,
   type QueueView,
   queuePollDelay,
-} from "../../../src/locks/fair-lock/pacing.js";
-import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
+} from "../../../src/wait/queue-pace.js";
 
 const state: PaceState = {
   policy: DEFAULT_WAIT_POLICY,

@@ -3,22 +3,18 @@
  * the client side without a server, and for feeding it replies no real script would give.
  */
 import type { RedisLike } from "../../../src/index.js";
-import { ACQUIRE } from "../../../src/locks/lock/acquire.js";
-import { EXTEND } from "../../../src/locks/lock/extend.js";
-import { FORCE_RELEASE } from "../../../src/locks/lock/force-release.js";
-import { INSPECT } from "../../../src/locks/lock/inspect.js";
-import { RELEASE } from "../../../src/locks/lock/release.js";
+import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 import { sha1Hex } from "../../../src/transport/sha1.js";
 
 export type ScriptName = "acquire" | "release" | "extend" | "inspect" | "forceRelease";
 
-const BY_SOURCE = new Map<string, ScriptName>([
-  [ACQUIRE.source, "acquire"],
-  [RELEASE.source, "release"],
-  [EXTEND.source, "extend"],
-  [INSPECT.source, "inspect"],
-  [FORCE_RELEASE.source, "forceRelease"],
-]);
+/** The plain lock's scripts, found by name in the catalogue. */
+const BY_SOURCE = new Map<string, ScriptName>(
+  (["acquire", "release", "extend", "inspect", "forceRelease"] as const).map((name) => [
+    LOCK_SCRIPTS.get(`lock.${name}`)?.source ?? "",
+    name,
+  ]),
+);
 
 /** Replies a healthy server gives when nobody else holds the lock. */
 export const HEALTHY: Readonly<Record<ScriptName, unknown>> = {

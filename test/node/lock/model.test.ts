@@ -4,7 +4,12 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LockClient, type LockHandle, LockNotHeldError } from "../../../src/index.js";
+import {
+  LockClient,
+  type LockHandle,
+  LockNotHeldError,
+  type SingleNameLock,
+} from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "./testbed.js";
 
@@ -16,8 +21,7 @@ interface Model {
 }
 
 interface Real {
-  client: LockClient;
-  name: string;
+  lock(): SingleNameLock;
   owners: string[];
   handles: LockHandle[][];
   expire(): Promise<void>;
@@ -29,9 +33,7 @@ class Acquire implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const handle = await r.client
-      .lock(r.name)
-      .tryAcquire({ leaseMs: 20_000, owner: r.owners[this.who] });
+    const handle = await r.lock().tryAcquire({ leaseMs: 20_000, owner: r.owners[this.who] });
     if (m.holder === null || m.holder === this.who) {
       expect(handle).not.toBeNull();
       m.holder = this.who;
@@ -83,7 +85,7 @@ class Extend implements Cmd {
 class ForceRelease implements Cmd {
   check = () => true;
   async run(m: Model, r: Real) {
-    expect(await r.client.lock(r.name).forceRelease()).toBe(m.holder !== null);
+    expect(await r.lock().forceRelease()).toBe(m.holder !== null);
     m.holder = null;
     m.count = 0;
   }
@@ -104,15 +106,28 @@ class Observe implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const lock = r.client.lock(r.name);
+    const lock = r.lock();
     expect(await lock.isLocked()).toBe(m.holder !== null);
     expect(await lock.holdCount(r.owners[this.who])).toBe(m.holder === this.who ? m.count : 0);
   }
   toString = () => `observe(${this.who})`;
 }
 
-describe.each(backendKindsUnderTest())("reentrant lock against its model on %s", (kind) => {
-  const bed = useTestBed(kind);
+// Every exclusive kind on one name behaves as this model when nobody queues.
+const KINDS: ReadonlyArray<
+  readonly [string, (client: LockClient, name: string) => SingleNameLock]
+> = [
+  ["reentrant lock", (client, name) => client.lock(name)],
+  ["fair lock", (client, name) => client.fairLock(name)],
+  ["write lock", (client, name) => client.readWriteLock(name).writeLock()],
+];
+
+const CASES = KINDS.flatMap(([kind, make]) =>
+  backendKindsUnderTest().map((backend) => [kind, backend, make] as const),
+);
+
+describe.each(CASES)("%s against the reentrant model on %s", (_, backend, make) => {
+  const bed = useTestBed(backend);
 
   it("agrees with the model on every step", async () => {
     const who = fc.integer({ min: 0, max: OWNERS - 1 });
@@ -137,8 +152,7 @@ describe.each(backendKindsUnderTest())("reentrant lock against its model on %s",
         const client = bed.client({ redis });
         const name = `model-${run}`;
         const real: Real = {
-          client,
-          name,
+          lock: () => make(client, name),
           owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
           handles: Array.from({ length: OWNERS }, () => []),
           async expire() {

@@ -14,11 +14,8 @@ import {
   type ReadWriteLock,
 } from "../../../src/index.js";
 import type { OperationContext } from "../../../src/locks/context.js";
-import { leaveQueue } from "../../../src/locks/fair-lock/leave.js";
-import {
-  type ReadWriteLockKeys,
-  readWriteLockKeys,
-} from "../../../src/locks/read-write-lock/keys.js";
+import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
+import { leaveQueue } from "../../../src/locks/queue/leave.js";
 import { attemptWriteAcquire } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../lock/testbed.js";

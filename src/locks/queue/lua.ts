@@ -13,10 +13,10 @@ end`;
 }
 
 /**
- * Registers (or refreshes) waiter ARGV[1] in `timeoutsKey` with the deadline `now + timeout`
+ * Registers (or refreshes) waiter `owner` in `timeoutsKey` with the deadline `now + timeout`
  * and keeps the key alive at least `timeout` ms. Needs `now` and a local `timeout`.
  */
 export function refreshWaiter(timeoutsKey: string): string {
-  return `redis.call('ZADD', ${timeoutsKey}, now + timeout, ARGV[1])
+  return `redis.call('ZADD', ${timeoutsKey}, now + timeout, owner)
 if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${timeoutsKey}, timeout) end`;
 }

@@ -3,14 +3,15 @@
  * long a silent waiter keeps its place, and a look ahead at the acquire options to know whether
  * this acquisition may wait at all and with which polling policy.
  */
+import { QUEUE_DEFAULTS } from "../../defaults.js";
 import { checkDuration } from "../../validate.js";
 import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
 import type { LockRuntime } from "../runtime.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
-export const DEFAULT_WAITER_TIMEOUT_MS = 5_000;
+export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
 /** Smallest `waiterTimeoutMs`: a waiter polls every third of it and needs room for round trips. */
-export const MIN_WAITER_TIMEOUT_MS = 1_000;
+export const MIN_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.minWaiterTimeoutMs;
 
 export interface QueueOptions {
   /**

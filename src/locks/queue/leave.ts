@@ -3,20 +3,24 @@
  * waiters behind it move up at once instead of after the waiter timeout. Removing a member twice
  * is harmless, so a re-send needs no operation id.
  */
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
+
 import type { OperationContext } from "../context.js";
-import { checkedReply, YES_OR_NO } from "../reply.js";
+import { YES_OR_NO } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers)
 // ARGV: 1 owner. Reply: {1} was waiting; {0} was not.
-export const LEAVE_QUEUE = new Script(
-  "queue.leave",
-  `local removed = 0
-for i = 1, #KEYS do removed = removed + redis.call('ZREM', KEYS[i], ARGV[1]) end
+export const LEAVE_QUEUE = defineScript({
+  name: "queue.leave",
+  keys: ["waitersKey", "deadlinesKey"],
+  optionalKeys: ["deadlinesKey"],
+  args: ["owner"],
+  replies: YES_OR_NO,
+  lua: `local removed = redis.call('ZREM', waitersKey, owner)
+if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, owner) end
 if removed > 0 then return {1} end
 return {0}`,
-);
+});
 
 /** Removes `owner` from the sorted sets `waiterKeys`; true when it was waiting. */
 export async function leaveQueue(
@@ -24,13 +28,11 @@ export async function leaveQueue(
   waiterKeys: string[],
   owner: string,
 ): Promise<boolean> {
-  const raw = await callScript(
-    ctx.redis,
+  const reply = await runScript(
+    ctx,
     LEAVE_QUEUE,
-    waiterKeys,
-    [owner],
-    ctx.retry,
-    ctx.observer,
+    { waitersKey: waiterKeys[0], deadlinesKey: waiterKeys[1] },
+    { owner },
   );
-  return checkedReply(raw, LEAVE_QUEUE.name, YES_OR_NO)[0] === 1;
+  return reply[0] === 1;
 }

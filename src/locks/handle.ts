@@ -1,9 +1,13 @@
+/// <reference lib="esnext.disposable" preserve="true" />
+// The line above keeps this module's .d.ts self-contained for users whose lib lacks disposables.
 /** A hold on a lock: its fencing token, its lease, and the way to extend and release it. */
-import { LockBackendError, LockLostError, LockNotHeldError } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
-import { checkLease } from "../../validate.js";
-import type { WatchedHold } from "../../watchdog/registry.js";
-import type { ReleaseResult } from "./release.js";
+
+import { LockBackendError, LockLostError, LockNotHeldError } from "../errors.js";
+import { newOperationId } from "../ids.js";
+import { checkLease } from "../validate.js";
+import type { WatchedHold } from "../watchdog/registry.js";
+import type { HeldLock } from "./held-lock.js";
+import type { ReleaseResult } from "./state.js";
 
 /** What a handle asks of its lock; bound to the lock's keys and the handle's owner. */
 export interface HoldControl {
@@ -30,7 +34,7 @@ export interface HandleInit {
 
 type HandleState = "held" | "releasing" | "released";
 
-export class LockHandle implements AsyncDisposable, WatchedHold {
+export class LockHandle implements HeldLock, WatchedHold {
   /** The lock's name. */
   readonly name: string;
   /** The owner token. Pass it as `owner` to act on this hold from another invocation. */

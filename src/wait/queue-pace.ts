@@ -13,7 +13,7 @@
  * Every delay stays below a third of the waiter timeout (each poll refreshes the waiter's place)
  * and, at the head, below the holder's lease end.
  */
-import { nextPollDelay, type WaitPolicy } from "../../wait/policy.js";
+import { nextPollDelay, type WaitPolicy } from "./policy.js";
 
 /** A waiter's view of the queue after a failed attempt. */
 export interface QueueView {

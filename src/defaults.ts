@@ -1,0 +1,40 @@
+/**
+ * Every default of the library in one place, so that a reader (and the docs) can check them at
+ * a glance. Each option documents its default where it is declared; these are the values.
+ */
+
+/** `LockClient` options. */
+export const CLIENT_DEFAULTS = {
+  prefix: "edgelock",
+  /** Re-sends after an ambiguous failure, on top of the Redis client's own. */
+  retries: 2,
+  /** Pause before the first re-send; doubled each time. */
+  retryDelayMs: 50,
+  /** How long a mutating operation's result is kept for re-sent requests. */
+  operationTtlMs: 60_000,
+  /** Lease of a hold without `leaseMs`, renewed every third of it by the watchdog. */
+  watchdogTimeoutMs: 30_000,
+} as const;
+
+/** Queued waiters (fair lock, waiting writers). */
+export const QUEUE_DEFAULTS = {
+  /** A waiter that has not polled for this long is presumed dead. */
+  waiterTimeoutMs: 5_000,
+  /** Smallest allowed: a waiter polls every third of it and needs room for round trips. */
+  minWaiterTimeoutMs: 1_000,
+} as const;
+
+/** RedLock options. */
+export const QUORUM_DEFAULTS = {
+  driftFactor: 0.01,
+  driftMs: 2,
+  responseTimeoutMs: 1_000,
+  maxConcurrentRequests: 6,
+} as const;
+
+/** How a waiter polls when nothing else is known (see src/wait/policy.ts). */
+export const WAIT_DEFAULTS = {
+  initialDelayMs: 10,
+  maxDelayMs: 250,
+  maxPolls: 100,
+} as const;

@@ -1,0 +1,106 @@
+/**
+ * Typed script definitions. Each lock script is declared once: its name, its keys and arguments
+ * by name (in KEYS/ARGV order), the reply shapes it may answer, and its Lua. The Lua starts with
+ * a generated header (`local lockKey = KEYS[1]` …), so the body and every shared fragment refer
+ * to names, never to positions. `runScript` is the one way to call one: it takes keys and
+ * arguments as records (the compiler checks that none is missing), plumbs the context's retry
+ * and observer, and checks the reply against the declared shapes.
+ */
+import { callScript } from "../transport/call.js";
+import { Script } from "../transport/script.js";
+import type { OperationContext } from "./context.js";
+import { checkedReply, integerReply, type ReplyShapes } from "./reply.js";
+
+export interface ScriptSpec<K extends string, A extends string> {
+  /** A short name for errors and debugging, e.g. "lock.acquire". */
+  readonly name: string;
+  /** Key names in KEYS order. Names listed in `optionalKeys` may be left out (trailing only). */
+  readonly keys: readonly K[];
+  /** Keys a caller may omit; the script sees them as nil. */
+  readonly optionalKeys?: readonly K[];
+  /** Argument names in ARGV order. */
+  readonly args: readonly A[];
+  /**
+   * For each status (the first element) the reply lengths it may have; "count" for a script
+   * that answers one number of any value.
+   */
+  readonly replies: ReplyShapes | "count";
+  /** The body, after the generated header. */
+  readonly lua: string;
+}
+
+/** A lock script: the transport's Script plus the names and shapes it was declared with. */
+export class LockScript<K extends string = string, A extends string = string> extends Script {
+  readonly keyNames: readonly K[];
+  readonly optionalKeys: readonly K[];
+  readonly argNames: readonly A[];
+  readonly replies: ReplyShapes | "count";
+
+  constructor(spec: ScriptSpec<K, A>) {
+    super(spec.name, `${scriptHeader(spec.keys, spec.args)}\n${spec.lua}`);
+    this.keyNames = spec.keys;
+    this.optionalKeys = spec.optionalKeys ?? [];
+    this.argNames = spec.args;
+    this.replies = spec.replies;
+  }
+}
+
+/** The `local <name> = KEYS[i]` / `ARGV[i]` lines that let a body use names. */
+export function scriptHeader(keys: readonly string[], args: readonly string[]): string {
+  return [
+    ...keys.map((name, index) => `local ${name} = KEYS[${index + 1}]`),
+    ...args.map((name, index) => `local ${name} = ARGV[${index + 1}]`),
+  ].join("\n");
+}
+
+export function defineScript<K extends string, A extends string>(
+  spec: ScriptSpec<K, A>,
+): LockScript<K, A> {
+  return new LockScript(spec);
+}
+
+type KeysOf<S> = S extends LockScript<infer K, string> ? K : never;
+type ArgsOf<S> = S extends LockScript<string, infer A> ? A : never;
+
+/** Keys by name; optional ones may be undefined (and are then not sent). */
+export type ScriptKeys<S extends LockScript> = Record<KeysOf<S>, string | undefined>;
+export type ScriptArgs<S extends LockScript> = Record<ArgsOf<S>, string | number>;
+
+/**
+ * Runs `script` with named keys and arguments; the reply is checked against its shapes, or
+ * against `replies` where this call can get only some of them (e.g. without optional keys).
+ */
+export async function runScript<S extends LockScript>(
+  ctx: OperationContext,
+  script: S,
+  keys: ScriptKeys<S>,
+  args: ScriptArgs<S>,
+  replies: ReplyShapes | "count" = script.replies,
+): Promise<number[]> {
+  const raw = await callScript(
+    ctx.redis,
+    script,
+    keyList(script, keys as Record<string, string | undefined>),
+    script.argNames.map((name) => String((args as Record<string, string | number>)[name])),
+    ctx.retry,
+    ctx.observer,
+  );
+  return replies === "count"
+    ? integerReply(raw, script.name)
+    : checkedReply(raw, script.name, replies);
+}
+
+function keyList(script: LockScript, keys: Record<string, string | undefined>): string[] {
+  const list: string[] = [];
+  for (const name of script.keyNames) {
+    const key = keys[name];
+    if (key === undefined) {
+      if (!script.optionalKeys.includes(name)) {
+        throw new TypeError(`Script ${script.name} needs key ${name}.`);
+      }
+      break;
+    }
+    list.push(key);
+  }
+  return list;
+}

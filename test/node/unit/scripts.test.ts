@@ -1,0 +1,58 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { LockScript, scriptHeader } from "../../../src/locks/script.js";
+import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
+
+// Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
+// visible to anyone who cached or allow-listed the old SHA.
+const PINNED: ReadonlyArray<readonly [string, string]> = [
+  ["lock.acquire", "3850c94d44bbd0988840e4be54905902a6ddcef6"],
+  ["lock.extend", "046d76368d0fd20cb2c517200c9b5f48a69a36ac"],
+  ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
+  ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
+  ["lock.release", "6277fdd64000d2729513bc867b470981c97a5710"],
+  ["fairLock.acquire", "60042dcc2b2fb1069fa82db0d0080d867323a2a5"],
+  ["fairLock.release", "a1b27054ca48ea636969e2f4a32b6ae39ab91c1a"],
+  ["queue.leave", "43e7a8977c3f5e4dc8b8c037cde207296687376f"],
+  ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
+  ["readWriteLock.acquireRead", "5059ad4c000b8786a515901f8a1f914244c10a93"],
+  ["readWriteLock.extendRead", "7e421d608b88f9dfd96d05afc8280cb5fa501341"],
+  ["readWriteLock.forceReleaseRead", "74ffea0c4a57a4ed97d306c13da9860cf9891b4f"],
+  ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
+  ["readWriteLock.releaseRead", "196191a39b2d368dc40c8c4e2c0bded31623d378"],
+  ["readWriteLock.acquireWrite", "cd88697ab036fed75f73fd8e0b17a741f43d794d"],
+  ["multiLock.acquire", "f2227cc1e7437eebb0c6b74b31d2f429d15e8b1b"],
+  ["multiLock.extend", "2b9ba2f40b22e83176432bddf4997d3311e8bbf5"],
+  ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],
+  ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
+  ["redLock.undoAcquire", "250508803f2a730d81335c59920e005075c902de"],
+];
+
+describe("the script catalogue", () => {
+  it("lists every script once, each with its pinned SHA-1", async () => {
+    expect([...LOCK_SCRIPTS.keys()].sort()).toEqual(PINNED.map(([name]) => name).sort());
+    for (const [name, sha] of PINNED) {
+      const script = LOCK_SCRIPTS.get(name);
+      expect(await script?.sha1(), name).toBe(sha);
+      expect(
+        createHash("sha1")
+          .update(script?.source ?? "")
+          .digest("hex"),
+        name,
+      ).toBe(sha);
+    }
+  });
+
+  it("declares every key and argument by name, and the body uses no position", () => {
+    for (const script of LOCK_SCRIPTS.values()) {
+      if (!(script instanceof LockScript)) continue;
+      const header = scriptHeader(script.keyNames, script.argNames);
+      expect(script.source.startsWith(header), script.name).toBe(true);
+      const body = script.source.slice(header.length);
+      expect(body, script.name).not.toMatch(/(KEYS|ARGV)\[\d+\]/);
+      for (const name of [...script.keyNames, ...script.argNames]) {
+        expect(body, `${script.name} uses ${name}`).toMatch(new RegExp(`\\b${name}\\b`));
+      }
+    }
+  });
+});

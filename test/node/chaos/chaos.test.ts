@@ -21,7 +21,7 @@ function violationsOf(result: ChaosResult, name: string): number {
 }
 
 /** Operations per kind in the short run: every kind on every backend stays under a minute. */
-const SHORT_OPERATIONS_PER_KIND = 160;
+const SHORT_OPERATIONS_PER_KIND = 120;
 
 describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backend) => {
   it.each(KIND_NAMES)(
@@ -106,7 +106,7 @@ function delegate(hold: ChaosHold, overrides: Partial<ChaosHold>): ChaosHold {
 
 describe.each(backendKindsUnderTest())("chaos for idempotency(), short run, on %s", (backend) => {
   it("runs each (route, key) once under duplicate, concurrent, faulted deliveries", async () => {
-    const result = await runIdempotencyChaos({ ...SHORT_RUN, backend }, 240);
+    const result = await runIdempotencyChaos({ ...SHORT_RUN, backend }, 200);
     console.log(`chaos (idempotency(), ${backend})\n${JSON.stringify(result, null, 2)}`);
     expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
     expect(result.invariants[0]!.checked).toBeGreaterThan(0);

@@ -4,9 +4,7 @@
  * a section asks for a read hold with probability `sharedRate`, else for the write lock).
  */
 import type { LockClient } from "../../../src/index.js";
-import { fairLockKeys } from "../../../src/locks/fair-lock/keys.js";
-import { lockKeys } from "../../../src/locks/keys.js";
-import { readWriteLockKeys } from "../../../src/locks/read-write-lock/keys.js";
+import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
 import type { Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";
 import { type KeyLayout, readKeys } from "../server-state.js";

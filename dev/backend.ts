@@ -20,20 +20,51 @@ export type Reply =
   | { readonly type: "bulk"; readonly value: Uint8Array | null }
   | { readonly type: "array"; readonly value: readonly Reply[] | null };
 
+/** Per-call options of `command` and `pipeline`. */
+export interface CallOptions {
+  /**
+   * Aborted when the HTTP client goes away: a blocked command (BLPOP…) stops waiting and its
+   * connection or waiter is released. The call then rejects. Default: never aborted.
+   */
+  readonly signal?: AbortSignal;
+}
+
+/** A message delivered to a subscriber; `pattern` is set for pattern subscriptions. */
+export interface PubSubMessage {
+  readonly channel: Uint8Array;
+  readonly message: Uint8Array;
+  readonly pattern?: Uint8Array;
+}
+
+export type SubscriptionKind = "channel" | "pattern";
+
 /** Executes Redis commands. Implementations must be safe under concurrent calls. */
 export interface Backend {
   /** Human-readable description for logs, e.g. `redis-server 7.0.15 at 127.0.0.1:6380`. */
   readonly description: string;
-  /** Runs one command. A command error is an `error` reply, not a rejection. */
-  command(command: Command): Promise<Reply>;
+  /**
+   * Runs one command. A command error is an `error` reply, not a rejection. Blocking commands
+   * (BLPOP…) wait for data up to their timeout without holding up other calls.
+   */
+  command(command: Command, options?: CallOptions): Promise<Reply>;
   /** Runs commands in order, not atomically; one reply per command. */
-  pipeline(commands: readonly Command[]): Promise<Reply[]>;
+  pipeline(commands: readonly Command[], options?: CallOptions): Promise<Reply[]>;
   /**
    * Runs commands atomically (MULTI/EXEC): no other client's command runs in between.
    * Resolves to the EXEC reply (an array with one reply per command), or to an `error` reply
    * when the transaction was discarded (e.g. a command that does not exist: EXECABORT).
    */
   transaction(commands: readonly Command[]): Promise<Reply>;
+  /**
+   * Subscribes to channels (SUBSCRIBE) or patterns (PSUBSCRIBE) until `signal` aborts. Resolves
+   * once the subscription is in place; `onMessage` then receives every message published.
+   */
+  subscribe(
+    kind: SubscriptionKind,
+    targets: readonly CommandArg[],
+    onMessage: (message: PubSubMessage) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
   /** Releases connections and stops any process the backend started. Idempotent. */
   close(): Promise<void>;
 }

@@ -57,6 +57,8 @@ export interface DevServerOptions {
   maxBodyBytes?: number;
   /** Counters to record into (a subclass can observe each request). Default: fresh ServerStats. */
   stats?: ServerStats;
+  /** Blocking requests (BLPOP…) allowed to wait at once; more get an error. Default 1000. */
+  maxBlockedRequests?: number;
 }
 
 export interface DevServer {
@@ -142,6 +144,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       port: options.port ?? 0,
       log,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.maxBlockedRequests === undefined
+        ? {}
+        : { maxBlockedRequests: options.maxBlockedRequests }),
     });
   } catch (error) {
     await backend.close();

@@ -1,6 +1,7 @@
 /** What a command handler sees, and how commands are declared. */
 import type { Reply } from "../backend.js";
 import type { Keyspace } from "./keyspace.js";
+import type { ChannelRegistry } from "./pubsub.js";
 
 /** Script execution services the scripting commands need (implemented by the Lua runtime). */
 export interface ScriptHost {
@@ -42,6 +43,8 @@ export interface CommandContext {
   /** Current time in µs for TIME (same freezing rules). */
   nowMicros(): bigint;
   readonly scripts: ScriptHost;
+  /** Pub/sub subscribers, for PUBLISH. */
+  readonly channels: ChannelRegistry;
 }
 
 export type Handler = (ctx: CommandContext, argv: readonly string[]) => Reply;

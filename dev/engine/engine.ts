@@ -9,6 +9,7 @@ import { buildCommandTable } from "./commands/index.js";
 import type { CommandContext, CommandSpec, ScriptHost } from "./context.js";
 import { CommandError, Errors, unknownCommand, wrongArity } from "./errors.js";
 import { Keyspace } from "./keyspace.js";
+import { ChannelRegistry } from "./pubsub.js";
 import { R } from "./replies.js";
 
 type Resolved =
@@ -24,6 +25,7 @@ function arityOk(arity: number, argc: number): boolean {
 
 export class Engine implements CommandContext {
   readonly db = new Keyspace();
+  readonly channels = new ChannelRegistry();
   private readonly commands = buildCommandTable();
   /** Clock reading captured when a script or transaction started; undefined otherwise. */
   private frozenAt: number | undefined;

@@ -3,10 +3,13 @@
  * wasmoon, adjusted to behave like Redis's Lua 5.1 for portable scripts). It is what the local
  * Upstash-compatible server falls back to when no `redis-server` is available.
  */
-import type { Backend, Command, Reply } from "../backend.js";
-import { argToBinary } from "./bytes.js";
+import type { Backend, CallOptions, Command, PubSubMessage, Reply } from "../backend.js";
+import { commandName, isBlockingCommand } from "../resp/command-policy.js";
+import { argToBinary, binaryToBytes } from "./bytes.js";
+import { blockingTimeoutMs } from "./commands/blocking.js";
 import { Engine } from "./engine.js";
 import { LuaRuntime } from "./lua/runtime.js";
+import { BlockedClients } from "./waiters.js";
 
 export interface EmbeddedBackendOptions {
   /** Clock in ms since the epoch (may be fractional); defaults to Date.now. For tests. */
@@ -19,6 +22,10 @@ export const EMBEDDED_DESCRIPTION = "embedded engine (in-memory, Lua 5.4 via was
 
 function toArgv(command: Command): string[] {
   return command.map(argToBinary);
+}
+
+function isNil(reply: Reply): boolean {
+  return (reply.type === "bulk" || reply.type === "array") && reply.value === null;
 }
 
 export async function createEmbeddedBackend(
@@ -34,29 +41,79 @@ export async function createEmbeddedBackend(
     { timeLimitMs: options.scriptTimeLimitMs ?? 5000 },
   );
   engine.attachScripts(lua);
+  const blocked = new BlockedClients();
   let closed = false;
 
   const ensureOpen = (): void => {
     if (closed) throw new Error("the embedded engine is closed");
   };
 
+  /** Runs engine work, then lets parked blocking pops retry: the work may have pushed data. */
+  const thenWake = <T>(result: T): T => {
+    if (blocked.size > 0) blocked.wake();
+    return result;
+  };
+
+  /**
+   * The engine parks blocking list and sorted-set pops; XREAD/XREADGROUP … BLOCK answer at once
+   * (see docs/dev-server.md), so they never park.
+   */
+  const parksInEngine = (command: Command): boolean => {
+    const name = commandName(command);
+    return isBlockingCommand(command) && name !== "xread" && name !== "xreadgroup";
+  };
+
+  /** A blocking command that found nothing parks (FIFO) until data, its timeout, or abort. */
+  const runCommand = (command: Command, options: CallOptions | undefined): Promise<Reply> => {
+    const argv = toArgv(command);
+    const first = thenWake(engine.execute(argv));
+    if (!parksInEngine(command) || !isNil(first)) return Promise.resolve(first);
+    const retry = () => {
+      const next = engine.execute(argv);
+      return isNil(next) ? undefined : next;
+    };
+    return blocked.park(retry, blockingTimeoutMs(argv), first, options?.signal);
+  };
+
   return {
     description: EMBEDDED_DESCRIPTION,
-    async command(command: Command): Promise<Reply> {
+    async command(command: Command, options?: CallOptions): Promise<Reply> {
       ensureOpen();
-      return engine.execute(toArgv(command));
+      return runCommand(command, options);
     },
-    async pipeline(commands: readonly Command[]): Promise<Reply[]> {
+    async pipeline(commands: readonly Command[], options?: CallOptions): Promise<Reply[]> {
       ensureOpen();
-      return commands.map((command) => engine.execute(toArgv(command)));
+      if (!commands.some(parksInEngine)) {
+        return thenWake(commands.map((command) => engine.execute(toArgv(command))));
+      }
+      // A blocking command holds up the rest of its pipeline, as on a Redis connection.
+      const replies: Reply[] = [];
+      for (const command of commands) replies.push(await runCommand(command, options));
+      return replies;
     },
     async transaction(commands: readonly Command[]): Promise<Reply> {
       ensureOpen();
-      return engine.transaction(commands.map(toArgv));
+      return thenWake(engine.transaction(commands.map(toArgv)));
+    },
+    async subscribe(kind, targets, onMessage: (message: PubSubMessage) => void, signal) {
+      ensureOpen();
+      const unsubscribe = engine.channels.subscribe(
+        kind,
+        targets.map(argToBinary),
+        (channel, message, pattern) =>
+          onMessage({
+            channel: binaryToBytes(channel),
+            message: binaryToBytes(message),
+            ...(pattern === undefined ? {} : { pattern: binaryToBytes(pattern) }),
+          }),
+      );
+      if (signal.aborted) unsubscribe();
+      else signal.addEventListener("abort", unsubscribe, { once: true });
     },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      blocked.rejectAll(new Error("the embedded engine is closed"));
       lua.close();
     },
   };

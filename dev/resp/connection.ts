@@ -34,6 +34,8 @@ export class RespConnection {
   private head = 0;
   private closedError: Error | undefined;
   private readonly closeListeners: Array<() => void> = [];
+  /** Set once the connection is subscribed: every reply from then on is a push for it. */
+  private pushListener: ((reply: Reply) => void) | undefined;
 
   private constructor(private readonly socket: net.Socket) {
     const parser = new RespParser((reply) => this.deliver(reply));
@@ -110,6 +112,16 @@ export class RespConnection {
     });
   }
 
+  /**
+   * Switches the connection to pub/sub: writes the (P)SUBSCRIBE command, after which every reply
+   * (the confirmations, then the messages) goes to `listener`. There is no way back.
+   */
+  enterPushMode(command: Command, listener: (reply: Reply) => void): void {
+    if (this.closedError !== undefined) throw this.closedError;
+    this.pushListener = listener;
+    this.socket.write(encodeCommands([command]));
+  }
+
   /** Called once when the connection closes for any reason. */
   onClose(listener: () => void): void {
     if (this.closedError !== undefined) listener();
@@ -134,6 +146,10 @@ export class RespConnection {
   }
 
   private deliver(reply: Reply): void {
+    if (this.pushListener !== undefined) {
+      this.pushListener(reply);
+      return;
+    }
     const batch = this.pending[this.head];
     if (batch === undefined) {
       // A reply nobody asked for means we lost track of the stream: it cannot be trusted any more.

@@ -1,5 +1,13 @@
 /** A `Backend` that forwards commands to a real Redis over RESP2. */
-import type { Backend, Command, Reply } from "../backend.js";
+import type {
+  Backend,
+  CallOptions,
+  Command,
+  CommandArg,
+  PubSubMessage,
+  Reply,
+  SubscriptionKind,
+} from "../backend.js";
 import { reply } from "../backend.js";
 import { isBlockingCommand, sharedConnectionRefusal } from "./command-policy.js";
 import type { RespConnection } from "./connection.js";
@@ -62,19 +70,19 @@ class RedisBackend implements Backend {
     private readonly onClose: (() => Promise<void>) | undefined,
   ) {}
 
-  async command(command: Command): Promise<Reply> {
-    const [result] = await this.pipeline([command]);
+  async command(command: Command, options?: CallOptions): Promise<Reply> {
+    const [result] = await this.pipeline([command], options);
     return result ?? reply.error("ERR empty command");
   }
 
-  async pipeline(commands: readonly Command[]): Promise<Reply[]> {
+  async pipeline(commands: readonly Command[], options?: CallOptions): Promise<Reply[]> {
     const replies: Array<Reply | undefined> = commands.map((command) => {
       if (command.length === 0) return reply.error("ERR empty command");
       const refusal = sharedConnectionRefusal(command);
       return refusal === undefined ? undefined : reply.error(refusal);
     });
     const runnable = commands.filter((_, index) => replies[index] === undefined);
-    const results = await this.run(runnable, runnable.some(isBlockingCommand));
+    const results = await this.run(runnable, runnable.some(isBlockingCommand), options?.signal);
     let next = 0;
     return replies.map((existing) => existing ?? results[next++]!);
   }
@@ -87,7 +95,7 @@ class RedisBackend implements Backend {
       if (refusal !== undefined) return reply.error(`EXECABORT Transaction discarded: ${refusal}`);
     }
     // MULTI, the commands and EXEC leave in one write on one connection: nothing can interleave.
-    const replies = await this.run([["MULTI"], ...commands, ["EXEC"]], false);
+    const replies = await this.run([["MULTI"], ...commands, ["EXEC"]], false, undefined);
     const exec = replies[replies.length - 1];
     const multi = replies[0];
     if (multi?.type === "error") return multi;
@@ -103,6 +111,38 @@ class RedisBackend implements Backend {
     return exec;
   }
 
+  /** A dedicated connection per subscription, closed when `signal` aborts. */
+  async subscribe(
+    kind: SubscriptionKind,
+    targets: readonly CommandArg[],
+    onMessage: (message: PubSubMessage) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const connection = await this.openDedicated(signal);
+    await new Promise<void>((resolve, reject) => {
+      let confirmed = 0;
+      connection.onClose(() => reject(new Error("the subscription connection closed")));
+      connection.enterPushMode(
+        [kind === "channel" ? "SUBSCRIBE" : "PSUBSCRIBE", ...targets],
+        (push) => {
+          const parts = push.type === "array" ? (push.value ?? []) : [];
+          const words = parts.map((part) => (part.type === "bulk" ? part.value : null));
+          const type =
+            words[0] === null || words[0] === undefined ? "" : Buffer.from(words[0]).toString();
+          if (push.type === "error") reject(new Error(push.message));
+          else if (type === "subscribe" || type === "psubscribe") {
+            confirmed += 1;
+            if (confirmed === targets.length) resolve();
+          } else if (type === "message" && words[1] && words[2]) {
+            onMessage({ channel: words[1], message: words[2] });
+          } else if (type === "pmessage" && words[1] && words[2] && words[3]) {
+            onMessage({ pattern: words[1], channel: words[2], message: words[3] });
+          }
+        },
+      );
+    });
+  }
+
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const connection of this.dedicated) connection.destroy();
@@ -112,17 +152,37 @@ class RedisBackend implements Backend {
     return this.closing;
   }
 
-  private async run(commands: readonly Command[], blocking: boolean): Promise<Reply[]> {
+  private async run(
+    commands: readonly Command[],
+    blocking: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Reply[]> {
     if (commands.length === 0) return [];
     if (this.closing !== undefined) throw new Error("backend is closed");
     if (!blocking) return (await this.pool.acquire()).send(commands);
-    const dedicated = await this.pool.openDedicated();
-    this.dedicated.add(dedicated);
+    const dedicated = await this.openDedicated(signal);
     try {
       return await dedicated.send(commands);
     } finally {
-      this.dedicated.delete(dedicated);
       await dedicated.close();
     }
+  }
+
+  /**
+   * A connection outside the pool, for a blocking command or a subscription: one blocked client
+   * never holds up the pool. Destroyed when `signal` aborts (the HTTP client went away), which
+   * makes Redis drop the blocked command; forgotten once it closes.
+   */
+  private async openDedicated(signal: AbortSignal | undefined): Promise<RespConnection> {
+    const connection = await this.pool.openDedicated();
+    this.dedicated.add(connection);
+    const onAbort = () => connection.destroy();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    connection.onClose(() => {
+      this.dedicated.delete(connection);
+      signal?.removeEventListener("abort", onAbort);
+    });
+    if (signal?.aborted || this.closing !== undefined) connection.destroy();
+    return connection;
   }
 }

@@ -1,5 +1,5 @@
 /** Runs a request plan on the backend and encodes the outcome as an Upstash REST response. */
-import type { Backend, Command, Reply } from "../backend.js";
+import type { Backend, CallOptions, Command, Reply } from "../backend.js";
 import { reply } from "../backend.js";
 import { commandName, sharedConnectionRefusal } from "../resp/command-policy.js";
 import {
@@ -30,13 +30,14 @@ export async function executePlan(
   plan: RequestPlan,
   backend: Backend,
   encoding: ResponseEncoding,
+  options: CallOptions = {},
 ): Promise<RestOutcome> {
   switch (plan.kind) {
     case "single": {
       const refused = refusal(plan.command);
       if (refused?.type === "error")
         return { status: 400, body: encodeError(refused.message), executed: [] };
-      const result = await backend.command(plan.command);
+      const result = await backend.command(plan.command, options);
       return {
         // A failed command is HTTP 400 on Upstash; @upstash/redis throws the message.
         status: result.type === "error" ? 400 : 200,
@@ -47,7 +48,7 @@ export async function executePlan(
     case "pipeline": {
       const refused = plan.commands.map(refusal);
       const runnable = plan.commands.filter((_, index) => refused[index] === undefined);
-      const results = runnable.length > 0 ? await backend.pipeline(runnable) : [];
+      const results = runnable.length > 0 ? await backend.pipeline(runnable, options) : [];
       let next = 0;
       const replies = refused.map(
         (early) => early ?? results[next++] ?? reply.error("ERR no reply"),

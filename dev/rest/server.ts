@@ -6,7 +6,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Backend } from "../backend.js";
-import { commandName } from "../resp/command-policy.js";
+import { commandName, isBlockingCommand } from "../resp/command-policy.js";
 import { RequestShapeError } from "./arguments.js";
 import { AUTH_ERROR_MESSAGE, createTokenCheck, presentedToken } from "./auth.js";
 import { readBody } from "./body.js";
@@ -16,6 +16,7 @@ import type { FaultController, FaultDecision } from "./faults.js";
 import { planCommands, planRequest, type RequestPlan } from "./request-plan.js";
 import { resolveRoute } from "./routes.js";
 import type { ServerStats } from "./stats.js";
+import { streamSubscription, subscriptionOf } from "./subscribe.js";
 
 export interface RestServerOptions {
   readonly backend: Backend;
@@ -29,6 +30,11 @@ export interface RestServerOptions {
   readonly port: number;
   /** Larger request bodies get HTTP 413. Default 10 MiB. */
   readonly maxBodyBytes?: number;
+  /**
+   * Requests holding a blocking command (BLPOP…) that may wait at once; one more is answered
+   * with an error instead of waiting. Default 1000.
+   */
+  readonly maxBlockedRequests?: number;
   /** Receives one line per notable event (backend failures). Default: silent. */
   readonly log?: (line: string) => void;
 }
@@ -42,6 +48,7 @@ export interface RestServer {
 }
 
 const DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024;
+const DEFAULT_MAX_BLOCKED_REQUESTS = 1000;
 
 function sleep(ms: number): Promise<void> {
   return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
@@ -58,6 +65,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const isValidToken = createTokenCheck(options.token);
   const log = options.log ?? (() => undefined);
+  const maxBlockedRequests = options.maxBlockedRequests ?? DEFAULT_MAX_BLOCKED_REQUESTS;
+  let blockedRequests = 0;
   let syncToken = 0;
 
   function send(
@@ -104,6 +113,13 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       send(request, response, 400, encodeError("Upstash-Response-Format is not supported here"));
       return;
     }
+    const subscription = subscriptionOf(route);
+    if (subscription !== undefined) {
+      syncToken += 1;
+      await streamSubscription(subscription, backend, request, response, String(syncToken));
+      stats.recordResponse(200, 0);
+      return;
+    }
     const encodingHeader = request.headers["upstash-encoding"];
     const encoding: ResponseEncoding =
       typeof encodingHeader === "string" && encodingHeader.toLowerCase() === "base64"
@@ -126,15 +142,34 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       return;
     }
 
+    const blocking = planCommands(plan).some(isBlockingCommand);
+    if (blocking && blockedRequests >= maxBlockedRequests) {
+      send(
+        request,
+        response,
+        503,
+        encodeError(`ERR too many blocked requests: the limit is ${maxBlockedRequests}`),
+      );
+      return;
+    }
+    // A client that goes away releases its blocked command (its waiter or its connection).
+    const clientGone = new AbortController();
+    response.on("close", () => {
+      if (!response.writableFinished) clientGone.abort();
+    });
     let outcome: RestOutcome;
+    if (blocking) blockedRequests += 1;
     try {
-      outcome = await executePlan(plan, backend, encoding);
+      outcome = await executePlan(plan, backend, encoding, { signal: clientGone.signal });
     } catch (error) {
+      if (clientGone.signal.aborted) return;
       // The backend itself failed (connection lost…): the command may or may not have run.
       const message = error instanceof Error ? error.message : String(error);
       log(`backend failure: ${message}`);
       send(request, response, 500, encodeError(`ERR backend failure: ${message}`));
       return;
+    } finally {
+      if (blocking) blockedRequests -= 1;
     }
     stats.recordCommands(outcome.executed);
 

@@ -1,6 +1,7 @@
 /** The command table: every command the embedded engine understands, by lower-case name. */
 import type { CommandSpec } from "../context.js";
 import { bitCommands } from "./bits.js";
+import { blockingCommands } from "./blocking.js";
 import { functionCommands } from "./functions.js";
 import { geoCommands } from "./geo.js";
 import { hashCommands } from "./hashes.js";
@@ -8,6 +9,7 @@ import { hyperLogLogCommands } from "./hyperloglog.js";
 import { introspectionCommands } from "./introspection.js";
 import { keyCommands } from "./keys.js";
 import { listCommands, listMoveCommands } from "./lists.js";
+import { pubsubCommands } from "./pubsub.js";
 import { scriptingCommands, scriptSubcommands } from "./scripting.js";
 import { setCommands } from "./sets.js";
 import { streamCommands } from "./streams.js";
@@ -31,6 +33,9 @@ export function buildCommandTable(): ReadonlyMap<string, CommandSpec> {
     ...introspectionCommands,
     ...scriptingCommands,
     ...functionCommands,
+    ...pubsubCommands,
+    // Blocking pops delegate to the commands above (LPOP, LMOVE…), looked up at run time.
+    ...blockingCommands((name) => table.get(name)),
   ];
   for (const spec of all) {
     table.set(

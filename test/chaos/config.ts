@@ -48,6 +48,14 @@ export interface ChaosConfig {
   readonly giveUpAfterMs: number;
   /** An operation still pending after this is counted as hung, in ms. */
   readonly hangAfterMs: number;
+  /** Fraction of requests the proxy hangs until the client gives up (counted as faulted). */
+  readonly hangRate: number;
+  /** The isolates' Redis clients give up on a request after this long, in ms. */
+  readonly requestTimeoutMs: number;
+  /** How often the observer reads the whole state of the run's keys, in ms. */
+  readonly sampleIntervalMs: number;
+  /** A lost hold's signal may abort this long past its confirmed deadline (timers under load). */
+  readonly signalSlackMs: number;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -73,9 +81,16 @@ export const SHORT_RUN: ChaosConfig = {
   probeIntervalMs: 20,
   giveUpAfterMs: 10_000,
   hangAfterMs: 30_000,
+  hangRate: 0.01,
+  requestTimeoutMs: 1_000,
+  sampleIntervalMs: 15,
+  signalSlackMs: 100,
 };
 
-/** `npm run chaos`: at least 100 000 lock operations with at least 10 % of requests faulted. */
+/**
+ * `npm run chaos`: at least 100 000 lock operations over all kinds (split evenly) with at least
+ * 10 % of requests faulted.
+ */
 export const LONG_RUN: ChaosConfig = {
   ...SHORT_RUN,
   seed: 1,
@@ -88,4 +103,6 @@ export const LONG_RUN: ChaosConfig = {
   crashRate: 0.01,
   longHoldRate: 0.01,
   spike: { everyMs: 4_000, durationMs: 250, latencyMs: 750 },
+  requestTimeoutMs: 2_000,
+  sampleIntervalMs: 25,
 };

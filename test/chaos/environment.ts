@@ -1,22 +1,43 @@
 /**
- * The stage of a chaos run: the faulty local REST server, a second fault-free REST server on the
- * same Redis (the observer, which checks state without being lied to), and the isolates.
+ * The stage of a chaos run: one or more databases (a RedLock needs several), each a faulty local
+ * REST server behind a proxy that hangs some requests, and a second fault-free REST server on the
+ * same Redis (the observer, which checks state without being lied to); and the isolates.
  */
 import { Redis } from "@upstash/redis";
 import { type DevServer, FaultController, ServerStats, startDevServer } from "../../dev/index.js";
 import { startRestServer } from "../../dev/rest/server.js";
-import { LockClient } from "../../src/index.js";
+import { LockClient, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
+import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
 import { KillableRenewer } from "./killable-renewer.js";
 import type { ChaosIsolate } from "./primitive.js";
-import type { Observer } from "./primitives/lock.js";
+
+/** The fault-free side channel to one database: its own REST server on the same Redis. */
+export interface Observer {
+  readonly redis: Redis;
+  /** Raw replies (no JSON parsing of strings such as owner tokens), for state snapshots. */
+  readonly raw: Redis;
+  /** A LockClient with the run's prefix, for read-only questions. */
+  readonly client: LockClient;
+}
+
+/** One database: the faulty server the isolates use (through the hang proxy), and its observer. */
+export interface ChaosDatabase {
+  readonly server: DevServer;
+  readonly proxy: HangProxy;
+  readonly observer: Observer;
+}
 
 export interface ChaosEnvironment {
-  /** The REST server every isolate goes through, with fault injection. */
+  /** The first database's faulty server (the one every kind but RedLock uses). */
   readonly server: DevServer;
+  /** The first database's observer. */
   readonly observer: Observer;
+  readonly databases: readonly ChaosDatabase[];
   /** Key prefix of this run's locks; the resource keys live under `<prefix>-store`. */
   readonly prefix: string;
+  /** Hangs injected by the proxies, summed over databases. */
+  hangs(): HangCounts;
   close(): Promise<void>;
 }
 
@@ -25,65 +46,122 @@ export interface EnvironmentOptions {
   readonly seed: number;
   /** Half refused before running, half executed and then answered into the void. */
   readonly faultRate: number;
+  /** Fraction of requests that hang until the client gives up. */
+  readonly hangRate: number;
+  /** A hung request is dropped after this long at the latest. */
+  readonly maxHangMs: number;
+  /** Independent databases (REST server + Redis each). Default 1. */
+  readonly databases?: number;
 }
 
-export async function startEnvironment(options: EnvironmentOptions): Promise<ChaosEnvironment> {
+async function startDatabase(
+  options: EnvironmentOptions,
+  index: number,
+  prefix: string,
+  closers: (() => Promise<void>)[],
+): Promise<ChaosDatabase> {
+  const seed = (options.seed + index * 7_919) | 0;
   const server = await startDevServer({
     backend: options.backend,
     faults: {
       failBeforeExecute: options.faultRate / 2,
       dropAfterExecute: options.faultRate / 2,
-      seed: options.seed,
+      seed,
     },
   });
-  let observerServer: Awaited<ReturnType<typeof startRestServer>>;
-  try {
-    observerServer = await startRestServer({
-      backend: server.backend,
-      token: server.token,
-      faults: new FaultController(),
-      stats: new ServerStats(),
-      host: "127.0.0.1",
-      port: 0,
-    });
-  } catch (error) {
-    await server.close();
-    throw error;
-  }
-  const prefix = `chaos${Date.now().toString(36)}${options.seed.toString(36)}`;
-  const observerRedis = new Redis({
+  closers.push(() => server.close());
+  const observerServer = await startRestServer({
+    backend: server.backend,
+    token: server.token,
+    faults: new FaultController(),
+    stats: new ServerStats(),
+    host: "127.0.0.1",
+    port: 0,
+  });
+  closers.push(() => observerServer.close());
+  const proxy = await startHangProxy({
+    target: server.url,
+    hangRate: options.hangRate,
+    seed,
+    maxHangMs: options.maxHangMs,
+  });
+  closers.push(() => proxy.close());
+  const redis = new Redis({ url: observerServer.url, token: server.token, enableTelemetry: false });
+  const raw = new Redis({
     url: observerServer.url,
     token: server.token,
     enableTelemetry: false,
+    automaticDeserialization: false,
   });
+  return { server, proxy, observer: { redis, raw, client: new LockClient({ redis, prefix }) } };
+}
+
+export async function startEnvironment(options: EnvironmentOptions): Promise<ChaosEnvironment> {
+  const prefix = `chaos${Date.now().toString(36)}${options.seed.toString(36)}`;
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const closeOne of closers.reverse()) await closeOne().catch(() => {});
+  };
+  const databases: ChaosDatabase[] = [];
+  try {
+    for (let index = 0; index < (options.databases ?? 1); index++) {
+      databases.push(await startDatabase(options, index, prefix, closers));
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const first = databases[0]!;
   return {
-    server,
+    server: first.server,
+    observer: first.observer,
+    databases,
     prefix,
-    observer: {
-      redis: observerRedis,
-      client: new LockClient({ redis: observerRedis, prefix }),
+    hangs() {
+      const sum = { requests: 0, hungBeforeExecute: 0, hungAfterExecute: 0 };
+      for (const { proxy } of databases) {
+        const counts = proxy.counts();
+        sum.requests += counts.requests;
+        sum.hungBeforeExecute += counts.hungBeforeExecute;
+        sum.hungAfterExecute += counts.hungAfterExecute;
+      }
+      return sum;
     },
-    async close() {
-      await observerServer.close();
-      await server.close();
-    },
+    close,
   };
 }
 
-/** One simulated isolate on the faulty server. */
+/** One simulated isolate: a Redis client and LockClient per database, and one renewer. */
 export function createIsolate(
   env: ChaosEnvironment,
   id: number,
-  options: Pick<ChaosConfig, "watchdogTimeoutMs" | "wait">,
+  options: Pick<ChaosConfig, "watchdogTimeoutMs" | "wait" | "requestTimeoutMs">,
+  watchdog?: (renewer: KillableRenewer) => Renewer,
 ): ChaosIsolate {
-  const redis = new Redis({ url: env.server.url, token: env.server.token, enableTelemetry: false });
   const renewer = new KillableRenewer();
-  const client = new LockClient({
-    redis,
-    prefix: env.prefix,
-    watchdogTimeoutMs: options.watchdogTimeoutMs,
-    wait: { ...options.wait, maxPolls: 10_000 },
-    watchdog: renewer,
+  const connections = env.databases.map(({ proxy, server }) => {
+    // The client gives up on a request (a hang) after requestTimeoutMs.
+    const redis = new Redis({
+      url: proxy.url,
+      token: server.token,
+      enableTelemetry: false,
+      signal: () => AbortSignal.timeout(options.requestTimeoutMs),
+    });
+    const client = new LockClient({
+      redis,
+      prefix: env.prefix,
+      watchdogTimeoutMs: options.watchdogTimeoutMs,
+      wait: { ...options.wait, maxPolls: 10_000 },
+      watchdog: watchdog?.(renewer) ?? renewer,
+    });
+    return { redis, client };
   });
-  return { id, redis, client, renewer };
+  const first = connections[0]!;
+  return {
+    id,
+    redis: first.redis,
+    client: first.client,
+    clients: connections.map((each) => each.client),
+    renewer,
+  };
 }

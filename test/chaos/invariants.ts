@@ -4,12 +4,14 @@
  */
 import type {
   DeadHolderRecord,
+  HoldRecord,
   Journal,
   ReleaseCheck,
   SectionRecord,
   TokenRecord,
   WriteRecord,
 } from "./journal.js";
+import type { Sample } from "./server-state.js";
 
 export interface InvariantResult {
   readonly name: string;
@@ -56,8 +58,9 @@ function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string
 }
 
 /**
- * No more than `capacity` sections of one key were inside their valid interval
- * [start, validEnd) at once. A sweep over start/end events per key; touching intervals are fine.
+ * No more than `capacity` exclusive sections of one key were inside their valid interval
+ * [start, validEnd) at once, and no shared section overlapped an exclusive one of another owner.
+ * A sweep over start/end events per key; touching intervals are fine.
  */
 export function checkExclusion(
   sections: readonly SectionRecord[],
@@ -82,16 +85,216 @@ export function checkExclusion(
         inside.delete(event.section);
         continue;
       }
-      inside.add(event.section);
-      const others = [...inside].filter((other) => other !== event.section);
+      const entering = event.section;
+      inside.add(entering);
+      const exclusive = [...inside].filter((other) => !other.shared);
+      const conflicting = [...inside].filter(
+        (other) =>
+          other !== entering &&
+          other.owner !== entering.owner &&
+          (!other.shared || !entering.shared),
+      );
+      const ok = entering.shared
+        ? conflicting.length === 0
+        : exclusive.length <= capacity && (capacity > 1 || conflicting.length === 0);
       tally.check(
-        inside.size <= capacity,
+        ok,
         () =>
-          `key ${key}: owner ${event.section.owner.slice(0, 8)} (token ${event.section.token}) started at ` +
-          `${event.section.start} inside ${others
+          `key ${key}: ${entering.shared ? "reader" : "owner"} ${entering.owner.slice(0, 8)} (token ${entering.token}) started at ` +
+          `${entering.start} inside ${conflicting
             .map((o) => `${o.owner.slice(0, 8)} [${o.start}, ${o.validEnd}) token ${o.token}`)
             .join(", ")}`,
       );
+    }
+  }
+  return tally.result();
+}
+
+/** The samples that read `key`, sorted by send time. */
+function samplesByKey(samples: readonly Sample[]): Map<string, Sample[]> {
+  const byKey = new Map<string, Sample[]>();
+  for (const sample of samples) {
+    for (const key of sample.states.keys()) {
+      const list = byKey.get(key);
+      if (list) list.push(sample);
+      else byKey.set(key, [sample]);
+    }
+  }
+  for (const list of byKey.values()) list.sort((a, b) => a.sentAt - b.sentAt);
+  return byKey;
+}
+
+/** Samples sent at or after `from`, in order (binary search, then a walk). */
+function* samplesFrom(list: readonly Sample[], from: number): Generator<Sample> {
+  let low = 0;
+  let high = list.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (list[mid]!.sentAt < from) low = mid + 1;
+    else high = mid;
+  }
+  for (let i = low; i < list.length; i++) yield list[i]!;
+}
+
+/**
+ * The server never showed two exclusive holders of a key (beyond capacity), nor an exclusive
+ * holder beside a shared holder of another owner.
+ */
+export function checkServerExclusion(
+  samples: readonly Sample[],
+  capacity: number,
+): InvariantResult {
+  const tally = new Tally("server: no two exclusive holders, no writer with a reader");
+  for (const sample of samples) {
+    for (const [key, state] of sample.states) {
+      const exclusive = [...state.holders].filter(([, mode]) => mode === "exclusive");
+      const readers = [...state.holders].filter(([, mode]) => mode === "shared");
+      tally.check(
+        exclusive.length <= capacity && (exclusive.length === 0 || readers.length === 0),
+        () =>
+          `key ${key} at ${sample.sentAt}: exclusive ${exclusive.map(([o]) => o.slice(0, 8)).join(", ")}; ` +
+          `shared ${readers.map(([o]) => o.slice(0, 8)).join(", ")}`,
+      );
+    }
+  }
+  return tally.result();
+}
+
+/**
+ * Every reading of the server taken wholly inside a section's valid interval shows the section's
+ * owner holding the key (exclusively for an exclusive section; RedLock: on a majority). The
+ * client's belief is checked against the server, never the other way round.
+ */
+export function checkHeldAsBelieved(
+  sections: readonly SectionRecord[],
+  samples: readonly Sample[],
+): InvariantResult {
+  const tally = new Tally("server holds every hold its client trusts");
+  const byKey = samplesByKey(samples);
+  for (const section of sections) {
+    for (const sample of samplesFrom(byKey.get(section.key) ?? [], section.start)) {
+      if (sample.sentAt >= section.validEnd) break;
+      if (sample.answeredAt > section.validEnd) continue;
+      const mode = sample.states.get(section.key)?.holders.get(section.owner);
+      tally.check(
+        mode !== undefined && (section.shared || mode === "exclusive"),
+        () =>
+          `key ${section.key}: ${section.owner.slice(0, 8)} trusted [${section.start}, ${section.validEnd}) ` +
+          `(token ${section.token}) but the server showed it ${mode ?? "not held"} at ${sample.sentAt}–${sample.answeredAt}`,
+      );
+    }
+  }
+  return tally.result();
+}
+
+/**
+ * Every hold the server showed lost while its section still ran had its signal aborted by its
+ * confirmed deadline (+ `slackMs` for timers under load), unless the section ended before.
+ */
+export function checkLostSignals(
+  holds: readonly HoldRecord[],
+  samples: readonly Sample[],
+  slackMs: number,
+): InvariantResult {
+  const tally = new Tally("every lost hold's signal aborted by its confirmed end");
+  const byKey = samplesByKey(samples);
+  for (const hold of holds) {
+    let lostAt = Number.POSITIVE_INFINITY;
+    for (const key of hold.keys) {
+      for (const sample of samplesFrom(byKey.get(key) ?? [], hold.start)) {
+        if (sample.answeredAt > hold.end) break;
+        if (!sample.states.get(key)?.holders.has(hold.owner)) {
+          lostAt = Math.min(lostAt, sample.answeredAt);
+          break;
+        }
+      }
+    }
+    if (lostAt === Number.POSITIVE_INFINITY) continue;
+    const deadline = hold.deadline();
+    const due = deadline + slackMs;
+    // Ended before it was due: nothing the signal owed.
+    if (hold.end <= due) {
+      tally.check(true, () => "");
+      continue;
+    }
+    tally.check(
+      hold.abortedAt() <= due,
+      () =>
+        `${hold.keys.join("+")}: ${hold.mode} hold ${hold.owner.slice(0, 8)} seen lost at ${lostAt}, confirmed until ${deadline}, ` +
+        `section ran to ${hold.end}, signal ${
+          hold.abortedAt() === Number.POSITIVE_INFINITY
+            ? "never aborted"
+            : `aborted ${hold.abortedAt() - deadline} ms past it`
+        }`,
+    );
+  }
+  return tally.result();
+}
+
+/**
+ * All or none: no reading shows an owner holding some of the keys it asked for (a multi-lock's
+ * members) but not all of them.
+ */
+export function checkAllOrNone(
+  samples: readonly Sample[],
+  planned: ReadonlyMap<string, readonly string[]>,
+): InvariantResult {
+  const tally = new Tally("multi-lock: every member held, or none");
+  for (const sample of samples) {
+    const seen = new Set<string>();
+    for (const state of sample.states.values())
+      for (const owner of state.holders.keys()) seen.add(owner);
+    for (const owner of seen) {
+      const keys = planned.get(owner);
+      if (keys === undefined || keys.length < 2) continue;
+      if (!keys.every((key) => sample.states.has(key))) continue;
+      const heldKeys = keys.filter((key) => sample.states.get(key)!.holders.has(owner));
+      tally.check(
+        heldKeys.length === keys.length,
+        () =>
+          `${owner.slice(0, 8)} held ${heldKeys.join(", ")} of ${keys.join(", ")} at ${sample.sentAt}`,
+      );
+    }
+  }
+  return tally.result();
+}
+
+/**
+ * Live fair waiters are served in arrival order. Between two consecutive readings S1 and S2 of a
+ * key, the owners granted are those whose token lies in (fence at S1, fence at S2]. A waiter A is
+ * *live* across that interval when both readings show it queued with the same ticket: its place
+ * was kept (a waiter that stopped polling is pruned by the next script, the granting one
+ * included, and comes back with a later ticket). No owner queued behind a live A at S1 may be
+ * granted in the interval.
+ */
+export function checkFairOrder(
+  samples: readonly Sample[],
+  tokens: readonly TokenRecord[],
+): InvariantResult {
+  const tally = new Tally("live fair waiters served in arrival order");
+  const byKey = samplesByKey(samples);
+  for (const [key, list] of byKey) {
+    const ownerOf = new Map(
+      tokens.filter((token) => token.key === key).map((token) => [token.token, token.owner]),
+    );
+    for (let i = 1; i < list.length; i++) {
+      const before = list[i - 1]!.states.get(key)!;
+      const after = list[i]!.states.get(key)!;
+      if (before.fence === undefined || after.fence === undefined) continue;
+      if (list[i]!.sentAt < list[i - 1]!.answeredAt) continue; // overlapping readings
+      const live = [...before.queue].filter(([owner, ticket]) => after.queue.get(owner) === ticket);
+      for (let token = before.fence + 1; token <= after.fence; token++) {
+        const granted = ownerOf.get(token);
+        const ticket = granted === undefined ? undefined : before.queue.get(granted);
+        if (ticket === undefined) continue;
+        const skipped = live.filter(([, waiting]) => waiting < ticket);
+        tally.check(
+          skipped.length === 0,
+          () =>
+            `key ${key}: ${granted!.slice(0, 8)} (ticket ${ticket}) got token ${token} while ` +
+            `${skipped.map(([owner, waiting]) => `${owner.slice(0, 8)} (ticket ${waiting})`).join(", ")} kept its place ahead`,
+        );
+      }
     }
   }
   return tally.result();
@@ -217,10 +420,21 @@ export function checkAll(
     toleranceMs: number;
     leftHeld: readonly { key: string; owners: readonly string[] }[];
     inspectedForSecrets: number;
+    signalSlackMs: number;
+    /** Kind-specific checks that only make sense where the kind has the structure. */
+    fair: boolean;
+    multi: boolean;
   },
 ): InvariantResult[] {
+  const kindChecks: InvariantResult[] = [];
+  if (options.fair) kindChecks.push(checkFairOrder(journal.samples, journal.tokens));
+  if (options.multi) kindChecks.push(checkAllOrNone(journal.samples, journal.planned));
   return [
     checkExclusion(journal.sections, options.capacity),
+    checkServerExclusion(journal.samples, options.capacity),
+    checkHeldAsBelieved(journal.sections, journal.samples),
+    checkLostSignals(journal.holds, journal.samples, options.signalSlackMs),
+    ...kindChecks,
     checkFencing(journal.writes, journal.tokens),
     checkHoldCounts(journal.releaseChecks, options.leftHeld),
     checkDeadHolders(journal.dead, options.toleranceMs),

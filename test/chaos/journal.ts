@@ -1,5 +1,6 @@
 /** What a chaos run records while it runs; the invariants are computed from it afterwards. */
 import type { WriteStatus } from "./fenced-store.js";
+import type { Sample } from "./server-state.js";
 
 export type OperationKind = "acquire" | "tryAcquire" | "reenter" | "extend" | "release";
 
@@ -18,6 +19,23 @@ export interface SectionRecord {
    * had surely not expired. These intervals must not overlap beyond the primitive's capacity.
    */
   readonly validEnd: number;
+  /** A shared (read) hold: overlaps other shared holds, never an exclusive one. */
+  readonly shared?: boolean;
+}
+
+/** What the signal check needs of a section's hold. */
+export interface HoldRecord {
+  readonly keys: readonly string[];
+  readonly owner: string;
+  readonly shared: boolean;
+  /** Lease or watchdog mode (of the outer hold). */
+  readonly mode: "lease" | "watchdog";
+  readonly start: number;
+  readonly end: number;
+  /** When its signal aborted (Infinity: never during the run). */
+  readonly abortedAt: () => number;
+  /** ChaosHold.confirmedDeadline(), read after the run. */
+  readonly deadline: () => number;
 }
 
 /** One write the fenced store answered. */
@@ -68,6 +86,11 @@ export class Journal {
   readonly tokens: TokenRecord[] = [];
   readonly dead: DeadHolderRecord[] = [];
   readonly releaseChecks: ReleaseCheck[] = [];
+  /** Readings of the server: the sampler's and the probes taken right after each grant. */
+  readonly samples: Sample[] = [];
+  readonly holds: HoldRecord[] = [];
+  /** The keys each owner asked for (a multi-lock's members), whatever the client answered. */
+  readonly planned = new Map<string, readonly string[]>();
   /** Lock operations started, by kind. */
   readonly operations: Record<OperationKind, number> = {
     acquire: 0,

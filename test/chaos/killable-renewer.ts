@@ -16,16 +16,38 @@ export interface ArmingRequest {
   readonly sentAt: number;
   /** Undefined while in flight. */
   settledAt: number | undefined;
+  /** The lease it sets, in ms. */
+  readonly leaseMs: number;
+  /** True once it settled confirming the hold (re-armed it). */
+  confirmed: boolean;
+}
+
+/**
+ * The latest moment a holder may trust its hold, from its arming requests (see
+ * ChaosHold.confirmedDeadline): confirmed requests in settle order, each settled before the
+ * deadline so far moving it to settle time + lease. Settle times make it an upper bound of the
+ * library's own deadline (which counts from send times).
+ */
+export function confirmedDeadline(requests: readonly ArmingRequest[]): number {
+  const confirmed = requests
+    .filter((request) => request.confirmed && request.settledAt !== undefined)
+    .sort((a, b) => a.settledAt! - b.settledAt!);
+  let deadline = Number.NEGATIVE_INFINITY;
+  for (const request of confirmed) {
+    if (deadline !== Number.NEGATIVE_INFINITY && request.settledAt! > deadline) break;
+    deadline = Math.max(deadline, request.settledAt! + request.leaseMs);
+  }
+  return deadline;
 }
 
 /** Renewal requests are sequential, so the last few cover any recent moment. */
-const HISTORY = 16;
+const HISTORY = 64;
 
 /** What is known about the renewal of one (lock, owner). */
 export interface RenewalRecord {
   /** Client time just before the request that last re-armed the lease was sent. */
   confirmedSentAt: number;
-  /** The latest renewal requests, oldest first (at most 16). */
+  /** The latest renewal requests, oldest first (at most 64). */
   readonly history: ArmingRequest[];
   /** Renewals that re-armed the lease. */
   renewals: number;
@@ -46,20 +68,21 @@ export function settledBefore(requests: readonly ArmingRequest[], sentBefore: nu
   return latest;
 }
 
-function recordKey(name: string, owner: string): string {
-  return `${name}\n${owner}`;
+interface LiveRenewal {
+  readonly record: RenewalRecord;
+  readonly renewal: Renewal;
 }
 
 export class KillableRenewer implements Renewer {
   readonly #inner: Renewer;
-  readonly #live = new Map<string, { record: RenewalRecord; renewal: Renewal }>();
+  /** Renewals running, by owner (owners are fresh per critical section), oldest first. */
+  readonly #live = new Map<string, LiveRenewal[]>();
 
   constructor(inner: Renewer = inProcessRenewer()) {
     this.#inner = inner;
   }
 
   start(target: RenewalTarget, confirmedAt: number): Renewal {
-    const key = recordKey(target.name, target.owner);
     const record: RenewalRecord = {
       confirmedSentAt: confirmedAt,
       history: [],
@@ -70,11 +93,17 @@ export class KillableRenewer implements Renewer {
       ...target,
       renew: async () => {
         const sentAt = Date.now();
-        const request: ArmingRequest = { sentAt, settledAt: undefined };
+        const request: ArmingRequest = {
+          sentAt,
+          settledAt: undefined,
+          leaseMs: target.leaseMs,
+          confirmed: false,
+        };
         record.history.push(request);
         if (record.history.length > HISTORY) record.history.shift();
         try {
           const held = await target.renew();
+          request.confirmed = held;
           if (held) {
             record.confirmedSentAt = Math.max(record.confirmedSentAt, sentAt);
             record.renewals += 1;
@@ -86,33 +115,42 @@ export class KillableRenewer implements Renewer {
       },
     };
     const renewal = this.#inner.start(wrapped, confirmedAt);
-    const entry = { record, renewal };
-    this.#live.set(key, entry);
+    const entry: LiveRenewal = { record, renewal };
+    const entries = this.#live.get(target.owner) ?? [];
+    entries.push(entry);
+    this.#live.set(target.owner, entries);
     return {
       stop: () => {
         renewal.stop();
-        if (this.#live.get(key) === entry) this.#live.delete(key);
+        this.#forget(target.owner, entry);
       },
     };
   }
 
-  /** The record of the renewal now running for (name, owner), if any. */
-  record(name: string, owner: string): RenewalRecord | undefined {
-    return this.#live.get(recordKey(name, owner))?.record;
+  #forget(owner: string, entry: LiveRenewal): void {
+    const entries = this.#live.get(owner)?.filter((each) => each !== entry) ?? [];
+    if (entries.length === 0) this.#live.delete(owner);
+    else this.#live.set(owner, entries);
   }
 
-  /** Stops renewing (name, owner) without telling anyone, as a crashed process would. */
-  kill(name: string, owner: string): void {
-    const key = recordKey(name, owner);
-    const entry = this.#live.get(key);
-    if (!entry) return;
-    entry.record.killed = true;
-    entry.renewal.stop();
-    this.#live.delete(key);
+  /** The record of the latest renewal running for `owner`, if any. */
+  record(owner: string): RenewalRecord | undefined {
+    return this.#live.get(owner)?.at(-1)?.record;
+  }
+
+  /** Stops renewing every hold of `owner` without telling anyone, as a crashed process would. */
+  kill(owner: string): void {
+    for (const entry of this.#live.get(owner) ?? []) {
+      entry.record.killed = true;
+      entry.renewal.stop();
+    }
+    this.#live.delete(owner);
   }
 
   /** Renewals running now. */
   get size(): number {
-    return this.#live.size;
+    let count = 0;
+    for (const entries of this.#live.values()) count += entries.length;
+    return count;
   }
 }

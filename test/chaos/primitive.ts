@@ -1,11 +1,13 @@
 /**
  * The seam between the chaos workload and the primitive under test. The workload only knows how
- * to take a hold, act on it and drop it; each primitive (the reentrant lock today; the fair lock,
- * the read-write lock, the semaphore… as they land) supplies an adapter implementing this.
+ * to take a hold, act on it and drop it; each primitive (the reentrant lock, the fair lock, the
+ * read-write lock, the multi-lock, RedLock, the Durable Object watchdog's locks; see
+ * `primitives/`) supplies an adapter implementing this, and a reader of its state on the server.
  */
 import type { Redis } from "@upstash/redis";
 import type { LockClient } from "../../src/index.js";
 import type { KillableRenewer } from "./killable-renewer.js";
+import type { KeyState } from "./server-state.js";
 
 /** One simulated isolate: its own HTTP Redis client, LockClient and renewer. */
 export interface ChaosIsolate {
@@ -13,6 +15,8 @@ export interface ChaosIsolate {
   /** Goes through the faulty REST server. */
   readonly redis: Redis;
   readonly client: LockClient;
+  /** One LockClient per database of the run (the first is `client`). */
+  readonly clients: readonly LockClient[];
   readonly renewer: KillableRenewer;
 }
 
@@ -27,6 +31,8 @@ export interface HoldPlan {
   readonly waitMs: number;
   /** True: `tryAcquire` (null when busy); false: `acquire` (throws when the wait runs out). */
   readonly tryOnly: boolean;
+  /** A shared hold (a read lock) rather than an exclusive one. */
+  readonly shared: boolean;
 }
 
 /** A hold of one owner on one key, as the workload sees it. */
@@ -36,6 +42,8 @@ export interface ChaosHold {
   readonly fencingToken: number | undefined;
   /** Aborts when the library learns the hold is lost. */
   readonly signal: AbortSignal;
+  /** Shared (a read hold: may overlap other shared holds) or exclusive. Default exclusive. */
+  readonly shared?: boolean;
   /**
    * Client time until which the hold is surely valid, from what the client knows now: lease
    * mode, `acquiredAt + lease` (moved by successful extends); watchdog mode, the last confirmed
@@ -48,8 +56,15 @@ export interface ChaosHold {
    * `sentBefore` must have lost its hold one lease after that.
    */
   lastArmedSettledAt(sentBefore: number): number;
-  /** Re-enters the hold (same owner). Resolves to the inner hold. Optional. */
-  reenter?(): Promise<ChaosHold>;
+  /**
+   * The latest moment the library may still trust this hold, from the harness's own record of
+   * its arming requests: walking the confirmed ones in the order they settled, each one settled
+   * before the deadline so far moves it to its settle time + its lease (settle, not send, time:
+   * an upper bound of what the library may count). A lost hold's signal must abort by then.
+   */
+  confirmedDeadline(): number;
+  /** Re-enters the hold (same owner; the inner hold in `mode`, default the outer's). Optional. */
+  reenter?(mode?: HoldPlan["mode"]): Promise<ChaosHold>;
   /** Re-arms the lease to `ms` from now. Optional. */
   extend?(ms: number): Promise<void>;
   release(): Promise<void>;
@@ -60,8 +75,19 @@ export interface ChaosHold {
 /** A primitive under test, bound to one run's key namespace. */
 export interface ChaosPrimitive {
   readonly name: string;
-  /** Holders one key admits at once (1 for locks; n for an n-permit semaphore). */
+  /** Exclusive holders one key admits at once (1 for locks; n for an n-permit semaphore). */
   readonly capacity: number;
+  /** Fraction of sections that ask for a shared hold (read locks). Default 0. */
+  readonly sharedRate?: number;
+  /** Databases the run needs (RedLock: several). Default 1. */
+  readonly databases?: number;
+  /** The keys whose state `state()` reports for a workload key (a multi-lock's members). */
+  keysOf?(key: string): readonly string[];
+  /**
+   * The state of `keys` on the server, read through the fault-free observer in one script per
+   * database (atomic): who holds each key, exclusively or shared, and who waits in its queue.
+   */
+  state(keys: readonly string[]): Promise<ReadonlyMap<string, KeyState>>;
   acquire(isolate: ChaosIsolate, key: string, plan: HoldPlan): Promise<ChaosHold | null>;
   /** Whether `owner` holds `key` now, asked through the fault-free observer. */
   isHeldBy(key: string, owner: string): Promise<boolean>;

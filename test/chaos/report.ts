@@ -29,7 +29,12 @@ export function figureRows(result: ChaosResult): [string, string][] {
       "  delayed past the lease (spikes)",
       `${requests.delayedBySpike} in ${requests.spikes} spikes`,
     ],
+    [
+      "  hung until the client gave up",
+      `${requests.hungBeforeExecute} before running, ${requests.hungAfterExecute} after`,
+    ],
     ["  faulted", percent(requests.faultedFraction)],
+    ["server state readings (sampler + grant probes)", String(result.samples)],
     ["writes accepted by the fence", String(resource.acceptedWrites)],
     ["stale writes refused by the fence", String(resource.refusedStaleWrites)],
     ["racy counter: lost updates", String(resource.lostUpdates)],
@@ -72,7 +77,7 @@ export function formatReport(result: ChaosResult): string {
 }
 
 /** Writes the result as JSON (creating the folder). */
-export async function writeReport(path: string, result: ChaosResult): Promise<void> {
+export async function writeReport(path: string, result: unknown): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   await writeFile(path, `${JSON.stringify(result, null, 2)}\n`);
 }
@@ -80,4 +85,59 @@ export async function writeReport(path: string, result: ChaosResult): Promise<vo
 /** `bench/results/chaos-2026-09-15T10-20-30.json`. */
 export function defaultReportPath(startedAt: string): string {
   return `bench/results/chaos-${startedAt.slice(0, 19).replaceAll(":", "-")}.json`;
+}
+
+/** One kind's line in the per-kind table. */
+export interface KindRow {
+  readonly kind: string;
+  readonly operations: number;
+  readonly requests: number;
+  readonly faultedFraction: number;
+  readonly violations: number;
+  readonly elapsedMs: number;
+}
+
+export function kindRowOf(result: ChaosResult): KindRow {
+  return {
+    kind: result.primitive,
+    operations: result.operations.total,
+    requests: result.requests.total,
+    faultedFraction: result.requests.faultedFraction,
+    violations: result.violations,
+    elapsedMs: result.elapsedMs,
+  };
+}
+
+/** One row per kind and a total: the table of docs/reliability.md. */
+export function formatKindTable(rows: readonly KindRow[]): string {
+  const total = rows.reduce(
+    (sum, row) => ({
+      operations: sum.operations + row.operations,
+      requests: sum.requests + row.requests,
+      faulted: sum.faulted + row.faultedFraction * row.requests,
+      violations: sum.violations + row.violations,
+      elapsedMs: sum.elapsedMs + row.elapsedMs,
+    }),
+    { operations: 0, requests: 0, faulted: 0, violations: 0, elapsedMs: 0 },
+  );
+  const lines = [
+    ["kind", "operations", "requests", "faulted", "violations", "wall"],
+    ...rows.map((row) => [
+      row.kind,
+      String(row.operations),
+      String(row.requests),
+      percent(row.faultedFraction),
+      String(row.violations),
+      `${(row.elapsedMs / 1000).toFixed(0)} s`,
+    ]),
+    [
+      "total",
+      String(total.operations),
+      String(total.requests),
+      percent(total.requests === 0 ? 0 : total.faulted / total.requests),
+      String(total.violations),
+      `${(total.elapsedMs / 1000).toFixed(0)} s`,
+    ],
+  ];
+  return lines.map((line) => `| ${line.join(" | ")} |`).join("\n");
 }

@@ -1,8 +1,9 @@
 /**
- * `npm run chaos`: the long chaos run (100 000 lock operations, ≥ 10 % of requests faulted).
+ * `npm run chaos`: the long chaos run over every lock kind (100 000 lock operations in all, split
+ * evenly; ≥ 10 % of requests faulted).
  *
  *   npm run chaos
- *   npm run chaos -- --ops 20000 --seed 7 --fault-rate 0.2 --backend embedded
+ *   npm run chaos -- --kind fair --ops 20000 --seed 7 --fault-rate 0.2 --backend embedded
  *   tsx test/chaos/run.ts --short          # the preset of the CI run
  *
  * Prints a progress bar, the figures and the invariants, writes the JSON report to
@@ -11,10 +12,20 @@
 import { parseArgs } from "node:util";
 import { progressBar } from "../../dev/progress.js";
 import { type ChaosBackend, type ChaosConfig, LONG_RUN, SHORT_RUN } from "./config.js";
-import { defaultReportPath, formatReport, writeReport } from "./report.js";
-import { runChaos } from "./workload.js";
+import { runIdempotencyChaos } from "./idempotency.js";
+import { type ChaosKindName, KIND_NAMES, KINDS } from "./kinds.js";
+import {
+  defaultReportPath,
+  formatKindTable,
+  formatReport,
+  type KindRow,
+  kindRowOf,
+  writeReport,
+} from "./report.js";
+import { type ChaosResult, runChaos } from "./workload.js";
 
-const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--ops N] [--seed N] [--fault-rate R]
+const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${KIND_NAMES.join("|")}]...
+       [--ops N (total over the kinds)] [--seed N] [--fault-rate R] [--hang-rate R]
        [--backend auto|redis-server|embedded] [--isolates N] [--holders N] [--keys N] [--out FILE]`;
 
 const { values } = parseArgs({
@@ -24,6 +35,8 @@ const { values } = parseArgs({
     ops: { type: "string" },
     seed: { type: "string" },
     "fault-rate": { type: "string" },
+    "hang-rate": { type: "string" },
+    kind: { type: "string", multiple: true },
     backend: { type: "string" },
     isolates: { type: "string" },
     holders: { type: "string" },
@@ -60,11 +73,23 @@ const preset = values.short ? SHORT_RUN : LONG_RUN;
 const faultRate =
   values["fault-rate"] === undefined ? preset.faultRate : Number(values["fault-rate"]);
 if (!(faultRate >= 0 && faultRate <= 1)) fail("--fault-rate must be between 0 and 1");
+const hangRate = values["hang-rate"] === undefined ? preset.hangRate : Number(values["hang-rate"]);
+if (!(hangRate >= 0 && hangRate <= 1)) fail("--hang-rate must be between 0 and 1");
+/** Besides the lock kinds: `idempotency()`, driven through a Hono app (deliveries count as operations). */
+const IDEMPOTENCY = "idempotency";
+const ALL_NAMES = [...KIND_NAMES, IDEMPOTENCY];
+const chosen = values.kind ?? ALL_NAMES;
+for (const name of chosen) {
+  if (!ALL_NAMES.includes(name)) fail(`--kind must be one of ${ALL_NAMES.join(", ")}`);
+}
+const kinds = chosen.filter((name): name is ChaosKindName => name in KINDS);
+const withIdempotency = chosen.includes(IDEMPOTENCY);
 const config: ChaosConfig = {
   ...preset,
   operations: integer("ops", values.ops, preset.operations),
   seed: integer("seed", values.seed, preset.seed, 0),
   faultRate,
+  hangRate,
   backend: backendOf(values.backend, preset.backend),
   isolates: integer("isolates", values.isolates, preset.isolates),
   holdersPerIsolate: integer("holders", values.holders, preset.holdersPerIsolate),
@@ -72,25 +97,53 @@ const config: ChaosConfig = {
 };
 
 console.log(
-  `edgelock chaos — ${config.operations} lock operations, seed ${config.seed}, ` +
-    `fault rate ${config.faultRate}, backend ${config.backend}`,
+  `edgelock chaos — ${config.operations} lock operations over ${kinds.join(", ")}, seed ${config.seed}, ` +
+    `fault rate ${config.faultRate}, hang rate ${config.hangRate}, backend ${config.backend}`,
 );
-const progress = progressBar("operations", config.operations);
-const result = await runChaos(config, {
-  onProgress: (done) => progress.update(Math.min(done, config.operations)),
-});
-progress.finish();
-console.log(`\n${formatReport(result)}`);
+const perKind = Math.ceil(config.operations / chosen.length);
+const results: ChaosResult[] = [];
+const rows: KindRow[] = [];
+for (const name of kinds) {
+  const progress = progressBar(KINDS[name].name, perKind);
+  const result = await runChaos(
+    { ...config, operations: perKind },
+    {
+      kind: KINDS[name],
+      onProgress: (done) => progress.update(Math.min(done, perKind)),
+    },
+  );
+  progress.finish();
+  console.log(`\n${formatReport(result)}\n`);
+  results.push(result);
+  rows.push(kindRowOf(result));
+}
+const idempotencyResult = withIdempotency ? await runIdempotencyChaos(config, perKind) : undefined;
+if (idempotencyResult) {
+  console.log(`idempotency(): ${JSON.stringify(idempotencyResult, null, 2)}\n`);
+  rows.push({
+    kind: idempotencyResult.primitive,
+    operations: idempotencyResult.deliveries,
+    requests: idempotencyResult.requests.total,
+    faultedFraction: idempotencyResult.requests.faultedFraction,
+    violations: idempotencyResult.violations,
+    elapsedMs: idempotencyResult.elapsedMs,
+  });
+}
+console.log(formatKindTable(rows));
 
-const out = values.out ?? defaultReportPath(result.startedAt);
-await writeReport(out, result);
+const out = values.out ?? defaultReportPath(new Date().toISOString());
+await writeReport(out, { kinds: results, idempotency: idempotencyResult, table: rows });
 console.log(`report: ${out}`);
 
-if (result.violations > 0) {
-  console.error(`\nFAILED: ${result.violations} invariant violations (seed ${config.seed}).`);
+const violations = rows.reduce((sum, row) => sum + row.violations, 0);
+if (violations > 0) {
+  console.error(`\nFAILED: ${violations} invariant violations (seed ${config.seed}).`);
   process.exit(1);
 }
-const longEnough = result.operations.total >= 100_000 && result.requests.faultedFraction >= 0.1;
+const total = rows.reduce((sum, row) => sum + row.operations, 0);
+const requests = rows.reduce((sum, row) => sum + row.requests, 0);
+const faulted = rows.reduce((sum, row) => sum + row.faultedFraction * row.requests, 0);
+const longEnough = total >= 100_000 && faulted >= 0.1 * requests;
 console.log(
   `\nOK: no violations.${longEnough ? " (≥ 100 000 operations, ≥ 10 % of requests faulted)" : ""}`,
 );

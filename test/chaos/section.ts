@@ -3,7 +3,7 @@
  * read-modify-write of the key's counter through the fenced store, maybe extend, maybe crash,
  * release — recording what the invariants need at every step.
  */
-import { LockBackendError, LockClient, LockNotHeldError } from "../../src/index.js";
+import { LockBackendError, LockClient, LockNotHeldError, MIN_LEASE_MS } from "../../src/index.js";
 import { sleep as sleepMs } from "../../src/wait/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
@@ -30,6 +30,10 @@ interface SectionScript {
   readonly key: string;
   readonly plan: HoldPlan;
   readonly reenter: boolean;
+  /** The inner hold's mode: mixed with the outer's. */
+  readonly innerMode: HoldPlan["mode"];
+  /** The inner hold (lease mode) extends to the shortest lease while the outer's is longer. */
+  readonly innerShortExtend: boolean;
   readonly extend: boolean;
   readonly crash: "no" | "before-work" | "after-work";
   readonly holdMs: number;
@@ -42,7 +46,10 @@ function draw(ctx: SectionContext): SectionScript {
   const leaseMs = mode === "lease" ? config.leaseMs : config.watchdogTimeoutMs;
   const tryOnly = random() < config.tryRate;
   const reenter = random() < config.reentryRate;
+  const innerMode = random() < config.watchdogRate ? "watchdog" : "lease";
+  const innerShortExtend = innerMode === "lease" && random() < config.extendRate;
   const extend = mode === "lease" && random() < config.extendRate;
+  const shared = random() < (ctx.primitive.sharedRate ?? 0);
   const crashes = random() < config.crashRate;
   const early = random() < 0.5;
   const long = random() < config.longHoldRate;
@@ -55,8 +62,11 @@ function draw(ctx: SectionContext): SectionScript {
       leaseMs,
       waitMs: tryOnly ? Math.floor(random() * 2) * config.leaseMs : config.waitMs,
       tryOnly,
+      shared,
     },
     reenter,
+    innerMode,
+    innerShortExtend,
     extend,
     crash: crashes ? (early ? "before-work" : "after-work") : "no",
     holdMs,
@@ -80,6 +90,8 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   const { journal, operations, primitive } = ctx;
   const script = draw(ctx);
   const { key, plan } = script;
+  const keys = primitive.keysOf?.(key) ?? [key];
+  journal.planned.set(plan.owner, keys);
 
   const acquired = await operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
     primitive.acquire(isolate, key, plan),
@@ -108,14 +120,21 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   const armedSettledAt = (inner: ChaosHold | undefined, diedAt: number) =>
     Math.max(hold.lastArmedSettledAt(diedAt), inner?.lastArmedSettledAt(diedAt) ?? 0);
 
+  await probe(ctx, keys);
+
   let inner: ChaosHold | undefined;
   let uncertainHolds = false;
   if (script.reenter && hold.reenter) {
-    const reentered = await operations.run("reenter", () => hold.reenter!());
+    const reentered = await operations.run("reenter", () => hold.reenter!(script.innerMode));
     if (reentered.ok) {
       inner = reentered.value;
       recordToken(journal, key, inner);
       if (inner.fencingToken !== hold.fencingToken) journal.reentriesAfterLoss += 1;
+      // The nested-hold hazard: an inner hold asks for the shortest lease; the outer's must stand.
+      if (script.innerShortExtend && inner.extend) {
+        const innerHold = inner;
+        await operations.run("extend", () => innerHold.extend!(MIN_LEASE_MS));
+      }
     } else if (reentered.hung || reentered.error instanceof LockBackendError) {
       uncertainHolds = true; // it may have counted a second hold
     }
@@ -123,13 +142,28 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
 
   const finish = (end: number) => {
     if (hold.signal.aborted) journal.lostDuringSection += 1;
-    journal.sections.push({
-      key,
+    const validEnd = Math.min(end, hold.validUntil(), abortedAt);
+    const shared = hold.shared ?? false;
+    for (const each of keys) {
+      journal.sections.push({
+        key: each,
+        owner: hold.owner,
+        token: each === key ? hold.fencingToken : undefined,
+        start,
+        end,
+        validEnd,
+        shared,
+      });
+    }
+    journal.holds.push({
+      keys,
       owner: hold.owner,
-      token: hold.fencingToken,
+      shared,
+      mode: plan.mode,
       start,
       end,
-      validEnd: Math.min(end, hold.validUntil(), abortedAt),
+      abortedAt: () => abortedAt,
+      deadline: () => hold.confirmedDeadline(),
     });
   };
   const crash = () => {
@@ -185,7 +219,8 @@ async function readModifyWrite(
     await ctx.operations.run("extend", () => hold.extend!(script.plan.leaseMs));
   }
   const token = hold.fencingToken;
-  if (read === undefined || token === undefined) return;
+  // A reader reads; only exclusive holds write.
+  if (read === undefined || token === undefined || hold.shared) return;
   const written: WriteResult | undefined = await withRetries(ctx.journal, () =>
     store.write(isolate.redis, token, hold.owner, read + 1),
   );
@@ -203,8 +238,20 @@ async function release(ctx: SectionContext, hold: ChaosHold | undefined): Promis
   return false;
 }
 
+/** Reads the hold's keys on the server right after the grant: the observer's own look. */
+async function probe(ctx: SectionContext, keys: readonly string[]): Promise<void> {
+  const sentAt = Date.now();
+  try {
+    const states = await ctx.primitive.state(keys);
+    ctx.journal.samples.push({ sentAt, answeredAt: Date.now(), states });
+  } catch {
+    // The observer is fault-free; a failure only costs this probe.
+  }
+}
+
 function recordToken(journal: Journal, key: string, hold: ChaosHold): void {
-  if (hold.fencingToken !== undefined) {
+  // Read holds carry the last writer's token: shared by design.
+  if (hold.fencingToken !== undefined && !hold.shared) {
     journal.tokens.push({ key, owner: hold.owner, token: hold.fencingToken });
   }
 }

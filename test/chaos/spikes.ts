@@ -14,19 +14,25 @@ export interface Spikes {
   stop(): void;
 }
 
-export function startSpikes(faults: FaultController, schedule: SpikeSchedule): Spikes {
+export function startSpikes(
+  controllers: readonly FaultController[],
+  schedule: SpikeSchedule,
+): Spikes {
+  const configure = (latencyMs: number) => {
+    for (const faults of controllers) faults.configure({ latencyMs });
+  };
   let count = 0;
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
   const calm = () => {
-    faults.configure({ latencyMs: 0 });
+    configure(0);
     if (!stopped) timer = setTimeout(spike, schedule.everyMs);
   };
   const spike = () => {
     if (stopped) return;
     count += 1;
-    faults.configure({ latencyMs: schedule.latencyMs });
+    configure(schedule.latencyMs);
     timer = setTimeout(calm, schedule.durationMs);
   };
 
@@ -41,7 +47,7 @@ export function startSpikes(faults: FaultController, schedule: SpikeSchedule): S
     stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);
-      faults.configure({ latencyMs: 0 });
+      configure(0);
     },
   };
 }

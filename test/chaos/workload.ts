@@ -11,10 +11,11 @@ import { type ChaosEnvironment, createIsolate, startEnvironment } from "./enviro
 import { FencedStore } from "./fenced-store.js";
 import { checkAll, type InvariantResult } from "./invariants.js";
 import { Journal, type OperationKind } from "./journal.js";
+import { type ChaosKind, KINDS } from "./kinds.js";
 import { OperationRunner } from "./operations.js";
 import type { ChaosPrimitive } from "./primitive.js";
-import { reentrantLockPrimitive } from "./primitives/lock.js";
 import { runSection, type SectionContext } from "./section.js";
+import { startSampler } from "./server-state.js";
 import { startSpikes } from "./spikes.js";
 
 /** Slack for clock granularity when checking a dead holder's bound, in ms. */
@@ -24,6 +25,8 @@ export interface ChaosResult {
   readonly config: ChaosConfig;
   readonly primitive: string;
   readonly backend: string;
+  /** Readings of the server state (sampler and grant probes). */
+  readonly samples: number;
   readonly startedAt: string;
   readonly elapsedMs: number;
   readonly operations: {
@@ -40,7 +43,10 @@ export interface ChaosResult {
     readonly droppedAfterExecute: number;
     readonly delayedBySpike: number;
     readonly spikes: number;
-    /** (refused + dropped + delayed) / total. */
+    /** Hung until the client gave up: never forwarded / forwarded and answer withheld. */
+    readonly hungBeforeExecute: number;
+    readonly hungAfterExecute: number;
+    /** (refused + dropped + delayed + hung) / total (total: requests the proxies received). */
     readonly faultedFraction: number;
   };
   readonly resource: {
@@ -74,7 +80,9 @@ export interface ChaosResult {
 }
 
 export interface ChaosRunOptions {
-  /** Builds the primitive under test. Default: the reentrant lock. */
+  /** The kind under test. Default: the reentrant lock. */
+  readonly kind?: ChaosKind;
+  /** Builds the primitive under test instead of the kind's adapter (sabotage tests). */
   readonly primitive?: (env: ChaosEnvironment) => ChaosPrimitive;
   /** Called as operations start. */
   readonly onProgress?: (operationsStarted: number) => void;
@@ -84,7 +92,11 @@ export async function runChaos(
   config: ChaosConfig,
   options: ChaosRunOptions = {},
 ): Promise<ChaosResult> {
-  const env = await startEnvironment(config);
+  const env = await startEnvironment({
+    ...config,
+    maxHangMs: config.requestTimeoutMs * 4,
+    databases: (options.kind ?? KINDS.lock).databases,
+  });
   try {
     return await runIn(env, config, options);
   } finally {
@@ -99,7 +111,8 @@ async function runIn(
 ): Promise<ChaosResult> {
   const journal = new Journal();
   const operations = new OperationRunner(journal, env.server.token, config.hangAfterMs);
-  const primitive = options.primitive?.(env) ?? reentrantLockPrimitive(env.prefix, env.observer);
+  const kind: ChaosKind = options.kind ?? KINDS.lock;
+  const primitive = options.primitive?.(env) ?? kind.create(env, config);
   const keys = Array.from({ length: config.keys }, (_, i) => `key-${i}`);
   const stores = new Map(keys.map((key) => [key, new FencedStore(`${env.prefix}-store`, key)]));
   const watches: Promise<void>[] = [];
@@ -127,10 +140,22 @@ async function runIn(
   };
   process.on("unhandledRejection", onUnhandled);
 
-  env.server.stats.reset();
-  env.server.faults.resetCounts();
+  for (const { server } of env.databases) {
+    server.stats.reset();
+    server.faults.resetCounts();
+  }
+  const hangsBefore = env.hangs();
   const startedAt = new Date();
-  const spikes = startSpikes(env.server.faults, config.spike);
+  const spikes = startSpikes(
+    env.databases.map(({ server }) => server.faults),
+    config.spike,
+  );
+  const sampledKeys = [...new Set(keys.flatMap((key) => primitive.keysOf?.(key) ?? [key]))];
+  const sampler = startSampler(
+    (keys) => primitive.state(keys),
+    sampledKeys,
+    config.sampleIntervalMs,
+  );
   try {
     const holder = async (isolate: (typeof isolates)[number]) => {
       while (journal.totalOperations < config.operations) {
@@ -145,11 +170,25 @@ async function runIn(
     );
   } finally {
     spikes.stop();
+    await sampler.stop();
   }
   const elapsedMs = Date.now() - startedAt.getTime();
-  const stats = env.server.stats.snapshot();
-  const faults = env.server.faults.counts();
-  env.server.faults.disable();
+  const faults = { failBeforeExecute: 0, dropAfterExecute: 0, delayed: 0 };
+  for (const { server, proxy } of env.databases) {
+    const counts = server.faults.counts();
+    faults.failBeforeExecute += counts.failBeforeExecute;
+    faults.dropAfterExecute += counts.dropAfterExecute;
+    faults.delayed += counts.delayed;
+    server.faults.disable();
+    proxy.disable();
+  }
+  const hangsAfter = env.hangs();
+  const hangs = {
+    requests: hangsAfter.requests - hangsBefore.requests,
+    before: hangsAfter.hungBeforeExecute - hangsBefore.hungBeforeExecute,
+    after: hangsAfter.hungAfterExecute - hangsBefore.hungAfterExecute,
+  };
+  journal.samples.push(...sampler.samples);
 
   await Promise.all(watches);
   const leftHeld = await Promise.all(
@@ -163,6 +202,9 @@ async function runIn(
     toleranceMs: BOUND_TOLERANCE_MS,
     leftHeld,
     inspectedForSecrets: operations.inspected,
+    signalSlackMs: config.signalSlackMs,
+    fair: kind.fair === true && options.primitive === undefined,
+    multi: kind.multi === true && options.primitive === undefined,
   });
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
   const accepted = totals.reduce((sum, t) => sum + t.accepted, 0);
@@ -172,6 +214,7 @@ async function runIn(
   return {
     config,
     primitive: primitive.name,
+    samples: journal.samples.length,
     backend: env.server.backendDescription,
     startedAt: startedAt.toISOString(),
     elapsedMs,
@@ -183,15 +226,22 @@ async function runIn(
     },
     sections: journal.sections.length,
     requests: {
-      total: stats.requests,
+      total: hangs.requests,
       failedBeforeExecute: faults.failBeforeExecute,
       droppedAfterExecute: faults.dropAfterExecute,
       delayedBySpike: faults.delayed,
       spikes: spikes.count,
+      hungBeforeExecute: hangs.before,
+      hungAfterExecute: hangs.after,
       faultedFraction:
-        stats.requests === 0
+        hangs.requests === 0
           ? 0
-          : (faults.failBeforeExecute + faults.dropAfterExecute + faults.delayed) / stats.requests,
+          : (faults.failBeforeExecute +
+              faults.dropAfterExecute +
+              faults.delayed +
+              hangs.before +
+              hangs.after) /
+            hangs.requests,
     },
     resource: {
       acceptedWrites: accepted,

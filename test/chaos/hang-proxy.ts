@@ -1,0 +1,104 @@
+/**
+ * Hangs for chaos runs: an HTTP proxy in front of a dev server that, for a seeded fraction of
+ * requests, never answers until the client gives up (its request timeout aborts the fetch). Half
+ * of the hung requests are never forwarded (nothing ran), half are forwarded and their answer is
+ * withheld (the command ran). The dev server itself is not changed: its faults (refusals, lost
+ * answers, latency) apply behind this proxy.
+ */
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPrng } from "../../dev/rest/faults.js";
+
+export interface HangCounts {
+  /** Requests the proxy received. */
+  readonly requests: number;
+  /** Hung and never forwarded. */
+  readonly hungBeforeExecute: number;
+  /** Forwarded (the command ran), answer withheld. */
+  readonly hungAfterExecute: number;
+}
+
+export interface HangProxy {
+  readonly url: string;
+  counts(): HangCounts;
+  /** Stops hanging new requests (requests already hung stay so until their client gives up). */
+  disable(): void;
+  close(): Promise<void>;
+}
+
+export interface HangProxyOptions {
+  /** The dev server's URL. */
+  readonly target: string;
+  /** Fraction of requests hung (0..1). */
+  readonly hangRate: number;
+  readonly seed: number;
+  /** A hung request is dropped (socket destroyed) after this long even if its client waits on. */
+  readonly maxHangMs: number;
+}
+
+export async function startHangProxy(options: HangProxyOptions): Promise<HangProxy> {
+  const target = new URL(options.target);
+  const random = createPrng(options.seed ^ 0x5a5a5a5a);
+  let enabled = options.hangRate > 0;
+  let requests = 0;
+  let hungBeforeExecute = 0;
+  let hungAfterExecute = 0;
+  const hung = new Set<IncomingMessage>();
+
+  const server: Server = createServer((incoming, outgoing) => {
+    requests += 1;
+    // Two draws per request whatever the rates, so a seed replays the same hangs.
+    const hangs = enabled && random() < options.hangRate;
+    const beforeExecute = random() < 0.5;
+    const hang = () => {
+      hung.add(incoming);
+      const timer = setTimeout(() => outgoing.destroy(), options.maxHangMs);
+      incoming.socket.once("close", () => {
+        clearTimeout(timer);
+        hung.delete(incoming);
+      });
+    };
+    if (hangs && beforeExecute) {
+      hungBeforeExecute += 1;
+      incoming.resume();
+      hang();
+      return;
+    }
+    const forwarded = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        path: incoming.url,
+        method: incoming.method,
+        headers: incoming.headers,
+      },
+      (answer) => {
+        if (hangs) {
+          hungAfterExecute += 1;
+          answer.resume();
+          hang();
+          return;
+        }
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forwarded.on("error", () => outgoing.destroy());
+    incoming.pipe(forwarded);
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    counts: () => ({ requests, hungBeforeExecute, hungAfterExecute }),
+    disable() {
+      enabled = false;
+    },
+    async close() {
+      for (const request of hung) request.socket.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

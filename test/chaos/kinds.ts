@@ -1,0 +1,56 @@
+/** The lock kinds a chaos run can drive, by name: how many databases each needs and its adapter. */
+import type { ChaosConfig } from "./config.js";
+import type { ChaosEnvironment } from "./environment.js";
+import type { ChaosPrimitive } from "./primitive.js";
+import {
+  fairLockPrimitive,
+  readWriteLockPrimitive,
+  reentrantLockPrimitive,
+} from "./primitives/lock.js";
+import { multiLockPrimitive } from "./primitives/multi-lock.js";
+import { redLockPrimitive } from "./primitives/red-lock.js";
+
+export interface ChaosKind {
+  readonly name: string;
+  /** Independent databases the kind needs. */
+  readonly databases: number;
+  /** Its fair-order check applies (it has a waiter queue). */
+  readonly fair?: boolean;
+  /** Its all-or-none check applies (a hold spans several keys). */
+  readonly multi?: boolean;
+  create(env: ChaosEnvironment, config: ChaosConfig): ChaosPrimitive;
+}
+
+export const KINDS = {
+  lock: {
+    name: "lock",
+    databases: 1,
+    create: (env) => reentrantLockPrimitive(env.prefix, env.observer),
+  },
+  fair: {
+    name: "fair lock",
+    databases: 1,
+    fair: true,
+    create: (env) => fairLockPrimitive(env.prefix, env.observer),
+  },
+  rw: {
+    name: "read-write lock",
+    databases: 1,
+    create: (env) => readWriteLockPrimitive(env.prefix, env.observer),
+  },
+  multi: {
+    name: "multi-lock",
+    databases: 1,
+    multi: true,
+    create: (env, config) => multiLockPrimitive(env.prefix, env.observer, config.keys),
+  },
+  redlock: {
+    name: "RedLock",
+    databases: 3,
+    create: (env) => redLockPrimitive(env.prefix, env.databases),
+  },
+} as const satisfies Record<string, ChaosKind>;
+
+export type ChaosKindName = keyof typeof KINDS;
+
+export const KIND_NAMES = Object.keys(KINDS) as ChaosKindName[];

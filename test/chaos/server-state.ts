@@ -1,0 +1,164 @@
+/**
+ * What the server says, not what the client believes: the state of lock keys read in one script
+ * per database through the fault-free observer (so atomic, and never faulted), and the sampler
+ * that reads it every few milliseconds while a chaos run goes on. The invariants compare the
+ * clients' beliefs with these samples.
+ */
+import type { Redis } from "@upstash/redis";
+import { Script } from "../../src/transport/script.js";
+import { sleep as sleepMs } from "../../src/wait/sleep.js";
+
+export type HoldMode = "exclusive" | "shared";
+
+/** One key's state at one instant of the server. */
+export interface KeyState {
+  /** Owners holding the key, and how. */
+  readonly holders: ReadonlyMap<string, HoldMode>;
+  /** Waiting owners → ticket (a fair lock's queue). */
+  readonly queue: ReadonlyMap<string, number>;
+  /** Waiting owners whose deadline had passed (the server may prune them at any time). */
+  readonly stale: ReadonlySet<string>;
+  /** The fencing counter (grants so far), where the layout names it. */
+  readonly fence?: number;
+}
+
+/** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
+export interface Sample {
+  readonly sentAt: number;
+  readonly answeredAt: number;
+  readonly states: ReadonlyMap<string, KeyState>;
+}
+
+/** The Redis keys that make up one workload key's state on one database. */
+export interface KeyLayout {
+  readonly key: string;
+  /** Hash owner → hold count: exclusive holders. */
+  readonly hash: string;
+  /** Sorted set `<owner> <hold id>` → expiry (server ms): shared holders (read holds). */
+  readonly reads?: string;
+  /** Sorted set owner → ticket: waiters. */
+  readonly queue?: string;
+  /** Sorted set owner → deadline (server ms): waiters' liveness. */
+  readonly timeouts?: string;
+  /** The fencing counter. */
+  readonly fence?: string;
+}
+
+// KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'z' (ZRANGE WITHSCORES) or 'g' (GET).
+// Reply: {seconds, microseconds, dump of KEYS[1], dump of KEYS[2], ...}.
+const SNAPSHOT = new Script(
+  "chaos.snapshot",
+  `local time = redis.call('TIME')
+local reply = {time[1], time[2]}
+for i = 1, #KEYS do
+  if ARGV[i] == 'h' then
+    reply[#reply + 1] = redis.call('HGETALL', KEYS[i])
+  elseif ARGV[i] == 'g' then
+    reply[#reply + 1] = redis.call('GET', KEYS[i]) or '0'
+  else
+    reply[#reply + 1] = redis.call('ZRANGE', KEYS[i], 0, -1, 'WITHSCORES')
+  end
+end
+return reply`,
+);
+
+function pairs(dump: unknown): [string, string][] {
+  if (!Array.isArray(dump)) return [];
+  const result: [string, string][] = [];
+  for (let i = 0; i + 1 < dump.length; i += 2) result.push([String(dump[i]), String(dump[i + 1])]);
+  return result;
+}
+
+/** Reads `layouts` on one database in one script call (`raw`: a client that parses nothing). */
+export async function readKeys(
+  raw: Redis,
+  layouts: readonly KeyLayout[],
+): Promise<Map<string, KeyState>> {
+  const keys: string[] = [];
+  const kinds: string[] = [];
+  for (const layout of layouts) {
+    keys.push(layout.hash);
+    kinds.push("h");
+    for (const zset of [layout.reads, layout.queue, layout.timeouts]) {
+      if (zset === undefined) continue;
+      keys.push(zset);
+      kinds.push("z");
+    }
+    if (layout.fence !== undefined) {
+      keys.push(layout.fence);
+      kinds.push("g");
+    }
+  }
+  const reply = await SNAPSHOT.run(raw, keys, kinds);
+  if (!Array.isArray(reply) || reply.length !== keys.length + 2) {
+    throw new Error("chaos: unexpected snapshot reply");
+  }
+  const serverMs = Number(reply[0]) * 1000 + Number(reply[1]) / 1000;
+  let next = 2;
+  const states = new Map<string, KeyState>();
+  for (const layout of layouts) {
+    const holders = new Map<string, HoldMode>();
+    for (const [owner, count] of pairs(reply[next++]))
+      if (Number(count) > 0) holders.set(owner, "exclusive");
+    if (layout.reads !== undefined) {
+      for (const [member, expiry] of pairs(reply[next++])) {
+        const owner = member.split(" ")[0]!;
+        if (Number(expiry) > serverMs && !holders.has(owner)) holders.set(owner, "shared");
+      }
+    }
+    const queue = new Map<string, number>();
+    if (layout.queue !== undefined) {
+      for (const [owner, ticket] of pairs(reply[next++])) queue.set(owner, Number(ticket));
+    }
+    const stale = new Set<string>();
+    if (layout.timeouts !== undefined) {
+      for (const [owner, deadline] of pairs(reply[next++])) {
+        if (Number(deadline) <= serverMs) stale.add(owner);
+      }
+    }
+    const fence = layout.fence === undefined ? undefined : Number(reply[next++]);
+    states.set(layout.key, { holders, queue, stale, ...(fence === undefined ? {} : { fence }) });
+  }
+  return states;
+}
+
+export interface Sampler {
+  /** Samples taken so far (read after `stop()`). */
+  readonly samples: readonly Sample[];
+  /** Readings that failed (the observer is fault-free: should stay 0). */
+  readonly failures: number;
+  stop(): Promise<void>;
+}
+
+/** Reads `keys` every `intervalMs` until stopped. */
+export function startSampler(
+  read: (keys: readonly string[]) => Promise<ReadonlyMap<string, KeyState>>,
+  keys: readonly string[],
+  intervalMs: number,
+): Sampler {
+  const samples: Sample[] = [];
+  let failures = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const sentAt = Date.now();
+      try {
+        const states = await read(keys);
+        samples.push({ sentAt, answeredAt: Date.now(), states });
+      } catch {
+        failures += 1;
+      }
+      await sleepMs(intervalMs);
+    }
+  })();
+  return {
+    samples,
+    get failures() {
+      return failures;
+    },
+    async stop() {
+      stopped = true;
+      await loop;
+    },
+  };
+}

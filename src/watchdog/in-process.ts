@@ -25,8 +25,8 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
       const end = (reason: string, cause?: unknown) => {
         if (stopped) return;
         stopped = true;
-        clearTimeout(timer);
-        clearTimeout(deadline);
+        cancel(timer);
+        cancel(deadline);
         target.lost(reason, cause);
       };
 
@@ -34,7 +34,7 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
       // (lease counted from when the confirming request was sent), whatever is still in flight.
       let lastFailure: unknown;
       const confirm = (sentAt: number) => {
-        clearTimeout(deadline);
+        cancel(deadline);
         deadline = unrefTimer(
           () => end("no renewal was confirmed before the lease had passed", lastFailure),
           Math.max(0, sentAt + target.leaseMs - Date.now()),
@@ -74,8 +74,8 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
       return {
         stop() {
           stopped = true;
-          clearTimeout(timer);
-          clearTimeout(deadline);
+          cancel(timer);
+          cancel(deadline);
         },
       };
     },
@@ -83,6 +83,11 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
 }
 
 /** A timer that does not keep a Node process alive by itself (a lock held in the background). */
+/** Clears a timer that may not be set (Workers' clearTimeout takes no undefined). */
+function cancel(timer: ReturnType<typeof setTimeout> | undefined): void {
+  if (timer !== undefined) clearTimeout(timer);
+}
+
 function unrefTimer(run: () => void, delayMs: number): ReturnType<typeof setTimeout> {
   const timer = setTimeout(run, delayMs);
   (timer as { unref?: () => void }).unref?.();
@@ -98,11 +103,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     );
     promise.then(
       (value) => {
-        clearTimeout(timer);
+        cancel(timer);
         resolve(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
+        cancel(timer);
         reject(error);
       },
     );

@@ -3,24 +3,12 @@
  * sleeps until the expected release instead of polling blindly through the hold.
  */
 import { describe, expect, it } from "vitest";
+import { blindRedis as blind } from "../../../bench/peers/blind-redis.js";
 import { ACQUIRE } from "../../../src/locks/lock/acquire.js";
-import type { RedisLike } from "../../../src/transport/redis-like.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
 
 const HOLD_MS = 300;
-
-/** Blanks the pace hints of busy acquire replies (-1: unknown): the client polls blindly. */
-function blind(redis: RedisLike): RedisLike {
-  const cut = (reply: unknown) =>
-    Array.isArray(reply) && reply.length > 2 && Number(reply[0]) === 0
-      ? reply.map((item, index) => (index < 2 ? item : -1))
-      : reply;
-  return {
-    eval: async (script, keys, args) => cut(await redis.eval(script, keys, args)),
-    evalsha: async (sha, keys, args) => cut(await redis.evalsha(sha, keys, args)),
-  };
-}
 
 describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -4,9 +4,7 @@
  * Multi-name scripts (multi-lock) take a variable number of keys and stay plain Scripts.
  */
 import type { Script } from "../transport/script.js";
-import { FAIR_ACQUIRE } from "./fair-lock/acquire.js";
-import { FAIR_RELEASE } from "./fair-lock/release.js";
-import { ACQUIRE } from "./lock/acquire.js";
+import { ACQUIRE, FAIR_ACQUIRE } from "./lock/acquire.js";
 import { EXTEND } from "./lock/extend.js";
 import { FORCE_RELEASE } from "./lock/force-release.js";
 import { INSPECT } from "./lock/inspect.js";
@@ -34,7 +32,6 @@ export const LOCK_SCRIPTS: ReadonlyMap<string, Script> = new Map(
     INSPECT,
     RELEASE,
     FAIR_ACQUIRE,
-    FAIR_RELEASE,
     LEAVE_QUEUE,
     QUEUE_LENGTH,
     READ_ACQUIRE,

@@ -1,16 +1,18 @@
 import { checkOptions } from "../../validate.js";
-import { QueuePacer } from "../../wait/queue-pace.js";
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockHandle } from "../handle.js";
 import { type FairLockKeys, fairLockKeys } from "../keys.js";
 import { extendLease } from "../lock/extend.js";
 import { Lock } from "../lock/lock.js";
-import { leaveQueue } from "../queue/leave.js";
 import { queueLength } from "../queue/length.js";
-import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "../queue/waiting.js";
+import {
+  checkWaiterTimeout,
+  peekWaitPlan,
+  type QueueOptions,
+  queuedAttempts,
+} from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
-import { attemptFairAcquire } from "./acquire.js";
 import { releaseFairHold } from "./release.js";
 
 /** Options of `client.fairLock(name, options)`. */
@@ -65,37 +67,16 @@ export class FairLock extends Lock {
     const { ctx } = runtime;
     const keys = this.#keys;
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
-    const waiterTimeoutMs = plan.mayWait ? this.waiterTimeoutMs : 0;
-    const pacer = new QueuePacer(plan.policy, Math.floor(this.waiterTimeoutMs / 3));
-    // Whether the server may list this waiter: true from the first queueing request until a
-    // reply says it holds the lock (the acquire script removes it from the queue then).
-    let mayBeQueued = false;
     return {
       runtime,
       name: this.name,
       watch: { lockKey: keys.lock },
-      attempt: async (owner, leaseMs) => {
-        const sentAt = Date.now();
-        if (plan.mayWait) mayBeQueued = true;
-        const outcome = await attemptFairAcquire(ctx, keys, owner, leaseMs, waiterTimeoutMs);
-        if (outcome.kind === "acquired") {
-          mayBeQueued = false;
-          return outcome;
-        }
-        return {
-          kind: "busy",
-          holderTtlMs: outcome.holderTtlMs,
-          ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, Date.now() - sentAt) } : {}),
-        };
-      },
+      ...queuedAttempts(ctx, keys, "fair", plan, this.waiterTimeoutMs),
       control: (owner) => ({
         extend: (ms) => extendLease(ctx, keys, owner, ms),
         release: (operationId) => releaseFairHold(ctx, keys, owner, operationId),
       }),
       renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
-      gaveUp: async (owner) => {
-        if (mayBeQueued) await leaveQueue(ctx, [keys.queue, keys.timeouts], owner);
-      },
     };
   }
 }

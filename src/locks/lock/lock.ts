@@ -2,9 +2,9 @@ import { checkLockName } from "../../validate.js";
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import { registerLockInternals } from "../internals.js";
 import { type LockKeys, lockKeys } from "../keys.js";
+import { DEFAULT_WAITER_TIMEOUT_MS, peekWaitPlan, queuedAttempts } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { type LockOperations, SingleNameLock } from "../single-name-lock.js";
-import { attemptAcquire } from "./acquire.js";
 import { extendLease } from "./extend.js";
 import { forceRelease } from "./force-release.js";
 import { inspectLock } from "./inspect.js";
@@ -13,27 +13,31 @@ import { releaseHold } from "./release.js";
 export type { AcquireOptions };
 
 /** The reentrant lock's operations on `keys`, which the fair lock takes over in part. */
-export function lockOperations(
-  runtime: LockRuntime,
-  name: string,
-  keys: LockKeys,
-): LockOperations & { acquisition(): AcquisitionSpec } {
+export function lockOperations(runtime: LockRuntime, name: string, keys: LockKeys): LockOperations {
   const { ctx } = runtime;
-  const spec: AcquisitionSpec = {
+  // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
+  // the head waiter. Waiters keep a place in the queue only to pace their polls.
+  const acquisition = (options: unknown, defaultWaitMs: number): AcquisitionSpec => ({
     runtime,
     name,
     watch: { lockKey: keys.lock },
-    attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
+    ...queuedAttempts(
+      ctx,
+      keys,
+      "plain",
+      peekWaitPlan(options, runtime, defaultWaitMs),
+      DEFAULT_WAITER_TIMEOUT_MS,
+    ),
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
       release: (operationId) => releaseHold(ctx, keys, owner, operationId),
     }),
     renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
-  };
+  });
   return {
     kind: "lock",
     description: `Lock "${name}"`,
-    acquisition: () => spec,
+    acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
     forceRelease: () => forceRelease(ctx, keys),
     release: (owner) => releaseHold(ctx, keys, owner),

@@ -1,0 +1,132 @@
+/**
+ * Queue-directed polling: the one waiting mechanism of every lock kind that queues its waiters
+ * (the plain lock, the fair lock). A waiter's first failed attempt gives it a ticket in the
+ * lock's queue; every busy reply then says where it stands and how the lock is doing (how long
+ * holds last and scatter, the cycle from one holder taking the lock to the next, how long the
+ * current holder has held). From that the waiter computes when its turn is expected and sleeps
+ * until then, corrected for its own round trip, so that its request reaches Redis just after
+ * the release it waits for:
+ * - near the head (position ≤ DIRECT_AIM_POSITIONS), it aims straight at its turn, a little late
+ *   rather than early: the release reserves the lock for the head for about a round trip, while
+ *   an early poll costs a request and a whole round trip more;
+ * - further back, it first comes closer: it aims DIRECT_AIM_POSITIONS turns before its own, where
+ *   the estimate (which grows less certain with every turn ahead) is fresh again;
+ * - at the head past the expected release (a long hold), full jitter over a quarter of the overrun;
+ * - before anything is learnt, or when the reply carries no queue (a single attempt, a kind
+ *   without queue), the full-jitter backoff of policy.ts.
+ * So only the next one or two waiters poll near a release. Every sleep stays below `refreshMs`
+ * (a third of the waiter timeout: each poll keeps the waiter's place) and, at the head, below the
+ * holder's lease end. (Measured in docs/benchmarks.md, "Queue-directed polling".)
+ */
+import { nextPollDelay, type WaitPolicy } from "./policy.js";
+
+/** A waiter's view of its turn, from a busy reply. */
+export interface TurnView {
+  /** Waiters ahead of this one (0: at the head); -1 when not queued (no turn to compute). */
+  readonly position: number;
+  /** Whether some owner holds the lock (false: free, but reserved for or owed to the head). */
+  readonly locked: boolean;
+  /** The holder's remaining lease in ms; null when free or unknown. */
+  readonly holderTtlMs: number | null;
+  /** Average ms from taking the lock to freeing it, as the server saw it; null before any. */
+  readonly holdMs: number | null;
+  /** Mean deviation of the hold in ms; null when unknown. */
+  readonly holdDeviationMs: number | null;
+  /** Average ms from one holder taking the lock to the next (who had waited) taking it. */
+  readonly cycleMs: number | null;
+  /** How long the current holder has held, in ms; null when free or unknown. */
+  readonly heldForMs: number | null;
+}
+
+export interface TurnState {
+  readonly policy: WaitPolicy;
+  /** Longest allowed sleep: a third of the waiter timeout. */
+  readonly refreshMs: number;
+  /** Failed attempts of this acquisition so far (1 after the first). */
+  readonly poll: number;
+  /** The round trip of the attempt that brought the view, in ms. */
+  readonly roundTripMs: number;
+}
+
+/** Waiters this close to the head aim straight at their turn; the others come closer first. */
+export const DIRECT_AIM_POSITIONS = 2;
+
+/**
+ * How late after the expected release the head aims, in ms: two mean deviations of the hold
+ * (plus one ms), growing with the square root of the turns still ahead. Arriving this late costs
+ * its lateness; arriving early costs a request and a round trip.
+ */
+export function aimLateMs(holdDeviationMs: number, turnsAhead: number): number {
+  return 1 + 2 * holdDeviationMs * Math.sqrt(turnsAhead + 1);
+}
+
+/** The delay before the next poll, in whole ms (at least 1). */
+export function turnDelay(
+  view: TurnView,
+  state: TurnState,
+  random: () => number = Math.random,
+): number {
+  const { policy, roundTripMs } = state;
+  let delay: number;
+  if (view.position < 0 || view.holdMs === null) {
+    delay = nextPollDelay(policy, state.poll, view.holderTtlMs, Number.POSITIVE_INFINITY, random);
+  } else {
+    const hold = view.holdMs;
+    const deviation = view.holdDeviationMs ?? hold / 8;
+    const cycle = Math.max(hold, view.cycleMs ?? hold + roundTripMs);
+    const holdLeft = view.locked ? hold - (view.heldForMs ?? 0) : 0;
+    const overrun = -holdLeft;
+    if (view.position === 0 && view.locked && overrun > aimLateMs(deviation, 0)) {
+      // The holder is late: dense polls just past the expected release, sparser as it goes on.
+      const ceiling = Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, overrun / 4));
+      delay = random() * ceiling;
+    } else if (view.position === 0 && !view.locked) {
+      // Free, yet not ours (a reservation for someone else): ask again soon.
+      delay = nextPollDelay(policy, 1, null, Number.POSITIVE_INFINITY, random);
+    } else {
+      // Releases come every `cycle` ms from the current one; ours is the position-th after it.
+      const turn = Math.max(0, holdLeft) + view.position * cycle;
+      const arrival =
+        view.position <= DIRECT_AIM_POSITIONS
+          ? turn + aimLateMs(deviation, view.position)
+          : turn - DIRECT_AIM_POSITIONS * cycle;
+      // The server computed the view about a round trip ago (its reply's way back, or half of
+      // it) and the request needs the rest to get there: aim its arrival, not its start.
+      delay = arrival - roundTripMs;
+    }
+    if (view.position === 0 && view.holderTtlMs !== null) {
+      // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
+      delay = Math.min(delay, view.holderTtlMs + 1);
+    }
+  }
+  return Math.max(1, Math.min(Math.ceil(delay), state.refreshMs));
+}
+
+/** The pacing of one acquisition: counts its polls. */
+export class TurnPacer {
+  #poll = 0;
+
+  constructor(
+    private readonly policy: WaitPolicy,
+    private readonly refreshMs: number,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  /**
+   * The delay before the next poll after a failed attempt that returned `view`.
+   * @param roundTripMs how long that attempt took, request to reply
+   */
+  next(view: TurnView, roundTripMs: number): number {
+    this.#poll += 1;
+    return turnDelay(
+      view,
+      { policy: this.policy, refreshMs: this.refreshMs, poll: this.#poll, roundTripMs },
+      this.random,
+    );
+  }
+}
+
+/** A duration a script reports as -1 when unknown. */
+export function knownOrNull(ms: number | undefined): number | null {
+  return ms === undefined || ms < 0 ? null : ms;
+}

@@ -13,7 +13,7 @@ export interface LockKeys {
   /**
    * Hash: `at` (server ms of the current holder's first acquisition), `hold`, `dev`, `cycle`,
    * `rtt` (average ms: hold, its mean deviation, acquire → next acquire, waiters' round trip),
-   * `for`, `until` (the release's reservation: the head waiter, till server ms).
+   * `for`, `for2`, `until` (a release's reservation: the two head waiters, till server ms).
    */
   readonly holdStats: string;
   /** Sorted set: waiting owner → ticket (enqueue time in ms, strictly increasing). */

@@ -55,7 +55,7 @@ if ${waited} and previous then
   ${learnAverage(statsKey, "cycle", "now - tonumber(previous)")}
 end
 redis.call('HSET', ${statsKey}, 'at', now)
-redis.call('HDEL', ${statsKey}, 'for', 'until')
+redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')
 redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
 }
 

@@ -6,11 +6,11 @@
  * current holder has held). From that the waiter computes when its turn is expected and sleeps
  * until then, corrected for its own round trip, so that its request reaches Redis just after
  * the release it waits for:
- * - near the head (position ≤ DIRECT_AIM_POSITIONS), it aims straight at its turn, a little late
- *   rather than early: the release reserves the lock for the head for about a round trip, while
- *   an early poll costs a request and a whole round trip more;
- * - further back, it first comes closer: it aims DIRECT_AIM_POSITIONS turns before its own, where
- *   the estimate (which grows less certain with every turn ahead) is fresh again;
+ * - near the head (at most DIRECT_AIM_POSITIONS releases ahead), it aims straight at its turn, a
+ *   little late rather than early: the release reserves the lock for the head for about a round
+ *   trip, while an early poll costs a request and a whole round trip more;
+ * - further back, it first comes closer: it aims at the head's place, half-way through its
+ *   predecessor's hold, where the estimate (less certain with every turn ahead) is fresh again;
  * - at the head past the expected release (a long hold), full jitter over a quarter of the overrun;
  * - before anything is learnt, or when the reply carries no queue (a single attempt, a kind
  *   without queue), the full-jitter backoff of policy.ts.
@@ -46,18 +46,24 @@ export interface TurnState {
   readonly poll: number;
   /** The round trip of the attempt that brought the view, in ms. */
   readonly roundTripMs: number;
+  /**
+   * Waiters that aim at each release: 1 for a fair lock (only the head may take it), 2 for the
+   * plain lock (a release reserves it for the two head waiters: one aims a little early, one a
+   * little late, so that a release off its expected time still finds a poll right after it).
+   */
+  readonly perRelease: 1 | 2;
 }
 
-/** Waiters this close to the head aim straight at their turn; the others come closer first. */
-export const DIRECT_AIM_POSITIONS = 2;
+/** Releases this close (0: the next one) are aimed at straight; further ones are come closer to. */
+export const DIRECT_AIM_RELEASES = 1;
 
 /**
- * How late after the expected release the head aims, in ms: two mean deviations of the hold
- * (plus one ms), growing with the square root of the turns still ahead. Arriving this late costs
+ * How late after the expected release a waiter aims, in ms: two mean deviations of the hold
+ * (plus one ms), growing with the square root of the releases still ahead. Arriving late costs
  * its lateness; arriving early costs a request and a round trip.
  */
-export function aimLateMs(holdDeviationMs: number, turnsAhead: number): number {
-  return 1 + 2 * holdDeviationMs * Math.sqrt(turnsAhead + 1);
+export function aimLateMs(holdDeviationMs: number, releasesAhead: number): number {
+  return 1 + 2 * holdDeviationMs * Math.sqrt(releasesAhead + 1);
 }
 
 /** The delay before the next poll, in whole ms (at least 1). */
@@ -66,35 +72,53 @@ export function turnDelay(
   state: TurnState,
   random: () => number = Math.random,
 ): number {
-  const { policy, roundTripMs } = state;
+  const { policy, roundTripMs, perRelease } = state;
   let delay: number;
   if (view.position < 0 || view.holdMs === null) {
     delay = nextPollDelay(policy, state.poll, view.holderTtlMs, Number.POSITIVE_INFINITY, random);
   } else {
     const hold = view.holdMs;
     const deviation = view.holdDeviationMs ?? hold / 8;
-    const cycle = Math.max(hold, view.cycleMs ?? hold + roundTripMs);
-    const holdLeft = view.locked ? hold - (view.heldForMs ?? 0) : 0;
-    const overrun = -holdLeft;
-    if (view.position === 0 && view.locked && overrun > aimLateMs(deviation, 0)) {
+    const late = aimLateMs(deviation, 0);
+    // acquire → next acquire; capped so that one slow hand-off does not push every aim later
+    // (which would make the next hand-offs slower still).
+    const cycle = Math.min(Math.max(hold, view.cycleMs ?? hold + late), hold + 2 * late);
+    const overrun = view.locked ? (view.heldForMs ?? 0) - hold : 0;
+    // The release this waiter aims at (0: the current holder's), and its side of it.
+    // Each release hands the lock to one waiter; the first `perRelease` all aim at the next one.
+    const release = Math.max(0, view.position - perRelease + 1) - (view.locked ? 0 : 1);
+    const early = perRelease > 1 && view.position === 0;
+    if (release === 0 && view.locked && overrun > late) {
       // The holder is late: dense polls just past the expected release, sparser as it goes on.
       const ceiling = Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, overrun / 4));
       delay = random() * ceiling;
-    } else if (view.position === 0 && !view.locked) {
-      // Free, yet not ours (a reservation for someone else): ask again soon.
+    } else if (release < 0) {
+      // Free and reserved for this waiter's place, yet not taken (the queue moved): ask soon.
       delay = nextPollDelay(policy, 1, null, Number.POSITIVE_INFINITY, random);
     } else {
-      // Releases come every `cycle` ms from the current one; ours is the position-th after it.
-      const turn = Math.max(0, holdLeft) + view.position * cycle;
+      // The holder's release is expected in `firstRelease` ms, then one every `cycle`. When the
+      // lock is free, the next holder is taking it now.
+      const firstRelease = view.locked ? Math.max(0, -overrun) : hold + late;
+      // The early side cannot reach a release that will be over before its poll gets there:
+      // it aims at the next one (the late side still catches this one).
+      const reachable = !early || release > 0 || firstRelease + 1 >= roundTripMs;
+      const aimed = reachable ? release : release + 1;
+      const expected = firstRelease + aimed * cycle;
       const arrival =
-        view.position <= DIRECT_AIM_POSITIONS
-          ? turn + aimLateMs(deviation, view.position)
-          : turn - DIRECT_AIM_POSITIONS * cycle;
+        aimed <= DIRECT_AIM_RELEASES
+          ? expected +
+            aimLateMs(deviation, aimed) +
+            (perRelease > 1 ? (early ? -1 : 1) * deviation : 0)
+          : // Come closer first: to just after the release before its own, when it is next in
+            // line with time left to aim its last poll.
+            expected -
+            cycle +
+            Math.min(aimLateMs(deviation, aimed - 1), Math.max(0, cycle - roundTripMs - late));
       // The server computed the view about a round trip ago (its reply's way back, or half of
       // it) and the request needs the rest to get there: aim its arrival, not its start.
       delay = arrival - roundTripMs;
     }
-    if (view.position === 0 && view.holderTtlMs !== null) {
+    if (release <= 0 && view.holderTtlMs !== null) {
       // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
       delay = Math.min(delay, view.holderTtlMs + 1);
     }
@@ -109,6 +133,7 @@ export class TurnPacer {
   constructor(
     private readonly policy: WaitPolicy,
     private readonly refreshMs: number,
+    private readonly perRelease: 1 | 2,
     private readonly random: () => number = Math.random,
   ) {}
 
@@ -120,7 +145,13 @@ export class TurnPacer {
     this.#poll += 1;
     return turnDelay(
       view,
-      { policy: this.policy, refreshMs: this.refreshMs, poll: this.#poll, roundTripMs },
+      {
+        policy: this.policy,
+        refreshMs: this.refreshMs,
+        poll: this.#poll,
+        roundTripMs,
+        perRelease: this.perRelease,
+      },
       this.random,
     );
   }

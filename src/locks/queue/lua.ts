@@ -38,36 +38,38 @@ ${refreshWaiter(timeoutsKey)}
 position = redis.call('ZRANK', ${queueKey}, owner)`;
 }
 
-/** Shortest and longest reservation of a free lock for the head waiter, and the one used before
- * any waiter's round trip is known (ms). */
+/** Shortest and longest reservation of a free lock for the next waiters, and the one used
+ * before any waiter's round trip is known (ms). */
 export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
 
 /**
- * After a release frees the lock: reserves it for the live head waiter, if any, for about two of
- * the waiters' round trips (the `rtt` average in `statsKey`), so that nobody barges into the gap
- * between the release and the head's poll. Needs `now` and `paceTtlMs`.
+ * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
+ * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
+ * barges into the gap between the release and their polls. Two, because both aim at this release
+ * (see src/wait/turn.ts): one a little early, one a little late. Needs `now` and `paceTtlMs`.
  */
 export function reserveForHead(statsKey: string, queueKey: string, timeoutsKey: string): string {
   return `${pruneDeadWaiters(queueKey, timeoutsKey)}
-local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
-if head then
+local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+if heads[1] then
   local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
   local window = ${RESERVATION_MS.unknown}
-  if rtt > 0 then window = math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, 2 * rtt)) end
-  redis.call('HSET', ${statsKey}, 'for', head, 'until', now + window)
+  if rtt > 0 then window = math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt)) end
+  redis.call('HSET', ${statsKey}, 'for', heads[1], 'for2', heads[2] or heads[1], 'until', now + window)
   redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;
 }
 
 /**
- * A Lua expression: true when a release reserved the free lock for another owner that is still
- * waiting in `queueKey`, and the reservation has not lapsed. Needs `now` and `owner`.
+ * A Lua expression: true when a release reserved the free lock for other owners, at least one of
+ * which still waits in `queueKey`, and the reservation has not lapsed. Needs `now`, `owner`.
  */
 export function reservedForAnother(statsKey: string, queueKey: string): string {
   return `(function()
-  local reservation = redis.call('HMGET', ${statsKey}, 'for', 'until')
-  return reservation[1] ~= false and reservation[1] ~= owner
-    and tonumber(reservation[2]) > now
-    and redis.call('ZSCORE', ${queueKey}, reservation[1]) ~= false
+  local reserved = redis.call('HMGET', ${statsKey}, 'for', 'for2', 'until')
+  if not reserved[1] or reserved[1] == owner or reserved[2] == owner then return false end
+  if tonumber(reserved[3]) <= now then return false end
+  return redis.call('ZSCORE', ${queueKey}, reserved[1]) ~= false
+    or redis.call('ZSCORE', ${queueKey}, reserved[2]) ~= false
 end)()`;
 }

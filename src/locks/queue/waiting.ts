@@ -78,7 +78,11 @@ export function queuedAttempts(
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const timeout = plan.mayWait ? waiterTimeoutMs : 0;
-  const pacer = new TurnPacer(plan.policy, Math.floor(waiterTimeoutMs / 3));
+  const pacer = new TurnPacer(
+    plan.policy,
+    Math.floor(waiterTimeoutMs / 3),
+    rule === "fair" ? 1 : 2,
+  );
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
   // reply says it holds the lock (the acquire script removes it from the queue then).

@@ -66,6 +66,19 @@ export function aimLateMs(holdDeviationMs: number, releasesAhead: number): numbe
   return 1 + 2 * holdDeviationMs * Math.sqrt(releasesAhead + 1);
 }
 
+/** Which of the waiters aiming at one release this one is. */
+export type AimSide = "only" | "early" | "late";
+
+/**
+ * How long after an expected release a waiter aims (ms): `aimLateMs`, one deviation less for the
+ * early side of a pair (the head of the plain lock's queue), one more for the late side (the
+ * second), so that a release off its expected time still finds a poll soon after it.
+ */
+export function aimAfterMs(holdDeviationMs: number, releasesAhead: number, side: AimSide): number {
+  const shift = side === "early" ? -holdDeviationMs : side === "late" ? holdDeviationMs : 0;
+  return aimLateMs(holdDeviationMs, releasesAhead) + shift;
+}
+
 /** The delay before the next poll, in whole ms (at least 1). */
 export function turnDelay(
   view: TurnView,
@@ -99,16 +112,18 @@ export function turnDelay(
       // The holder's release is expected in `firstRelease` ms, then one every `cycle`. When the
       // lock is free, the next holder is taking it now.
       const firstRelease = view.locked ? Math.max(0, -overrun) : hold + late;
+      const side: AimSide = perRelease === 1 ? "only" : early ? "early" : "late";
       // The early side cannot reach a release that will be over before its poll gets there:
       // it aims at the next one (the late side still catches this one).
-      const reachable = !early || release > 0 || firstRelease + 1 >= roundTripMs;
+      const reachable =
+        side !== "early" ||
+        release > 0 ||
+        firstRelease + aimAfterMs(deviation, 0, side) >= roundTripMs;
       const aimed = reachable ? release : release + 1;
       const expected = firstRelease + aimed * cycle;
       const arrival =
         aimed <= DIRECT_AIM_RELEASES
-          ? expected +
-            aimLateMs(deviation, aimed) +
-            (perRelease > 1 ? (early ? -1 : 1) * deviation : 0)
+          ? expected + aimAfterMs(deviation, aimed, side)
           : // Come closer first: to just after the release before its own, when it is next in
             // line with time left to aim its last poll.
             expected -

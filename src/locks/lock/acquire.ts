@@ -21,7 +21,8 @@ export type AcquireRule = "plain" | "fair";
  * KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record, 4 pace hash
  *       (see LockKeys.holdStats), 5 queue (owner -> ticket), 6 timeouts (owner -> deadline)
  * ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0:
- *       a single attempt, never enqueue), 6 the waiter's last round trip ms (0: unknown)
+ *       a single attempt, never enqueue; -1: the last attempt of the poll budget, leave the queue
+ *       when busy), 6 the waiter's last round trip ms (0: unknown)
  * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
  *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
  * The plain lock's KEYS 4–6 are optional (RedLock runs it on three keys): without them nothing
@@ -53,6 +54,9 @@ if not count then
   if timeout > 0 then
     ${joinQueue("queueKey", "timeoutsKey")}
     ${learnRoundTrip("holdStatsKey")}
+  elseif timeout < 0 then
+    redis.call('ZREM', queueKey, owner)
+    redis.call('ZREM', timeoutsKey, owner)
   end
   ${busyTurnReply("holdStatsKey")}
 end
@@ -119,7 +123,8 @@ export type QueuedAttemptOutcome =
 
 /**
  * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
- *   attempt, which never enqueues
+ *   attempt, which never enqueues; -1 for the last attempt a poll budget allows, which leaves
+ *   the queue if it finds the lock busy (so that giving up costs no request of its own)
  * @param roundTripMs this waiter's last round trip (0: unknown), which sizes reservations
  */
 export async function attemptAcquire(

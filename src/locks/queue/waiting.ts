@@ -85,18 +85,29 @@ export function queuedAttempts(
   );
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
-  // reply says it holds the lock (the acquire script removes it from the queue then).
+  // reply says it holds the lock or left (the acquire script removes it from the queue then).
   let mayBeQueued = false;
+  let attempts = 0;
   return {
     attempt: async (owner, leaseMs) => {
       const sentAt = Date.now();
+      attempts += 1;
+      // The last attempt the budget allows leaves the queue itself when busy: the wait then
+      // ends in exactly `maxPolls` requests.
+      const last = plan.mayWait && attempts >= plan.policy.maxPolls;
       if (plan.mayWait) mayBeQueued = true;
-      const outcome = await attemptAcquire(ctx, keys, rule, owner, leaseMs, timeout, roundTripMs);
+      const outcome = await attemptAcquire(
+        ctx,
+        keys,
+        rule,
+        owner,
+        leaseMs,
+        last ? -1 : timeout,
+        roundTripMs,
+      );
       roundTripMs = Date.now() - sentAt;
-      if (outcome.kind === "acquired") {
-        mayBeQueued = false;
-        return outcome;
-      }
+      if (outcome.kind === "acquired" || last) mayBeQueued = false;
+      if (outcome.kind === "acquired") return outcome;
       return {
         kind: "busy",
         holderTtlMs: outcome.holderTtlMs,

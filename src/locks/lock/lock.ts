@@ -1,63 +1,20 @@
 import { checkLockName } from "../../validate.js";
-import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
+import type { AcquireOptions } from "../acquisition.js";
+import { exclusiveOperations } from "../exclusive/operations.js";
 import { registerLockInternals } from "../internals.js";
-import { type LockKeys, lockKeys } from "../keys.js";
+import { lockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
-import { type LockOperations, SingleNameLock } from "../single-name-lock.js";
-import { attemptAcquire } from "./acquire.js";
-import { extendLease } from "./extend.js";
-import { forceRelease } from "./force-release.js";
-import { inspectLock } from "./inspect.js";
-import { releaseHold } from "./release.js";
+import { SingleNameLock } from "../single-name-lock.js";
 
 export type { AcquireOptions };
 
-/** The reentrant lock's operations on `keys`, which the fair lock takes over in part. */
-export function lockOperations(
-  runtime: LockRuntime,
-  name: string,
-  keys: LockKeys,
-): LockOperations & { acquisition(): AcquisitionSpec } {
-  const { ctx } = runtime;
-  const spec: AcquisitionSpec = {
-    runtime,
-    name,
-    watch: { lockKey: keys.lock },
-    attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
-    control: (owner) => ({
-      extend: (ms) => extendLease(ctx, keys, owner, ms),
-      release: (operationId) => releaseHold(ctx, keys, owner, operationId),
-    }),
-    renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
-  };
-  return {
-    kind: "lock",
-    description: `Lock "${name}"`,
-    acquisition: () => spec,
-    inspect: (owner) => inspectLock(ctx, keys, owner),
-    forceRelease: () => forceRelease(ctx, keys),
-    release: (owner) => releaseHold(ctx, keys, owner),
-  };
-}
-
+/** The reentrant lock (Redisson RLock): every operation of the exclusive hold hash, as they are. */
 export class Lock extends SingleNameLock {
-  readonly name: string;
-
-  /**
-   * @internal Use `client.lock(name)`. `operations` lets the fair lock replace the parts that
-   * differ (acquisition, release) over the same keys.
-   */
-  constructor(
-    runtime: LockRuntime,
-    name: unknown,
-    operations?: (name: string, base: LockOperations) => LockOperations,
-  ) {
+  /** @internal Use `client.lock(name)`. */
+  constructor(runtime: LockRuntime, name: unknown) {
     const checked = checkLockName(name);
     const keys = lockKeys(runtime.prefix, checked);
-    const base = lockOperations(runtime, checked, keys);
-    const chosen = operations ? operations(checked, base) : base;
-    super(runtime, chosen);
-    this.name = checked;
-    registerLockInternals(this, { runtime, keys, kind: chosen.kind });
+    super(runtime, checked, exclusiveOperations(runtime, checked, keys));
+    registerLockInternals(this, { runtime, keys, kind: "lock" });
   }
 }

@@ -8,7 +8,7 @@ import {
   withLock,
 } from "../../../src/hono/index.js";
 import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
-import { RELEASE } from "../../../src/locks/lock/release.js";
+import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";

@@ -130,10 +130,11 @@ export class LockClient {
   }
 
   /**
-   * Acquires `name`, runs `fn` with the handle, and releases in `finally`. If `fn` throws, its
-   * error is what you get (a failed release does not hide it). If `fn` succeeds but the release
-   * finds the lock no longer held (lease expired mid-work), LockNotHeldError is thrown: the
-   * critical section was not protected to its end.
+   * Acquires `name`, runs `fn` with the handle, and releases in `finally`, like `await using`:
+   * `fn`'s result or error is what you get. A release that finds the lock no longer held (lease
+   * expired mid-work) or that Redis did not answer never replaces it: it aborts `handle.signal`
+   * and emits `lockLost`. Check `signal` (and send `fencingToken` to the resource) where it
+   * matters that the hold lasted to the end.
    * @example
    * const total = await client.withLock("orders:42", async (held) => charge(held.fencingToken));
    */
@@ -146,15 +147,11 @@ export class LockClient {
       throw new LockInputError("withLock(name, fn): fn must be a function.");
     }
     const handle = await this.lock(name).acquire(options);
-    let result: T;
     try {
-      result = await fn(handle);
-    } catch (error) {
-      await handle.release().catch(() => {});
-      throw error;
+      return await fn(handle);
+    } finally {
+      await handle[Symbol.asyncDispose]();
     }
-    await handle.release();
-    return result;
   }
 
   /**

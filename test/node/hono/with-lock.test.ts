@@ -190,6 +190,8 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   it("sends the response and reports when the lease ran out mid-handler", async () => {
     const client = bed.client();
     const failures: MiddlewareFailure[] = [];
+    const lost: string[] = [];
+    client.on("lockLost", (event) => void lost.push(event.name));
     const app = appWith(
       client,
       async (c) => {
@@ -206,6 +208,7 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatchObject({ kind: "release", key: "orders:11" });
     expect((failures[0]!.error as Error).name).toBe("LockNotHeldError");
+    expect(lost).toEqual(["orders:11"]);
   });
 
   it("retries a failed release in the background until the lock is free", async () => {

@@ -45,7 +45,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/hono` (`withLock` + `idempotency`)",
     worker: `export { withLock, idempotency } from "edgelock/hono";`,
-    limitBytes: 18_500,
+    limitBytes: 12_700,
   },
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",

@@ -5,8 +5,8 @@
  */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { LockClient } from "../client.js";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
+import { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {

@@ -1,13 +1,13 @@
 /** `withLock()`: one request at a time per key, across every isolate that shares the Redis. */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { LockClient } from "../client.js";
 import {
   LockBudgetExceededError,
   LockInputError,
   LockNotHeldError,
   LockWaitTimeoutError,
 } from "../errors.js";
+import type { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";

@@ -1,5 +1,6 @@
 /** `edgelock/lock`: the plain-lock client, interchangeable with the root entry's for plain locks. */
 import { describe, expect, it } from "vitest";
+import { idempotency, withLock } from "../../../src/hono/index.js";
 import { LockClient as RootLockClient } from "../../../src/index.js";
 import { LockClient, LockHandle, LockInputError } from "../../../src/lock.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
@@ -33,6 +34,12 @@ describe.each(backendKindsUnderTest())("edgelock/lock on %s", (kind) => {
     // The root entry's other kinds still come from the same runtime.
     const fair = await root.fairLock("entry-fair").acquire({ leaseMs: 5_000 });
     await fair.release();
+  });
+
+  it("serves edgelock/hono's middleware like the root entry's client", () => {
+    const plain = new LockClient({ redis: bed.redis(), prefix: freshPrefix() });
+    expect(() => idempotency({ client: plain })).not.toThrow();
+    expect(() => withLock({ client: plain, key: () => "k" })).not.toThrow();
   });
 
   it("checks its options like the root entry", () => {

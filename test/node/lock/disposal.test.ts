@@ -15,6 +15,10 @@ import {
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { until, useTestBed } from "./testbed.js";
 
+interface AcquirableHold {
+  acquire(options: { leaseMs: number }): Promise<HeldLock>;
+}
+
 const scriptsOnly = { commands: ["eval", "evalsha"] } as const;
 
 function lostEvents(client: LockClient): LockEvent[] {
@@ -130,44 +134,33 @@ describe.each(backendKindsUnderTest())("disposal after the hold was lost (%s)", 
     ).rejects.toBe(failure);
   });
 
-  it("multi-lock: a member force-released mid-block is reported, not thrown", async () => {
-    const client = bed.client();
-    const events = lostEvents(client);
-    const multi = client.multiLock([client.lock("m-a"), client.lock("m-b")]);
-    const seen: { held?: HeldLock } = {};
-    const result = await finishAfterLoss(
-      () => multi.acquire({ leaseMs: 10_000 }),
-      () => client.lock("m-a").forceRelease(),
-      seen,
-    );
-    expect(result).toBe("finished");
-    expect(seen.held?.signal.aborted).toBe(true);
-    expect(seen.held?.released).toBe(true);
-    expect(events).toHaveLength(1);
-    expect(await client.lock("m-b").isLocked()).toBe(false);
+  /** A lock of several names or databases, and the one member whose loss loses the hold. */
+  const composites: [string, (client: LockClient) => AcquirableHold, string][] = [
+    ["multi-lock", (client) => client.multiLock([client.lock("m-a"), client.lock("m-b")]), "m-a"],
+    ["RedLock", (client) => new RedLock([client]).lock("q-lost"), "q-lost"],
+  ];
 
-    const again = await multi.acquire({ leaseMs: 10_000 });
-    await client.lock("m-b").forceRelease();
-    await expect(again.release()).rejects.toBeInstanceOf(LockNotHeldError);
-  });
+  it.each(composites)(
+    "%s: a hold lost mid-block is reported, not thrown",
+    async (_, make, member) => {
+      const client = bed.client();
+      const events = lostEvents(client);
+      const composite = make(client);
+      const seen: { held?: HeldLock } = {};
+      const result = await finishAfterLoss(
+        () => composite.acquire({ leaseMs: 10_000 }),
+        () => client.lock(member).forceRelease(),
+        seen,
+      );
+      expect(result).toBe("finished");
+      expect(seen.held?.signal.aborted).toBe(true);
+      expect(seen.held?.released).toBe(true);
+      expect(events).toHaveLength(1);
+      expect(await client.lock("m-b").isLocked()).toBe(false);
 
-  it("RedLock: a hold lost on the majority mid-block is reported, not thrown", async () => {
-    const client = bed.client();
-    const events = lostEvents(client);
-    const quorum = new RedLock([client]).lock("q-lost");
-    const seen: { held?: HeldLock } = {};
-    const result = await finishAfterLoss(
-      () => quorum.acquire({ leaseMs: 10_000 }),
-      () => client.lock("q-lost").forceRelease(),
-      seen,
-    );
-    expect(result).toBe("finished");
-    expect(seen.held?.signal.aborted).toBe(true);
-    expect(seen.held?.released).toBe(true);
-    expect(events).toHaveLength(1);
-
-    const again = await quorum.acquire({ leaseMs: 10_000 });
-    await client.lock("q-lost").forceRelease();
-    await expect(again.release()).rejects.toBeInstanceOf(LockNotHeldError);
-  });
+      const again = await composite.acquire({ leaseMs: 10_000 });
+      await client.lock(member).forceRelease();
+      await expect(again.release()).rejects.toBeInstanceOf(LockNotHeldError);
+    },
+  );
 });

@@ -7,10 +7,14 @@
  * A snippet that cannot stand alone is skipped by a visible comment right before its fence:
  *   <!-- snippet: skip (the reason) -->
  *
+ * It also checks the package as the registry shows it: every source map in the tarball carries
+ * its sources (or points at a file the tarball has), package.json names `repository` and
+ * `homepage`, and README.md links absolutely (relative links break on the package page).
+ *
  * Usage: npx tsx scripts/check-snippets.ts [--keep]   (--keep leaves the scratch project)
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { createPackedProject, REPO_ROOT, typeCheck } from "./packed-project.js";
 
 export interface Snippet {
@@ -68,6 +72,53 @@ export function extractSnippets(file: string, markdown: string): Snippet[] {
     });
   }
   return snippets;
+}
+
+/** Source maps under `dir` that name a source neither embedded nor present: "map: source". */
+export function mapsMissingSources(dir: string): string[] {
+  const missing: string[] = [];
+  for (const entry of readdirSync(dir, { recursive: true, encoding: "utf8" })) {
+    if (!entry.endsWith(".map")) continue;
+    const path = join(dir, entry);
+    const map = JSON.parse(readFileSync(path, "utf8")) as {
+      sources: string[];
+      sourceRoot?: string;
+      sourcesContent?: (string | null)[];
+    };
+    map.sources.forEach((source, index) => {
+      if (typeof map.sourcesContent?.[index] === "string") return;
+      if (existsSync(resolve(dirname(path), map.sourceRoot ?? "", source))) return;
+      missing.push(`${entry}: ${source}`);
+    });
+  }
+  return missing;
+}
+
+/** Markdown links and images of `markdown` that are relative (they break on the package page). */
+export function relativeLinks(markdown: string): string[] {
+  const targets = [...markdown.matchAll(/!?\[[^\]]*\]\(([^)\s]+)[^)]*\)/g)].map((m) => m[1] ?? "");
+  const sources = [...markdown.matchAll(/<(?:img|a)\s[^>]*(?:src|href)="([^"]+)"/g)].map(
+    (m) => m[1] ?? "",
+  );
+  return [...targets, ...sources].filter((target) => !/^(?:[a-z]+:|#)/i.test(target));
+}
+
+/** What a user meets on the package page and in node_modules, beyond the types. */
+function packageHygiene(installed: string): string[] {
+  const problems = mapsMissingSources(join(installed, "dist")).map(
+    (missing) => `source map without its source: ${missing}`,
+  );
+  const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as Record<
+    string,
+    unknown
+  >;
+  for (const field of ["repository", "homepage"]) {
+    if (manifest[field] === undefined) problems.push(`package.json has no "${field}"`);
+  }
+  for (const link of relativeLinks(readFileSync(join(installed, "README.md"), "utf8"))) {
+    problems.push(`README.md links relatively (broken on the package page): ${link}`);
+  }
+  return problems;
 }
 
 /** Entry points that are Node tools (the local server, the vitest helper), not Worker code. */
@@ -190,6 +241,13 @@ function main(): number {
         failures++;
         console.log(`FAIL ${what}\n${output}\n`);
       }
+    }
+    const problems = packageHygiene(join(project.dir, "node_modules", "edgelock"));
+    if (problems.length === 0) {
+      console.log("ok   package hygiene (source maps, repository/homepage, README links)");
+    } else {
+      failures++;
+      console.log(`FAIL package hygiene\n${problems.join("\n")}\n`);
     }
   } finally {
     if (process.argv.includes("--keep")) console.log(`scratch project kept: ${project.dir}`);

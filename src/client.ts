@@ -1,125 +1,20 @@
-/** The entry point: one LockClient per Redis connection (per isolate), shared by all requests. */
+/**
+ * The root entry's LockClient: the plain-lock client (src/lock-client.ts) plus the other lock
+ * kinds. Kept apart so that `edgelock/lock` does not pull these kinds into a Worker's bundle.
+ */
 
-import { CLIENT_DEFAULTS } from "./defaults.js";
-import { LockInputError } from "./errors.js";
-import { type LockEventListener, LockEvents, type LockEventType } from "./events.js";
-import { newOwnerToken } from "./ids.js";
-import type { OperationContext } from "./locks/context.js";
+import { LockClient as PlainLockClient, runtimeOf } from "./lock-client.js";
 import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-import type { LockHandle } from "./locks/handle.js";
-import type { AcquireOptions } from "./locks/lock/lock.js";
-import { Lock } from "./locks/lock/lock.js";
+import type { Lock } from "./locks/lock/lock.js";
 import { MultiLock } from "./locks/multi-lock/multi-lock.js";
 import {
   ReadWriteLock,
   type ReadWriteLockOptions,
 } from "./locks/read-write-lock/read-write-lock.js";
-import type { LockRuntime } from "./locks/runtime.js";
-import { currentScopeOwner, runWithOwner } from "./scope.js";
-import type { CallObserver } from "./transport/call.js";
-import { checkRedisLike, type RedisLike } from "./transport/redis-like.js";
-import {
-  checkCount,
-  checkDuration,
-  checkLease,
-  checkOptions,
-  checkOwner,
-  checkPrefix,
-} from "./validate.js";
-import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
-import { inProcessRenewer } from "./watchdog/in-process.js";
-import { WatchdogRegistry } from "./watchdog/registry.js";
-import type { Renewer } from "./watchdog/renewer.js";
 
-export interface LockClientOptions {
-  /** An `@upstash/redis` client (`new Redis({ url, token })`) or any RedisLike. Required. */
-  redis: RedisLike;
-  /** Prefix of every key edgelock writes: `<prefix>:{<name>}`. Default "edgelock". */
-  prefix?: string;
-  /**
-   * Lease of locks acquired without `leaseMs`, in ms; the watchdog renews it every third of it
-   * while the handle is held, so a crashed holder frees the lock within this time. Default 30000.
-   */
-  watchdogTimeoutMs?: number;
-  /** Polling policy of waiters (backoff and poll budget). Defaults: see WaitOptions. */
-  wait?: WaitOptions;
-  /**
-   * Re-sends after an ambiguous failure (network error, 5xx), on top of the Redis client's own
-   * retries. Safe because every mutating script replays its first result. Default 2.
-   */
-  retries?: number;
-  /**
-   * How long a mutating operation's result is kept in Redis to answer re-sent requests, in ms.
-   * Must exceed the longest retry window of the Redis client (about 4.5 s for @upstash/redis).
-   * Default 60000.
-   */
-  operationTtlMs?: number;
-  /** What renews leases in watchdog mode. Default: in-process timers (`inProcessRenewer()`). */
-  watchdog?: Renewer;
-  /** @internal Counts script calls; used by tests and benchmarks. */
-  observer?: CallObserver;
-}
+export type { LockClientOptions } from "./lock-client.js";
 
-const CLIENT_KEYS = [
-  "redis",
-  "prefix",
-  "watchdogTimeoutMs",
-  "wait",
-  "retries",
-  "operationTtlMs",
-  "watchdog",
-  "observer",
-] as const;
-
-export class LockClient {
-  readonly #runtime: LockRuntime;
-  readonly #events = new LockEvents();
-
-  constructor(options: LockClientOptions) {
-    if (options === undefined) {
-      throw new LockInputError("new LockClient({ redis }) needs an options object with `redis`.");
-    }
-    const given = checkOptions<LockClientOptions>(options, "LockClient options", CLIENT_KEYS);
-    const ctx: OperationContext = {
-      redis: checkRedisLike(given.redis),
-      retry: {
-        retries:
-          given.retries === undefined
-            ? CLIENT_DEFAULTS.retries
-            : checkCount(given.retries, "retries", 0, 10),
-        delayMs: CLIENT_DEFAULTS.retryDelayMs,
-      },
-      operationTtlMs:
-        given.operationTtlMs === undefined
-          ? CLIENT_DEFAULTS.operationTtlMs
-          : checkDuration(given.operationTtlMs, "operationTtlMs", { min: 10_000 }),
-      ...(given.observer ? { observer: given.observer } : {}),
-    };
-    const watchdog = given.watchdog === undefined ? inProcessRenewer() : given.watchdog;
-    if (typeof watchdog?.start !== "function") {
-      throw new LockInputError("The watchdog option must be a Renewer (an object with start()).");
-    }
-    this.#runtime = {
-      ctx,
-      prefix: given.prefix === undefined ? CLIENT_DEFAULTS.prefix : checkPrefix(given.prefix),
-      watchdogTimeoutMs:
-        given.watchdogTimeoutMs === undefined
-          ? CLIENT_DEFAULTS.watchdogTimeoutMs
-          : checkLease(given.watchdogTimeoutMs, "watchdogTimeoutMs"),
-      waitPolicy: resolveWaitPolicy(given.wait),
-      watchdogs: new WatchdogRegistry(watchdog),
-      events: this.#events,
-      resolveOwner: (explicit) =>
-        explicit === undefined ? (currentScopeOwner() ?? newOwnerToken()) : checkOwner(explicit),
-      resolveOwnerIfScoped: () => currentScopeOwner(),
-    };
-  }
-
-  /** The reentrant lock `name` (Redisson getLock). Cheap: no request until you use it. */
-  lock(name: string): Lock {
-    return new Lock(this.#runtime, name);
-  }
-
+export class LockClient extends PlainLockClient {
   /**
    * All of `locks` or none (Redisson RedissonMultiLock). Members on one Redis client are taken
    * in one script call (one request); members of other clients (other databases) in parallel,
@@ -130,7 +25,7 @@ export class LockClient {
    * await using held = await both.acquire({ waitMs: 5_000 });
    */
   multiLock(locks: readonly Lock[]): MultiLock {
-    return new MultiLock(this.#runtime, locks);
+    return new MultiLock(runtimeOf(this), locks);
   }
 
   /**
@@ -140,7 +35,7 @@ export class LockClient {
    *   its place in the queue
    */
   fairLock(name: string, options?: FairLockOptions): FairLock {
-    return new FairLock(this.#runtime, name, options);
+    return new FairLock(runtimeOf(this), name, options);
   }
 
   /**
@@ -149,70 +44,6 @@ export class LockClient {
    * @param options `writerPreference` (default true), `waiterTimeoutMs` (default 5000)
    */
   readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
-    return new ReadWriteLock(this.#runtime, name, options);
-  }
-
-  /**
-   * Acquires `name`, runs `fn` with the handle, and releases in `finally`. If `fn` throws, its
-   * error is what you get (a failed release does not hide it). If `fn` succeeds but the release
-   * finds the lock no longer held (lease expired mid-work), LockNotHeldError is thrown: the
-   * critical section was not protected to its end.
-   * @example
-   * const total = await client.withLock("orders:42", async (held) => charge(held.fencingToken));
-   */
-  async withLock<T>(
-    name: string,
-    fn: (handle: LockHandle) => Promise<T> | T,
-    options?: AcquireOptions,
-  ): Promise<T> {
-    if (typeof fn !== "function") {
-      throw new LockInputError("withLock(name, fn): fn must be a function.");
-    }
-    const handle = await this.lock(name).acquire(options);
-    let result: T;
-    try {
-      result = await fn(handle);
-    } catch (error) {
-      await handle.release().catch(() => {});
-      throw error;
-    }
-    await handle.release();
-    return result;
-  }
-
-  /**
-   * Runs `fn` with an ambient owner: acquisitions inside it without an explicit `owner` share
-   * it, so nested acquisitions of one lock re-enter. Needs AsyncLocalStorage (Workers:
-   * `nodejs_compat`).
-   * @param fn the work of one logical flow (for example one request)
-   * @param owner the owner to use; default a fresh random token
-   */
-  scope<T>(fn: () => T, owner?: string): T {
-    return runWithOwner(owner === undefined ? newOwnerToken() : checkOwner(owner), fn);
-  }
-
-  /** The Redis client this client sends its requests to (shared by edgelock/hono's stores). */
-  get redis(): RedisLike {
-    return this.#runtime.ctx.redis;
-  }
-
-  /** The key prefix of this client's locks. */
-  get prefix(): string {
-    return this.#runtime.prefix;
-  }
-
-  /** The owner of the enclosing scope, if any. */
-  get currentOwner(): string | undefined {
-    return currentScopeOwner();
-  }
-
-  /** Subscribes to `lockLost` / `renewalFailed`; returns the unsubscribe function. */
-  on<T extends LockEventType>(type: T, listener: LockEventListener<T>): () => void {
-    return this.#events.on(type, listener);
-  }
-
-  /** A fresh owner token (128 random bits as 32 hex characters). */
-  static newOwner(): string {
-    return newOwnerToken();
+    return new ReadWriteLock(runtimeOf(this), name, options);
   }
 }

@@ -1,7 +1,10 @@
 /** Events a LockClient emits, so that no failure of a held lock is silent. */
 
 export type LockEvent =
-  /** A held lock was lost: renewal found it gone or taken, or failed until its lease passed. */
+  /**
+   * A held lock was lost: renewal found it gone or taken, or failed until its lease passed;
+   * `extend()`, `release()` or the disposer found it gone; or the disposer's release failed.
+   */
   | { type: "lockLost"; name: string; owner: string; reason: string; cause?: unknown }
   /** One renewal request failed; the watchdog retries until the lease would have passed. */
   | { type: "renewalFailed"; name: string; owner: string; error: unknown };

@@ -16,7 +16,7 @@
  */
 import { LockInputError } from "../errors.js";
 import type { OperationContext } from "../locks/context.js";
-import { extendLease } from "../locks/lock/extend.js";
+import { extendLease } from "../locks/exclusive/extend.js";
 import { redisMessageOf } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import {

@@ -96,17 +96,19 @@ export type WatchdogStatus =
       /** Failed renewal attempts since the last success. */
       readonly failures: number;
     }
-  | {
-      readonly state: "ended";
-      readonly key: string;
-      readonly owner: string;
-      readonly reason: EndReason;
-      /** A sentence for logs. */
-      readonly detail: string;
-      readonly endedAt: number;
-      readonly renewals: number;
-    }
+  | ({ readonly state: "ended" } & EndedRegistration)
   | { readonly state: "unknown"; readonly key: string; readonly owner: string };
+
+/** How a registration ended, kept by the object for a while so that late questions get it. */
+export interface EndedRegistration {
+  readonly key: string;
+  readonly owner: string;
+  readonly reason: EndReason;
+  /** A sentence for logs. */
+  readonly detail: string;
+  readonly endedAt: number;
+  readonly renewals: number;
+}
 
 const END_REASONS: readonly EndReason[] = [
   "released",

@@ -4,7 +4,7 @@
  * alarm that was awaiting Redis cannot overwrite a registration that changed meanwhile (the
  * object serves other requests while an alarm awaits its renewals).
  */
-import type { EndReason, WatchdogStatus } from "./messages.js";
+import type { EndedRegistration, EndReason, WatchdogStatus } from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";
 import { EARLY_RENEWAL_DIVISOR } from "./schedule.js";
 
@@ -23,15 +23,6 @@ export interface LeaseRecord {
   readonly lastRenewedAt: number | null;
   readonly nextRenewalAt: number;
   readonly failures: number;
-}
-
-export interface EndingRecord {
-  readonly key: string;
-  readonly owner: string;
-  readonly reason: EndReason;
-  readonly detail: string;
-  readonly endedAt: number;
-  readonly renewals: number;
 }
 
 const LEASES = "edgelock_watchdog_leases_v1";
@@ -103,7 +94,7 @@ function leaseFrom(row: Record<string, unknown>): LeaseRecord {
   };
 }
 
-function endingFrom(row: Record<string, unknown>): EndingRecord {
+function endingFrom(row: Record<string, unknown>): EndedRegistration {
   return {
     key: text(row, "lock_key"),
     owner: text(row, "owner"),
@@ -119,7 +110,7 @@ export function statusOf(
   key: string,
   owner: string,
   lease: LeaseRecord | undefined,
-  ending: EndingRecord | undefined,
+  ending: EndedRegistration | undefined,
 ): WatchdogStatus {
   if (lease) {
     const { registration: _, confirmedAt: __, ...shown } = lease;
@@ -187,7 +178,7 @@ export class LeaseStore {
     return row === undefined ? undefined : leaseFrom(row);
   }
 
-  ending(key: string, owner: string): EndingRecord | undefined {
+  ending(key: string, owner: string): EndedRegistration | undefined {
     const [row] = this.#exec(
       `SELECT * FROM ${ENDINGS} WHERE lock_key = ? AND owner = ?`,
       key,

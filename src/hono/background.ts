@@ -29,8 +29,10 @@ export function inBackground(c: Context, work: () => Promise<void>): void {
 
 /**
  * Releases `held`, retrying in the background when Redis failed: a handle whose release failed
- * stays held, and in watchdog mode its renewals would keep the lock alive. Resolves to the
- * error of the inline attempt (undefined when released), for the caller to report.
+ * stays held, and in watchdog mode its renewals would keep the lock alive. When every retry
+ * failed, the handle's disposer gives the hold up (edgelock's handles stop renewing, abort
+ * `signal` and emit `lockLost`; the lease frees the lock). Resolves to the error of the inline
+ * attempt (undefined when released), for the caller to report.
  */
 export async function releaseOrRetry(c: Context, held: HeldLock): Promise<unknown> {
   try {
@@ -50,6 +52,7 @@ export async function releaseOrRetry(c: Context, held: HeldLock): Promise<unknow
             if (retryError instanceof LockNotHeldError) return;
           }
         }
+        await (held as Partial<AsyncDisposable>)[Symbol.asyncDispose]?.();
       });
     }
     return error;

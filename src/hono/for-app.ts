@@ -1,12 +1,13 @@
 /**
  * The middleware typed for one app. TypeScript cannot carry a route's Env into the options of a
  * generic middleware call written inline (`app.post(path, withLock({ client: (c) => … }))`: the
- * route's Env is itself still being inferred, so `c.env` falls back to `object | undefined`; see
- * honojs/hono#3202). Binding the functions to the app's type once, as Hono's own
+ * route's Env is itself still being inferred, so the plain functions' callbacks see `c.env` as
+ * `any`, Hono's createMiddleware convention; see honojs/hono#3202). Binding the functions to the app's type once, as Hono's own
  * `createFactory<Env>()` does, gives every option callback the app's `c.env` and `c.var`.
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
+import type { WithVariables } from "./env.js";
 import type { HeldLock } from "./held-lock.js";
 import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
 import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";
@@ -16,11 +17,11 @@ export interface AppMiddleware<E extends Env> {
   /** `withLock()` whose callbacks see the app's context. */
   withLock<H extends HeldLock = LockHandle>(
     options: WithLockOptions<E, H>,
-  ): MiddlewareHandler<E & { Variables: WithLockVariables<H> }>;
+  ): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>>;
   /** `idempotency()` whose callbacks see the app's context. */
   idempotency(
     options: IdempotencyOptions<E>,
-  ): MiddlewareHandler<E & { Variables: IdempotencyVariables }>;
+  ): MiddlewareHandler<WithVariables<E, IdempotencyVariables>>;
 }
 
 /**

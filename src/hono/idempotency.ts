@@ -5,8 +5,8 @@
  */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { LockClient } from "../client.js";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
+import { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {
@@ -20,6 +20,7 @@ import { resolveWaitPolicy, type WaitOptions, type WaitPolicy } from "../wait/po
 import { pollForLock } from "../wait/poll.js";
 import { sleep } from "../wait/sleep.js";
 import { BACKGROUND_DELAYS_MS, inBackground, releaseOrRetry } from "./background.js";
+import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
 import { requestFingerprint } from "./fingerprint.js";
 import { fromHeader, type KeyExtractor } from "./key-extractors.js";
@@ -211,13 +212,13 @@ const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(
  * );
  * ```
  */
-export function idempotency<E extends Env = Env>(
+export function idempotency<E extends Env = AnyEnv>(
   options: IdempotencyOptions<E>,
-): MiddlewareHandler<E & { Variables: IdempotencyVariables }> {
+): MiddlewareHandler<WithVariables<E, IdempotencyVariables>> {
   const given = checkOptions<IdempotencyOptions<E>>(options, "idempotency options", OPTION_KEYS);
   const settings = resolveSettings(given);
 
-  return createMiddleware<E & { Variables: IdempotencyVariables }>(
+  return createMiddleware<WithVariables<E, IdempotencyVariables>>(
     async function idempotency(c, next) {
       const ctx = c as unknown as Context<E>;
       const key = await settings.key(ctx);

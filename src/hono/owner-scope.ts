@@ -3,8 +3,9 @@
  * own) share the request's owner, so nested acquisitions of one lock re-enter while concurrent
  * requests stay apart.
  */
-import type { LockClient } from "../client.js";
+
 import { LockInputError } from "../errors.js";
+import type { LockClient } from "../lock-client.js";
 
 /**
  * Runs `fn` in an owner scope of `client`: the enclosing one if there is one already (an outer

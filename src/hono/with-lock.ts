@@ -1,17 +1,18 @@
 /** `withLock()`: one request at a time per key, across every isolate that shares the Redis. */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { LockClient } from "../client.js";
 import {
   LockBudgetExceededError,
   LockInputError,
   LockNotHeldError,
   LockWaitTimeoutError,
 } from "../errors.js";
+import type { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
 import { releaseOrRetry } from "./background.js";
+import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
 import type { AcquirableLock, HeldLock } from "./held-lock.js";
 import { inRequestScope } from "./owner-scope.js";
@@ -167,9 +168,9 @@ function defaultBusy(_c: unknown, busy: LockBusy): Response {
  * );
  * ```
  */
-export function withLock<E extends Env = Env, H extends HeldLock = LockHandle>(
+export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle>(
   options: WithLockOptions<E, H>,
-): MiddlewareHandler<E & { Variables: WithLockVariables<H> }> {
+): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>> {
   const given = checkOptions<WithLockOptions<E, H>>(options, "withLock options", OPTION_KEYS);
   const { wait, onBusy = defaultBusy, onFailure = logFailure } = given;
   const lockFor = resolveLock<E, H>(given);
@@ -177,51 +178,49 @@ export function withLock<E extends Env = Env, H extends HeldLock = LockHandle>(
   const waitMs = given.waitMs === undefined ? 0 : checkDuration(given.waitMs, "waitMs", { min: 0 });
   const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
 
-  return createMiddleware<E & { Variables: WithLockVariables<H> }>(
-    async function withLock(c, next) {
-      // The same request object: the extra variable does not change what the callbacks can see.
-      const ctx = c as unknown as Context<E>;
-      const locks = clientFor?.(ctx);
-      const run = async () => {
-        const lock = await lockFor(ctx, locks);
-        let held: H;
-        try {
-          held = await lock.acquire({
-            waitMs,
-            ...(leaseMs === undefined ? {} : { leaseMs }),
-            ...(wait === undefined ? {} : { wait }),
+  return createMiddleware<WithVariables<E, WithLockVariables<H>>>(async function withLock(c, next) {
+    // The same request object: the extra variable does not change what the callbacks can see.
+    const ctx = c as unknown as Context<E>;
+    const locks = clientFor?.(ctx);
+    const run = async () => {
+      const lock = await lockFor(ctx, locks);
+      let held: H;
+      try {
+        held = await lock.acquire({
+          waitMs,
+          ...(leaseMs === undefined ? {} : { leaseMs }),
+          ...(wait === undefined ? {} : { wait }),
+        });
+      } catch (error) {
+        if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
+          const { lockName, holderTtlMs } = error;
+          return onBusy(ctx, {
+            name: lockName,
+            holderTtlMs,
+            retryAfterSeconds: retryAfterSeconds(holderTtlMs),
           });
-        } catch (error) {
-          if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
-            const { lockName, holderTtlMs } = error;
-            return onBusy(ctx, {
-              name: lockName,
-              holderTtlMs,
-              retryAfterSeconds: retryAfterSeconds(holderTtlMs),
-            });
-          }
-          throw error;
         }
-        // Nested withLock() on one route: the inner handle shows while the inner lock is held.
-        const outer = c.get("lock") as H | undefined;
-        c.set("lock", held);
-        try {
-          await next();
-        } finally {
-          if (outer !== undefined) c.set("lock", outer);
-          const error = await releaseOrRetry(c, held);
-          if (error !== undefined) {
-            const consequence =
-              error instanceof LockNotHeldError
-                ? "The lease ran out before the handler finished: the lock was not held to the end."
-                : "The response was sent; the release is retried in the background.";
-            await report(onFailure, { kind: "release", key: held.name, error, consequence }, ctx);
-          }
+        throw error;
+      }
+      // Nested withLock() on one route: the inner handle shows while the inner lock is held.
+      const outer = c.get("lock") as H | undefined;
+      c.set("lock", held);
+      try {
+        await next();
+      } finally {
+        if (outer !== undefined) c.set("lock", outer);
+        const error = await releaseOrRetry(c, held);
+        if (error !== undefined) {
+          const consequence =
+            error instanceof LockNotHeldError
+              ? "The lease ran out before the handler finished: the lock was not held to the end."
+              : "The response was sent; the release is retried in the background.";
+          await report(onFailure, { kind: "release", key: held.name, error, consequence }, ctx);
         }
-      };
-      return locks === undefined ? run() : inRequestScope(locks, run);
-    },
-  );
+      }
+    };
+    return locks === undefined ? run() : inRequestScope(locks, run);
+  });
 }
 
 /** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */

@@ -136,6 +136,7 @@ export async function acquireHold(
     renewing,
     acquiredAt: sentAt,
     control: spec.control(owner),
+    reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),
   });
   if (renewing) watch(spec, handle, owner, sentAt);
   return { handle };
@@ -169,10 +170,13 @@ function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirm
       leaseMs: runtime.watchdogTimeoutMs,
       renew: () => spec.renew(owner, runtime.watchdogTimeoutMs),
       failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),
-      lost: (reason, cause) =>
-        runtime.events.emit({ type: "lockLost", name, owner, reason, cause }),
+      lost: (reason, cause) => emitLost(spec, owner, reason, cause),
     },
     confirmedAt,
   );
   handle.attachWatchdog(leave);
+}
+
+function emitLost(spec: AcquisitionSpec, owner: string, reason: string, cause: unknown): void {
+  spec.runtime.events.emit({ type: "lockLost", name: spec.name, owner, reason, cause });
 }

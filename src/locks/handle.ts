@@ -30,6 +30,8 @@ export interface HandleInit {
   /** Client time just before the acquiring request was sent. */
   acquiredAt: number;
   control: HoldControl;
+  /** Emits the client's `lockLost` event for this hold (once per handle). */
+  reportLost?: (reason: string, cause?: unknown) => void;
 }
 
 type HandleState = "held" | "releasing" | "released";
@@ -52,7 +54,10 @@ export class LockHandle implements HeldLock, WatchedHold {
   #expiresAt: number;
   #state: HandleState = "held";
   readonly #control: HoldControl;
+  readonly #reportLost: ((reason: string, cause?: unknown) => void) | undefined;
   readonly #lost = new AbortController();
+  /** True once the `lockLost` event was emitted for this hold (by the watchdog or by us). */
+  #lossReported = false;
   #expiryTimer: ReturnType<typeof setTimeout> | undefined;
   #leaveWatchdog: (() => void) | undefined;
   /** The id of a release that failed ambiguously; the next release() re-sends it. */
@@ -65,6 +70,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.renewing = init.renewing;
     this.#leaseMs = init.leaseMs;
     this.#control = init.control;
+    this.#reportLost = init.reportLost;
     this.#expiresAt = init.acquiredAt + init.leaseMs;
     if (!this.renewing) this.#armExpiry();
   }
@@ -100,8 +106,9 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.#leaveWatchdog = leave;
   }
 
-  /** @internal The watchdog (or the lease timer) learnt that the lock is lost. */
+  /** @internal The watchdog learnt that the lock is lost (and emitted `lockLost` for it). */
   lockLost(error: LockLostError): void {
+    this.#lossReported = true;
     if (!this.#lost.signal.aborted) this.#lost.abort(error);
   }
 
@@ -114,7 +121,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.#assertHeld("extend");
     const sentAt = Date.now();
     if (!(await this.#control.extend(leaseMs))) {
-      this.lockLost(new LockLostError(`Lock "${this.name}" was gone when extended.`));
+      this.#lose("it was gone when extended");
       throw new LockNotHeldError(
         `Cannot extend lock "${this.name}": this owner no longer holds it (lease expired or force-released).`,
       );
@@ -145,15 +152,32 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.#state = "released";
     this.#stopTracking();
     if (!result.released) {
+      this.#lose("it was not held by this owner at release (lease expired or force-released)");
       throw new LockNotHeldError(
         `Lock "${this.name}" was not held by this owner at release: its lease expired or it was force-released.`,
       );
     }
   }
 
-  /** `await using handle = await lock.acquire()` releases at the end of the block. */
+  /**
+   * `await using handle = await lock.acquire()` releases at the end of the block, and never
+   * throws over the block's finished work: a hold found lost at release (lease expired,
+   * force-released) or a release Redis did not answer is reported through `signal`, the
+   * client's `lockLost` event and `released`, not thrown. Fencing tokens, not the release, are
+   * what keep the resource safe from a holder whose lease ran out. After a failed release the
+   * watchdog stops, so the lease frees the lock; `release()` may still be called to retry.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    if (this.#state === "held") await this.release();
+    if (this.#state !== "held") return;
+    try {
+      await this.release();
+    } catch (error) {
+      // LockNotHeldError: release() has reported the loss. Otherwise the outcome is unknown.
+      if (this.#state === "held") {
+        this.#stopTracking();
+        this.#lose("its release failed; the lease frees it when it runs out", error);
+      }
+    }
   }
 
   #assertHeld(action: string): void {
@@ -162,10 +186,25 @@ export class LockHandle implements HeldLock, WatchedHold {
     }
   }
 
+  /** The hold is known lost (or given up): abort the signal and emit `lockLost`, once each. */
+  #lose(reason: string, cause?: unknown): void {
+    if (!this.#lost.signal.aborted) {
+      const error = new LockLostError(`Lock "${this.name}" was lost: ${reason}.`, { cause });
+      this.#lost.abort(error);
+    }
+    if (this.#lossReported) return;
+    this.#lossReported = true;
+    this.#reportLost?.(reason, cause);
+  }
+
   #armExpiry(): void {
     if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     const timer = setTimeout(
-      () => this.lockLost(new LockLostError(`The lease of lock "${this.name}" expired.`)),
+      () => {
+        if (!this.#lost.signal.aborted) {
+          this.#lost.abort(new LockLostError(`The lease of lock "${this.name}" expired.`));
+        }
+      },
       Math.max(0, this.#expiresAt - Date.now()),
     );
     (timer as { unref?: () => void }).unref?.();

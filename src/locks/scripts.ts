@@ -4,11 +4,11 @@
  * Multi-name scripts (multi-lock) take a variable number of keys and stay plain Scripts.
  */
 import type { Script } from "../transport/script.js";
-import { ACQUIRE, FAIR_ACQUIRE } from "./lock/acquire.js";
-import { EXTEND } from "./lock/extend.js";
-import { FORCE_RELEASE } from "./lock/force-release.js";
-import { INSPECT } from "./lock/inspect.js";
-import { RELEASE } from "./lock/release.js";
+import { ACQUIRE, FAIR_ACQUIRE } from "./exclusive/acquire.js";
+import { EXTEND } from "./exclusive/extend.js";
+import { FORCE_RELEASE } from "./exclusive/force-release.js";
+import { INSPECT } from "./exclusive/inspect.js";
+import { RELEASE } from "./exclusive/release.js";
 import { MULTI_ACQUIRE } from "./multi-lock/acquire.js";
 import { MULTI_EXTEND } from "./multi-lock/extend.js";
 import { MULTI_RELEASE } from "./multi-lock/release.js";

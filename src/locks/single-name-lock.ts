@@ -36,11 +36,14 @@ export interface LockOperations {
 }
 
 export class SingleNameLock {
+  /** The lock's name (for a read or write lock: the name of its read-write lock). */
+  readonly name: string;
   readonly #runtime: LockRuntime;
   readonly #operations: LockOperations;
 
   /** @internal */
-  constructor(runtime: LockRuntime, operations: LockOperations) {
+  constructor(runtime: LockRuntime, name: string, operations: LockOperations) {
+    this.name = name;
     this.#runtime = runtime;
     this.#operations = operations;
   }

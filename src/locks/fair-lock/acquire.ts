@@ -1,11 +1,11 @@
 /**
  * One attempt at the fair lock: take it when it is free and this owner is at the head of the
  * queue (or the queue is empty), re-enter it, or join / keep a place in the queue and learn when
- * its turn is expected. The script is the plain lock's with the fair rule (lock/acquire.ts).
+ * its turn is expected. The script is the plain lock's with the fair rule (exclusive/acquire.ts).
  */
 import type { OperationContext } from "../context.js";
+import { attemptAcquire, type QueuedAttemptOutcome } from "../exclusive/acquire.js";
 import type { FairLockKeys } from "../keys.js";
-import { attemptAcquire, type QueuedAttemptOutcome } from "../lock/acquire.js";
 
 export type FairAttemptOutcome = QueuedAttemptOutcome;
 

@@ -1,10 +1,10 @@
-import { checkOptions } from "../../validate.js";
+import { checkLockName, checkOptions } from "../../validate.js";
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import { exclusiveOperations } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
+import { registerLockInternals } from "../internals.js";
 import { type FairLockKeys, fairLockKeys } from "../keys.js";
-import { extendLease } from "../lock/extend.js";
-import { Lock } from "../lock/lock.js";
 import { queueLength } from "../queue/length.js";
 import {
   checkWaiterTimeout,
@@ -13,12 +13,17 @@ import {
   queuedAttempts,
 } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
+import { SingleNameLock } from "../single-name-lock.js";
 import { releaseFairHold } from "./release.js";
 
 /** Options of `client.fairLock(name, options)`. */
 export type FairLockOptions = QueueOptions;
 
-export class FairLock extends Lock {
+/**
+ * The fair lock (Redisson RFairLock): the exclusive hold hash of the plain lock, with its own
+ * acquisition (a FIFO queue of waiters, queue-directed polling); the release is the plain lock's.
+ */
+export class FairLock extends SingleNameLock {
   /** How long a waiter keeps its place in the queue without polling, in ms. */
   readonly waiterTimeoutMs: number;
   readonly #keys: FairLockKeys;
@@ -26,16 +31,22 @@ export class FairLock extends Lock {
 
   /** @internal Use `client.fairLock(name, options)`. */
   constructor(runtime: LockRuntime, name: unknown, options?: FairLockOptions) {
-    super(runtime, name, (_checked, base) => ({
+    const checked = checkLockName(name);
+    const given = checkOptions<FairLockOptions>(options, "fair lock options", ["waiterTimeoutMs"]);
+    const waiterTimeoutMs = checkWaiterTimeout(given.waiterTimeoutMs);
+    const keys = fairLockKeys(runtime.prefix, checked);
+    const base = exclusiveOperations(runtime, checked, keys);
+    super(runtime, checked, {
       ...base,
       kind: "fairLock",
-      acquisition: (given, defaultWaitMs) => this.#spec(runtime, given, defaultWaitMs),
-      release: (owner) => releaseFairHold(runtime.ctx, this.#keys, owner),
-    }));
-    const given = checkOptions<FairLockOptions>(options, "fair lock options", ["waiterTimeoutMs"]);
-    this.waiterTimeoutMs = checkWaiterTimeout(given.waiterTimeoutMs);
-    this.#keys = fairLockKeys(runtime.prefix, this.name);
+      acquisition: (given, defaultWaitMs) =>
+        this.#spec(runtime, base.acquisition(), given, defaultWaitMs),
+      release: (owner) => releaseFairHold(runtime.ctx, keys, owner),
+    });
+    this.waiterTimeoutMs = waiterTimeoutMs;
+    this.#keys = keys;
     this.#ctx = runtime.ctx;
+    registerLockInternals(this, { runtime, keys, kind: "fairLock" });
   }
 
   /**
@@ -62,21 +73,18 @@ export class FairLock extends Lock {
   queueLength(): Promise<number> {
     return queueLength(this.#ctx, this.#keys.timeouts);
   }
-  /** The spec of one acquisition: its pacing state lives as long as the call. */
-  #spec(runtime: LockRuntime, options: unknown, defaultWaitMs: number): AcquisitionSpec {
-    const { ctx } = runtime;
-    const keys = this.#keys;
+  /** The spec of one acquisition over the plain lock's (`base`): its pacing lives as long as the call. */
+  #spec(
+    runtime: LockRuntime,
+    base: AcquisitionSpec,
+    options: unknown,
+    defaultWaitMs: number,
+  ): AcquisitionSpec {
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
     return {
-      runtime,
-      name: this.name,
-      watch: { lockKey: keys.lock },
-      ...queuedAttempts(ctx, keys, "fair", plan, this.waiterTimeoutMs),
-      control: (owner) => ({
-        extend: (ms) => extendLease(ctx, keys, owner, ms),
-        release: (operationId) => releaseFairHold(ctx, keys, owner, operationId),
-      }),
-      renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
+      ...base,
+      // The fair rule, and queue-directed polling with one waiter aimed at each release.
+      ...queuedAttempts(this.#ctx, this.#keys, "fair", plan, this.waiterTimeoutMs),
     };
   }
 }

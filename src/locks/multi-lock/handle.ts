@@ -97,8 +97,12 @@ export class MultiLockHandle implements HeldLock {
     }
   }
 
-  /** `await using held = await multi.acquire()` releases at the end of the block. */
-  async [Symbol.asyncDispose](): Promise<void> {
-    if (!this.released) await this.release();
+  /**
+   * `await using held = await multi.acquire()` releases at the end of the block; a member found
+   * lost, or a release Redis did not answer, is reported through `signal` and `lockLost`, never
+   * thrown (see `LockHandle[Symbol.asyncDispose]`).
+   */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.#hold[Symbol.asyncDispose]();
   }
 }

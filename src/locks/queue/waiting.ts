@@ -9,8 +9,8 @@ import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
 import { TurnPacer } from "../../wait/turn.js";
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import { type AcquireRule, attemptAcquire } from "../exclusive/acquire.js";
 import type { LockKeys } from "../keys.js";
-import { type AcquireRule, attemptAcquire } from "../lock/acquire.js";
 import type { LockRuntime } from "../runtime.js";
 import { leaveQueue } from "./leave.js";
 

@@ -12,8 +12,6 @@ import { releaseReadHold } from "./read-release.js";
 import type { ReadWriteSettings } from "./settings.js";
 
 export class ReadLock extends SingleNameLock {
-  /** The name of the read-write lock. */
-  readonly name: string;
   readonly #settings: ReadWriteSettings;
 
   /** @internal Use `client.readWriteLock(name).readLock()`. */
@@ -24,7 +22,7 @@ export class ReadLock extends SingleNameLock {
     settings: ReadWriteSettings,
   ) {
     const { ctx } = runtime;
-    super(runtime, {
+    super(runtime, name, {
       kind: "readLock",
       description: `The read lock "${name}"`,
       acquisition: () => this.#spec(runtime, keys),
@@ -32,7 +30,6 @@ export class ReadLock extends SingleNameLock {
       forceRelease: () => forceReleaseReads(ctx, keys),
       release: (owner) => releaseReadHold(ctx, keys, owner, null),
     });
-    this.name = name;
     this.#settings = settings;
   }
 

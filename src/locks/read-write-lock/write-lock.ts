@@ -8,12 +8,9 @@
 import { LockUpgradeError } from "../../errors.js";
 import { nextPollDelay } from "../../wait/policy.js";
 import type { AcquireOptions, AcquisitionSpec, AttemptOutcome } from "../acquisition.js";
+import { exclusiveOperations } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
-import { extendLease } from "../lock/extend.js";
-import { forceRelease } from "../lock/force-release.js";
-import { inspectLock } from "../lock/inspect.js";
-import { releaseHold } from "../lock/release.js";
 import { leaveQueue } from "../queue/leave.js";
 import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
@@ -27,8 +24,6 @@ import { attemptWriteAcquire } from "./write-acquire.js";
  * (e.g. as a member of a MultiLock).
  */
 export class WriteLock extends SingleNameLock {
-  /** The name of the read-write lock. */
-  readonly name: string;
   readonly #settings: ReadWriteSettings;
 
   /** @internal Use `client.readWriteLock(name).writeLock()`. */
@@ -38,16 +33,14 @@ export class WriteLock extends SingleNameLock {
     name: string,
     settings: ReadWriteSettings,
   ) {
-    const { ctx } = runtime;
-    super(runtime, {
+    const base = exclusiveOperations(runtime, name, keys);
+    super(runtime, name, {
+      ...base,
       kind: "writeLock",
       description: `The write lock "${name}"`,
-      acquisition: (options, defaultWaitMs) => this.#spec(runtime, keys, options, defaultWaitMs),
-      inspect: (owner) => inspectLock(ctx, keys, owner),
-      forceRelease: () => forceRelease(ctx, keys),
-      release: (owner) => releaseHold(ctx, keys, owner),
+      acquisition: (options, defaultWaitMs) =>
+        this.#spec(runtime, keys, base.acquisition(), options, defaultWaitMs),
     });
-    this.name = name;
     this.#settings = settings;
   }
 
@@ -66,6 +59,7 @@ export class WriteLock extends SingleNameLock {
   #spec(
     runtime: LockRuntime,
     keys: ReadWriteLockKeys,
+    base: AcquisitionSpec,
     options: unknown,
     defaultWaitMs: number,
   ): AcquisitionSpec {
@@ -80,9 +74,7 @@ export class WriteLock extends SingleNameLock {
     // request until a reply says otherwise (acquired, or refused as an upgrade).
     let mayBeWaiting = false;
     return {
-      runtime,
-      name: this.name,
-      watch: { lockKey: keys.lock },
+      ...base,
       attempt: async (owner, leaseMs) => {
         if (registers) mayBeWaiting = true;
         let outcome: AttemptOutcome;
@@ -111,11 +103,6 @@ export class WriteLock extends SingleNameLock {
         );
         return { ...outcome, nextPollMs: Math.min(backoff, refreshMs) };
       },
-      control: (owner) => ({
-        extend: (ms) => extendLease(ctx, keys, owner, ms),
-        release: (operationId) => releaseHold(ctx, keys, owner, operationId),
-      }),
-      renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
       gaveUp: async (owner) => {
         if (mayBeWaiting) await leaveQueue(ctx, [keys.writers], owner);
       },

@@ -2,7 +2,7 @@
  * The reentrant lock's own acquire script on one database of a RedLock, with an operation id the
  * caller keeps, so that the attempt can later be undone exactly (see undo.ts).
  */
-import { ACQUIRE } from "../lock/acquire.js";
+import { ACQUIRE } from "../exclusive/acquire.js";
 import { PACE_TTL_MS } from "../pace.js";
 import { ttlOrNull } from "../reply.js";
 import { runScript } from "../script.js";

@@ -5,7 +5,7 @@
  * again; a quorum out of reach → lost. A slow or failing database does not hold up the answer.
  */
 import { LockBackendError } from "../../errors.js";
-import { extendLease } from "../lock/extend.js";
+import { extendLease } from "../exclusive/extend.js";
 import type { QuorumHold } from "./hold.js";
 import { validUntil } from "./options.js";
 import { countSlots, type RoundSlot, runRound } from "./round.js";

@@ -122,9 +122,14 @@ export class QuorumLockHandle implements HeldLock {
     }
   }
 
-  /** `await using held = await lock.acquire()` releases at the end of the block. */
+  /**
+   * `await using held = await lock.acquire()` releases at the end of the block; a hold lost on
+   * the majority, or a release too few databases answered, is reported through `signal` and
+   * `lockLost`, never thrown (see `LockHandle[Symbol.asyncDispose]`).
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    if (!this.released) await this.release();
+    await this.#hold[Symbol.asyncDispose]();
+    if (this.#hold.released) this.#clearTimer();
   }
 
   #innerLost(reason: unknown): void {

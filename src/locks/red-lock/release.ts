@@ -6,7 +6,7 @@
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { RELEASE } from "../lock/release.js";
+import { RELEASE } from "../exclusive/release.js";
 import { PACE_TTL_MS } from "../pace.js";
 import { runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";

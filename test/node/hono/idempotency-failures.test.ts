@@ -12,7 +12,7 @@ import {
 } from "../../../src/hono/index.js";
 import { PUT } from "../../../src/hono/response-store.js";
 import type { RedisLike } from "../../../src/index.js";
-import { RELEASE } from "../../../src/locks/lock/release.js";
+import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate } from "./harness.js";

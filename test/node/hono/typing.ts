@@ -89,6 +89,21 @@ typed.idempotency({ redis: (c) => redisFor(c.env), scope: "global" });
 // @ts-expect-error: the handler sees no `lock` variable without withLock()
 app.post("/plain", typed.idempotency({ redis: (c) => redisFor(c.env) }), (c) => c.get("lock"));
 
+// The plain functions, no type arguments: the callbacks' c.env is `any` (Hono's createMiddleware
+// convention), the handler still sees the app's Env and the middleware's variables.
+app.post(
+  "/inline",
+  idempotency({ redis: (c) => redisFor(c.env) }),
+  withLock({ client: (c) => locksFor(c.env), key: (c) => `orders:${c.req.param("id")}` }),
+  (c) => {
+    expectTypeOf(c.env).toEqualTypeOf<AppBindings>();
+    expectTypeOf(c.get("lock")).toEqualTypeOf<LockHandle>();
+    expectTypeOf(c.get("idempotency").key).toEqualTypeOf<string>();
+    return c.text(c.get("customer"));
+  },
+);
+app.use("/jobs/*", withLock({ client: (c) => locksFor(c.env), key: (c) => c.req.path }));
+
 // The plain functions take the Env as a type argument instead (or any Context without one).
 app.post(
   "/explicit",

@@ -8,7 +8,7 @@ import {
   withLock,
 } from "../../../src/hono/index.js";
 import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
-import { RELEASE } from "../../../src/locks/lock/release.js";
+import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
@@ -190,6 +190,8 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   it("sends the response and reports when the lease ran out mid-handler", async () => {
     const client = bed.client();
     const failures: MiddlewareFailure[] = [];
+    const lost: string[] = [];
+    client.on("lockLost", (event) => void lost.push(event.name));
     const app = appWith(
       client,
       async (c) => {
@@ -206,6 +208,7 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     expect(failures).toHaveLength(1);
     expect(failures[0]).toMatchObject({ kind: "release", key: "orders:11" });
     expect((failures[0]!.error as Error).name).toBe("LockNotHeldError");
+    expect(lost).toEqual(["orders:11"]);
   });
 
   it("retries a failed release in the background until the lock is free", async () => {
@@ -236,6 +239,40 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     await ctx.drain();
     expect(await client.lock("orders:12").isLocked()).toBe(false);
   });
+
+  it("gives the hold up when every background release failed: lockLost, and the lease frees it", async () => {
+    const releaseSha = await RELEASE.sha1();
+    const redis = failingScripts(
+      bed.redis(),
+      (source, sha) => source === RELEASE.source || sha === releaseSha,
+      () => true,
+    );
+    const client = new LockClient({
+      redis,
+      prefix: `g${Date.now().toString(36)}`,
+      watchdogTimeoutMs: 1_000,
+      retries: 0,
+    });
+    const lost: unknown[] = [];
+    client.on("lockLost", (event) => void lost.push(event.cause));
+    let signal: AbortSignal | undefined;
+    const app = appWith(
+      client,
+      (c) => {
+        signal = c.get("lock").signal;
+        return new Response("done");
+      },
+      { onFailure: () => {} },
+    );
+    const ctx = executionContext();
+    const res = await app.request("/orders/13", { method: "POST" }, {}, ctx);
+    expect(res.status).toBe(200);
+    await ctx.drain(); // the background retries: about 10 s
+    expect(signal?.aborted).toBe(true);
+    expect(lost).toHaveLength(1);
+    // The watchdog no longer renews it: the lease frees the lock.
+    await until(async () => !(await client.lock("orders:13").isLocked()), 5_000);
+  }, 30_000);
 
   it("takes any lock kind: a write lock keeps readers out while the handler runs", async () => {
     const client = bed.client();

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { blindRedis as blind } from "../../../bench/peers/blind-redis.js";
-import { ACQUIRE } from "../../../src/locks/lock/acquire.js";
+import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
 

@@ -4,7 +4,7 @@
  * nobody up for longer than that.
  */
 import { describe, expect, it } from "vitest";
-import { ACQUIRE } from "../../../src/locks/lock/acquire.js";
+import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
 import { RESERVATION_MS } from "../../../src/locks/queue/lua.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";

@@ -1,0 +1,29 @@
+/**
+ * `edgelock/lock`: the reentrant lock alone. Its LockClient offers `lock()`, `withLock()` and
+ * `scope()` (no fair, read-write or multi-lock), so a Worker that only needs a plain lock ships
+ * a fraction of the root entry. Locks, handles and errors are the root entry's own classes.
+ * @module
+ */
+
+export {
+  type AnyEdgelockError,
+  EdgelockError,
+  type EdgelockErrorName,
+  isEdgelockError,
+  LockAbortedError,
+  LockBackendError,
+  LockBudgetExceededError,
+  LockInputError,
+  LockLostError,
+  LockNotHeldError,
+  LockWaitTimeoutError,
+} from "./errors.js";
+export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
+export { LockClient, type LockClientOptions } from "./lock-client.js";
+export { LockHandle } from "./locks/handle.js";
+export type { HeldLock } from "./locks/held-lock.js";
+export { type AcquireOptions, Lock } from "./locks/lock/lock.js";
+export type { RedisLike } from "./transport/redis-like.js";
+export type { WaitOptions } from "./wait/policy.js";
+export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";
+export type { Renewal, RenewalTarget, Renewer } from "./watchdog/renewer.js";

@@ -78,13 +78,13 @@ end`;
 
 /**
  * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
- * queued), average hold, hold deviation, average cycle, ms the holder has held} (-1: unknown).
- * Needs `now`, `pttl` and `position`.
+ * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
+ * (-1: unknown). Needs `now`, `pttl` and `position`.
  */
-export function busyTurnReply(statsKey: string): string {
+export function busyTurnReply(statsKey: string, queueKey: string): string {
   return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle')
 local heldFor = -1
 if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
 return {0, pttl, position, tonumber(pace[2] or '-1'), tonumber(pace[3] or '-1'),
-  tonumber(pace[4] or '-1'), heldFor}`;
+  tonumber(pace[4] or '-1'), heldFor, redis.call('ZCARD', ${queueKey})}`;
 }

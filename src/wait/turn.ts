@@ -36,6 +36,8 @@ export interface TurnView {
   readonly cycleMs: number | null;
   /** How long the current holder has held, in ms; null when free or unknown. */
   readonly heldForMs: number | null;
+  /** Waiters in the queue, this one included; null when unknown. */
+  readonly waiters?: number | null;
 }
 
 export interface TurnState {
@@ -100,7 +102,9 @@ export function turnDelay(
     // The release this waiter aims at (0: the current holder's), and its side of it.
     // Each release hands the lock to one waiter; the first `perRelease` all aim at the next one.
     const release = Math.max(0, view.position - perRelease + 1) - (view.locked ? 0 : 1);
-    const early = perRelease > 1 && view.position === 0;
+    // The head aims early only when a second waiter covers the late side.
+    const paired = perRelease > 1 && (view.waiters ?? perRelease) > 1;
+    const early = paired && view.position === 0;
     if (release === 0 && view.locked && overrun > late) {
       // The holder is late: dense polls just past the expected release, sparser as it goes on.
       const ceiling = Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, overrun / 4));
@@ -112,7 +116,7 @@ export function turnDelay(
       // The holder's release is expected in `firstRelease` ms, then one every `cycle`. When the
       // lock is free, the next holder is taking it now.
       const firstRelease = view.locked ? Math.max(0, -overrun) : hold + late;
-      const side: AimSide = perRelease === 1 ? "only" : early ? "early" : "late";
+      const side: AimSide = !paired ? "only" : early ? "early" : "late";
       // The early side cannot reach a release that will be over before its poll gets there:
       // it aims at the next one (the late side still catches this one).
       const reachable =

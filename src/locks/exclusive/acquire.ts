@@ -58,7 +58,7 @@ if not count then
     redis.call('ZREM', queueKey, owner)
     redis.call('ZREM', timeoutsKey, owner)
   end
-  ${busyTurnReply("holdStatsKey")}
+  ${busyTurnReply("holdStatsKey", "queueKey")}
 end
 local waited = false
 if queueKey then
@@ -97,7 +97,7 @@ const ACQUIRE_ARGS = [
   "waiterTimeoutMs",
   "roundTripMs",
 ] as const;
-const ACQUIRE_REPLIES = { 1: [4], 0: [7], [-1]: [1] };
+const ACQUIRE_REPLIES = { 1: [4], 0: [8], [-1]: [1] };
 
 export const ACQUIRE = defineScript({
   name: "lock.acquire",
@@ -158,7 +158,7 @@ export async function attemptAcquire(
       roundTripMs: Math.max(0, Math.round(roundTripMs)),
     },
   );
-  const [status, value, position, hold, deviation, cycle, heldFor] = reply;
+  const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
   const pttl = status === 0 ? value : undefined;
@@ -174,6 +174,7 @@ export async function attemptAcquire(
       holdDeviationMs: knownOrNull(deviation),
       cycleMs: knownOrNull(cycle),
       heldForMs: knownOrNull(heldFor),
+      waiters: knownOrNull(waiters),
     },
   };
 }

@@ -47,6 +47,11 @@ describe("turnDelay (plain lock: two waiters per release)", () => {
     expect(aimAfterMs(2, 0, "only")).toBe(5);
   });
 
+  it("sends a lone head at the usual aim: nobody covers the late side", () => {
+    expect(turnDelay(view({ waiters: 1 }), plain, top)).toBe(20 + aimAfterMs(2, 0, "only") - 10);
+    expect(turnDelay(view({ waiters: 2 }), plain, top)).toBe(20 + 3 - 10);
+  });
+
   it("sends the head to the next release when this one is over before its poll can arrive", () => {
     // 1 ms of hold left, a 10 ms round trip: aim at the release one cycle later.
     expect(turnDelay(view({ heldForMs: 29 }), plain, top)).toBe(

@@ -1,7 +1,8 @@
 /**
- * "edgelock blind": hides the pace hints of the acquire script's busy replies from the client, so
- * that it polls with the full-jitter backoff alone, as before pacing. Pure (no Node API): the
- * bench's Worker uses it too.
+ * "edgelock blind": hides the hints of the acquire script's busy replies (place in the queue,
+ * hold statistics) from the client, so that it polls with the full-jitter backoff alone, as
+ * before pacing. The server still queues its waiters (and reserves releases for the head ones).
+ * Pure (no Node API): the bench's Worker uses it too.
  */
 import type { RedisLike } from "../../src/transport/redis-like.js";
 

@@ -25,7 +25,7 @@ export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): P
       `lease ${env.leaseMs} ms, wait { initialDelayMs: ${policy.initialDelayMs}, ` +
       `maxDelayMs: ${policy.maxDelayMs}, maxPolls: ${policy.maxPolls} }` +
       (wait === undefined ? " (defaults)" : "") +
-      (blind ? ", pace hints hidden: full-jitter backoff only" : ", paced by the hold statistics"),
+      (blind ? ", busy-reply hints hidden: full-jitter backoff only" : ", queue-directed polling"),
     contender: async () => {
       const redis = new Redis({ url: env.restUrl, token: env.token });
       const client = new LockClient({

@@ -10,10 +10,16 @@ export interface LockKeys {
   readonly lock: string;
   /** Counter of first acquisitions; never expires, so fencing tokens only grow. */
   readonly fence: string;
-  /** Hash: `at` (server ms of the current holder's first acquisition), `hold`, `dev` (ms). */
+  /**
+   * Hash: `at` (server ms of the current holder's first acquisition), `hold`, `dev`, `cycle`,
+   * `rtt` (average ms: hold, its mean deviation, acquire → next acquire, waiters' round trip),
+   * `for`, `for2`, `until` (a release's reservation: the two head waiters, till server ms).
+   */
   readonly holdStats: string;
-  /** Sorted set: waiter owner → server ms of its last busy poll (the plain lock's pacing). */
-  readonly pollers: string;
+  /** Sorted set: waiting owner → ticket (enqueue time in ms, strictly increasing). */
+  readonly queue: string;
+  /** Sorted set: waiting owner → deadline (server ms); refreshed at every poll. */
+  readonly timeouts: string;
   /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
 }
@@ -25,30 +31,16 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     lock: base,
     fence: `${base}:fence`,
     holdStats: `${base}:holds`,
-    pollers: `${base}:pollers`,
+    queue: `${base}:queue`,
+    timeouts: `${base}:timeouts`,
     operation: (id) => `${base}:op:${id}`,
   };
 }
 
-/** A fair lock: the plain lock's keys (holds, extend, release) plus its waiting queue. */
-export interface FairLockKeys extends LockKeys {
-  /** Sorted set: waiting owner → ticket (enqueue time in ms, strictly increasing). */
-  readonly queue: string;
-  /** Sorted set: waiting owner → deadline (server ms); refreshed at every poll. */
-  readonly timeouts: string;
-  /** Hash: `at`, `freed` (server ms), `hold`, `gap` (average ms): the hand-off statistics. */
-  readonly pace: string;
-}
+/** A fair lock has the plain lock's keys: the same queue, only its acquire rule differs. */
+export type FairLockKeys = LockKeys;
 
-export function fairLockKeys(prefix: string, name: string): FairLockKeys {
-  const keys = lockKeys(prefix, name);
-  return {
-    ...keys,
-    queue: `${keys.lock}:queue`,
-    timeouts: `${keys.lock}:timeouts`,
-    pace: `${keys.lock}:pace`,
-  };
-}
+export const fairLockKeys = lockKeys;
 
 /**
  * A read-write lock. The write side is a reentrant lock's hash (owner → write holds, its TTL the

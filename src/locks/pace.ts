@@ -1,6 +1,6 @@
 /**
- * What scripts learn about a lock's rhythm so that waiters can sleep until the moment worth
- * asking (the client side of pacing is in src/wait/). Statistics live in a hash beside the lock,
+ * What scripts learn about a lock's rhythm so that waiters can sleep until their turn (the
+ * client side, queue-directed polling, is src/wait/turn.ts). Statistics live in a hash beside the lock,
  * under its hash tag, and expire on their own. Expiries and force-releases teach nothing: only
  * releases and hand-offs are sampled.
  */
@@ -42,4 +42,49 @@ end`;
   end
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average), '${deviationField}', math.max(0, deviation))
 end`;
+}
+
+/**
+ * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
+ * expression), the time since the previous holder took the lock is one hand-off cycle; then the
+ * current hold starts now and any reservation is spent. Needs `now` and `paceTtlMs`.
+ */
+export function learnHandOff(statsKey: string, waited: string): string {
+  return `local previous = redis.call('HGET', ${statsKey}, 'at')
+if ${waited} and previous then
+  ${learnAverage(statsKey, "cycle", "now - tonumber(previous)")}
+end
+redis.call('HSET', ${statsKey}, 'at', now)
+redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')
+redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
+}
+
+/** When a release frees the lock: folds the hold into its average and deviation. Needs `now`. */
+export function learnHold(statsKey: string): string {
+  return `local at = redis.call('HGET', ${statsKey}, 'at')
+if at then
+  ${learnAverage(statsKey, "hold", "now - tonumber(at)", "dev")}
+  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+end`;
+}
+
+/** At a waiter's busy poll: folds its reported round trip (ARGV `roundTripMs`, 0: unknown) in. */
+export function learnRoundTrip(statsKey: string): string {
+  return `if tonumber(roundTripMs) > 0 then
+  ${learnAverage(statsKey, "rtt", "tonumber(roundTripMs)")}
+  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+end`;
+}
+
+/**
+ * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
+ * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
+ * (-1: unknown). Needs `now`, `pttl` and `position`.
+ */
+export function busyTurnReply(statsKey: string, queueKey: string): string {
+  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle')
+local heldFor = -1
+if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
+return {0, pttl, position, tonumber(pace[2] or '-1'), tonumber(pace[3] or '-1'),
+  tonumber(pace[4] or '-1'), heldFor, redis.call('ZCARD', ${queueKey})}`;
 }

@@ -4,13 +4,11 @@
  * Multi-name scripts (multi-lock) take a variable number of keys and stay plain Scripts.
  */
 import type { Script } from "../transport/script.js";
-import { ACQUIRE } from "./exclusive/acquire.js";
+import { ACQUIRE, FAIR_ACQUIRE } from "./exclusive/acquire.js";
 import { EXTEND } from "./exclusive/extend.js";
 import { FORCE_RELEASE } from "./exclusive/force-release.js";
 import { INSPECT } from "./exclusive/inspect.js";
 import { RELEASE } from "./exclusive/release.js";
-import { FAIR_ACQUIRE } from "./fair-lock/acquire.js";
-import { FAIR_RELEASE } from "./fair-lock/release.js";
 import { MULTI_ACQUIRE } from "./multi-lock/acquire.js";
 import { MULTI_EXTEND } from "./multi-lock/extend.js";
 import { MULTI_RELEASE } from "./multi-lock/release.js";
@@ -34,7 +32,6 @@ export const LOCK_SCRIPTS: ReadonlyMap<string, Script> = new Map(
     INSPECT,
     RELEASE,
     FAIR_ACQUIRE,
-    FAIR_RELEASE,
     LEAVE_QUEUE,
     QUEUE_LENGTH,
     READ_ACQUIRE,

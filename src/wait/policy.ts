@@ -3,7 +3,7 @@
  * `min(full-jitter backoff, holder's remaining lease, time left)`: it never sleeps past the moment
  * the holder's lease must end, never past its own deadline, and never spins. When the lock has
  * learnt how long its holds last, the acquire script says so and the waiter sleeps until an
- * expected release instead (see pace.ts); this backoff covers the rest.
+ * expected turn instead (see turn.ts); this backoff covers the rest.
  */
 import { WAIT_DEFAULTS } from "../defaults.js";
 import { checkCount, checkDuration, checkOptions } from "../validate.js";
@@ -12,9 +12,10 @@ export interface WaitOptions {
   /** Ceiling of the first backoff interval, in ms. Default 10. */
   initialDelayMs?: number;
   /**
-   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. Paced
-   * sleeps (towards an expected release, when the lock knows its usual hold) are not bound by it:
-   * they last up to 2.5 s, never past the holder's lease end or the caller's deadline.
+   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. Sleeps
+   * towards an expected turn (queue-directed polling, when the lock knows its usual hold) are
+   * not bound by it: they last up to a third of the waiter timeout, never past the holder's
+   * lease end (at the head) or the caller's deadline.
    */
   maxDelayMs?: number;
   /**

@@ -1,64 +1,75 @@
-/** One acquisition attempt of the reentrant lock: take it, re-enter it, or learn the holder's pttl. */
+/**
+ * One acquisition attempt of the reentrant lock (and, with its own rule, the fair lock): take it,
+ * re-enter it, or join / keep a place in the lock's waiter queue and learn when the turn is
+ * expected (src/wait/turn.ts). Dead waiters (deadline passed) are pruned first.
+ */
 import { newOperationId } from "../../ids.js";
-import { PACE_WINDOW_MS, pacedPollDelay } from "../../wait/pace.js";
-import type { AttemptOutcome } from "../acquisition.js";
+import { knownOrNull, type TurnView } from "../../wait/turn.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
+import { joinQueue, pruneDeadWaiters, reservedForAnother } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record,
-//       4 pace hash (at: server ms of the current first acquisition, hold: average ms from
-//         taking the lock to freeing it, cycle: average ms from one holder taking it to the next
-//         when the next one had been waiting, dev: mean deviation of the hold),
-//       5 waiters (sorted set: owner -> server ms of its last busy poll)
-// ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter window ms
-// Reply: {1, fence, hold count, pttl} held; {0, holder pttl, waiters, average hold ms, ms the
-//        holder has held, average cycle ms, hold deviation ms} busy (-1: unknown); {-1} a
-//        re-sent attempt whose first run acquired, but the hold is gone since.
-// KEYS 4 and 5 are optional (RedLock runs this script on three keys): without them nothing is
-// learnt and the busy reply is {0, holder pttl}.
-export const ACQUIRE = defineScript({
-  name: "lock.acquire",
-  keys: ["lockKey", "fenceKey", "operationKey", "holdStatsKey", "pollersKey"],
-  optionalKeys: ["holdStatsKey", "pollersKey"],
-  args: ["owner", "leaseMs", "operationTtlMs", "paceTtlMs", "pollWindowMs"],
-  replies: { 1: [4], 0: [7], [-1]: [1] },
-  lua: `${replayAcquisition("operationKey")}
+/** Who may take a free lock: anyone (`plain`, but not into a reservation) or the head (`fair`). */
+export type AcquireRule = "plain" | "fair";
+
+/**
+ * The acquire script of `rule`.
+ * KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record, 4 pace hash
+ *       (see LockKeys.holdStats), 5 queue (owner -> ticket), 6 timeouts (owner -> deadline)
+ * ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0:
+ *       a single attempt, never enqueue; -1: the last attempt of the poll budget, leave the queue
+ *       when busy), 6 the waiter's last round trip ms (0: unknown)
+ * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
+ *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
+ * The plain lock's KEYS 4–6 are optional (RedLock runs it on three keys): without them nothing
+ * is learnt, nobody queues, and the busy reply is {0, holder pttl}.
+ */
+function acquireScriptLua(rule: AcquireRule): string {
+  const mayTakeFree =
+    rule === "fair"
+      ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
+  if head == nil or head == owner then count = 1 end`
+      : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
+  return `${replayAcquisition("operationKey")}
 ${SERVER_NOW_MS}
-local count
-if redis.call('EXISTS', lockKey) == 0 then
-  redis.call('HSET', lockKey, owner, 1)
-  count = 1
-elseif redis.call('HEXISTS', lockKey, owner) == 1 then
-  count = redis.call('HINCRBY', lockKey, owner, 1)
-else
-  local pttl = redis.call('PTTL', lockKey)
-  if not pollersKey then return {0, pttl} end
-  local window = tonumber(pollWindowMs)
-  redis.call('ZADD', pollersKey, now, owner)
-  redis.call('ZREMRANGEBYSCORE', pollersKey, '-inf', now - window)
-  redis.call('PEXPIRE', pollersKey, window)
-  local pace = redis.call('HMGET', holdStatsKey, 'at', 'hold', 'cycle', 'dev')
-  local heldFor = -1
-  if pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
-  return {0, pttl, redis.call('ZCARD', pollersKey), tonumber(pace[2] or '-1'), heldFor,
-    tonumber(pace[3] or '-1'), tonumber(pace[4] or '-1')}
+if queueKey then
+${pruneDeadWaiters("queueKey", "timeoutsKey")}
 end
-local waited = pollersKey and redis.call('ZREM', pollersKey, owner) == 1
+local count
+if redis.call('HEXISTS', lockKey, owner) == 1 then
+  count = redis.call('HINCRBY', lockKey, owner, 1)
+elseif redis.call('EXISTS', lockKey) == 0 then
+  ${mayTakeFree}
+  if count then redis.call('HSET', lockKey, owner, 1) end
+end
+if not count then
+  local pttl = redis.call('PTTL', lockKey)
+  if not queueKey then return {0, pttl} end
+  local position = -1
+  local timeout = tonumber(waiterTimeoutMs)
+  if timeout > 0 then
+    ${joinQueue("queueKey", "timeoutsKey")}
+    ${learnRoundTrip("holdStatsKey")}
+  elseif timeout < 0 then
+    redis.call('ZREM', queueKey, owner)
+    redis.call('ZREM', timeoutsKey, owner)
+  end
+  ${busyTurnReply("holdStatsKey", "queueKey")}
+end
+local waited = false
+if queueKey then
+  waited = redis.call('ZREM', queueKey, owner) == 1
+  redis.call('ZREM', timeoutsKey, owner)
+end
 local fence
 if count == 1 then
   fence = redis.call('INCR', fenceKey)
   if holdStatsKey then
-    local previous = redis.call('HGET', holdStatsKey, 'at')
-    if waited and previous then
-      -- This owner waited through the previous hold: now - previous is one hand-off cycle.
-      ${learnAverage("holdStatsKey", "cycle", "now - tonumber(previous)")}
-    end
-    redis.call('HSET', holdStatsKey, 'at', now)
-    redis.call('PEXPIRE', holdStatsKey, paceTtlMs)
+    ${learnHandOff("holdStatsKey", "waited")}
   end
 else
   fence = tonumber(redis.call('GET', fenceKey) or '0')
@@ -67,52 +78,103 @@ if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
   redis.call('PEXPIRE', lockKey, leaseMs)
 end
 redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-return {1, fence, count, redis.call('PTTL', lockKey)}`,
+return {1, fence, count, redis.call('PTTL', lockKey)}`;
+}
+
+const ACQUIRE_KEYS = [
+  "lockKey",
+  "fenceKey",
+  "operationKey",
+  "holdStatsKey",
+  "queueKey",
+  "timeoutsKey",
+] as const;
+const ACQUIRE_ARGS = [
+  "owner",
+  "leaseMs",
+  "operationTtlMs",
+  "paceTtlMs",
+  "waiterTimeoutMs",
+  "roundTripMs",
+] as const;
+const ACQUIRE_REPLIES = { 1: [4], 0: [8], [-1]: [1] };
+
+export const ACQUIRE = defineScript({
+  name: "lock.acquire",
+  keys: ACQUIRE_KEYS,
+  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey"],
+  args: ACQUIRE_ARGS,
+  replies: ACQUIRE_REPLIES,
+  lua: acquireScriptLua("plain"),
 });
 
+export const FAIR_ACQUIRE = defineScript({
+  name: "fairLock.acquire",
+  keys: ACQUIRE_KEYS,
+  args: ACQUIRE_ARGS,
+  replies: ACQUIRE_REPLIES,
+  lua: acquireScriptLua("fair"),
+});
+
+/** An attempt's outcome; a busy one carries the waiter's view of its turn. */
+export type QueuedAttemptOutcome =
+  | { readonly kind: "acquired"; readonly fencingToken: number }
+  | { readonly kind: "busy"; readonly holderTtlMs: number | null; readonly queue: TurnView };
+
+/**
+ * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
+ *   attempt, which never enqueues; -1 for the last attempt a poll budget allows, which leaves
+ *   the queue if it finds the lock busy (so that giving up costs no request of its own)
+ * @param roundTripMs this waiter's last round trip (0: unknown), which sizes reservations
+ */
 export async function attemptAcquire(
   ctx: OperationContext,
   keys: LockKeys,
+  rule: AcquireRule,
   owner: string,
   leaseMs: number,
-): Promise<AttemptOutcome> {
+  waiterTimeoutMs: number,
+  roundTripMs: number,
+): Promise<QueuedAttemptOutcome> {
   // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
   const operation = keys.operation(newOperationId());
-  const sentAt = Date.now();
   const reply = await runScript(
     ctx,
-    ACQUIRE,
+    rule === "fair" ? FAIR_ACQUIRE : ACQUIRE,
     {
       lockKey: keys.lock,
       fenceKey: keys.fence,
       operationKey: operation,
       holdStatsKey: keys.holdStats,
-      pollersKey: keys.pollers,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
     },
     {
       owner,
       leaseMs,
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
-      pollWindowMs: PACE_WINDOW_MS,
+      waiterTimeoutMs,
+      roundTripMs: Math.max(0, Math.round(roundTripMs)),
     },
   );
-  // The second element is the fencing token when held, the holder's pttl when busy.
-  const [status, value, waiters, holdMs, heldForMs, cycleMs, holdDeviationMs] = reply;
+  const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
-  const holderTtlMs = status === 0 ? ttlOrNull(value) : null;
-  const nextPollMs =
-    waiters === undefined || holdMs === undefined || heldForMs === undefined
-      ? undefined
-      : pacedPollDelay({
-          waiters,
-          holdMs,
-          heldForMs,
-          cycleMs: cycleMs ?? -1,
-          holdDeviationMs: holdDeviationMs ?? -1,
-          holderTtlMs,
-          roundTripMs: Date.now() - sentAt,
-        });
-  return { kind: "busy", holderTtlMs, ...(nextPollMs === undefined ? {} : { nextPollMs }) };
+  const pttl = status === 0 ? value : undefined;
+  const holderTtlMs = ttlOrNull(pttl);
+  return {
+    kind: "busy",
+    holderTtlMs,
+    queue: {
+      position: position ?? -1,
+      locked: pttl !== undefined && pttl !== -2,
+      holderTtlMs,
+      holdMs: knownOrNull(hold),
+      holdDeviationMs: knownOrNull(deviation),
+      cycleMs: knownOrNull(cycle),
+      heldForMs: knownOrNull(heldFor),
+      waiters: knownOrNull(waiters),
+    },
+  };
 }

@@ -1,13 +1,13 @@
 /**
  * The operations on an exclusive hold hash (owner -> hold count, one fence counter), which every
  * exclusive kind on one name shares: the plain lock uses them all; the fair lock and the write
- * lock replace the acquisition (and the fair lock the release) and keep the rest.
+ * lock replace the acquisition and keep the rest.
  */
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { LockKeys } from "../keys.js";
+import { DEFAULT_WAITER_TIMEOUT_MS, peekWaitPlan, queuedAttempts } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
-import { attemptAcquire } from "./acquire.js";
 import { extendLease } from "./extend.js";
 import { forceRelease } from "./force-release.js";
 import { inspectLock } from "./inspect.js";
@@ -18,23 +18,34 @@ export function exclusiveOperations(
   runtime: LockRuntime,
   name: string,
   keys: LockKeys,
-): LockOperations & { acquisition(): AcquisitionSpec } {
+): LockOperations & { acquisition(options?: unknown, defaultWaitMs?: number): AcquisitionSpec } {
   const { ctx } = runtime;
-  const spec: AcquisitionSpec = {
+  // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
+  // the head waiters. Waiters keep a place in the queue to pace their polls (src/wait/turn.ts).
+  const acquisition = (
+    options?: unknown,
+    defaultWaitMs = Number.POSITIVE_INFINITY,
+  ): AcquisitionSpec => ({
     runtime,
     name,
     watch: { lockKey: keys.lock },
-    attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
+    ...queuedAttempts(
+      ctx,
+      keys,
+      "plain",
+      peekWaitPlan(options, runtime, defaultWaitMs),
+      DEFAULT_WAITER_TIMEOUT_MS,
+    ),
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
       release: (operationId) => releaseHold(ctx, keys, owner, operationId),
     }),
     renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
-  };
+  });
   return {
     kind: "lock",
     description: `Lock "${name}"`,
-    acquisition: () => spec,
+    acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
     forceRelease: () => forceRelease(ctx, keys),
     release: (owner) => releaseHold(ctx, keys, owner),

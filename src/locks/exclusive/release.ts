@@ -1,30 +1,37 @@
-/** Release one hold of an owner: the hold count drops by one; at zero the lock is deleted. */
+/**
+ * Release one hold of an owner: the hold count drops by one; at zero the lock is deleted. The
+ * same script serves the fair lock (same keys).
+ */
 import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { learnHold, PACE_TTL_MS } from "../pace.js";
+import { reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
-// KEYS: 1 lock hash, 2 operation record, 3 pace hash (optional: see acquire.ts)
+// KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts (3–5 optional: see
+//       acquire.ts)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
 // The release that frees the lock folds this hold's length into the average hold and its mean
-// deviation (weight 1/4, a sample counted as at most twice the average): they pace the waiters.
+// deviation (weight 1/4, a sample counted as at most twice the average), and reserves the lock
+// for the head waiter for about a round trip (see reserveForHead).
 export const RELEASE = defineScript({
   name: "lock.release",
-  keys: ["lockKey", "operationKey", "holdStatsKey"],
-  optionalKeys: ["holdStatsKey"],
+  keys: ["lockKey", "operationKey", "holdStatsKey", "queueKey", "timeoutsKey"],
+  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey"],
   args: ["owner", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
-    `local at = holdStatsKey and redis.call('HGET', holdStatsKey, 'at')
-if at then
+    `if holdStatsKey then
   ${SERVER_NOW_MS}
-  ${learnAverage("holdStatsKey", "hold", "now - tonumber(at)", "dev")}
-  redis.call('PEXPIRE', holdStatsKey, paceTtlMs)
+  ${learnHold("holdStatsKey")}
+  if queueKey then
+    ${reserveForHead("holdStatsKey", "queueKey", "timeoutsKey")}
+  end
 end`,
   ),
 });
@@ -39,7 +46,13 @@ export async function releaseHold(
   const reply = await runScript(
     ctx,
     RELEASE,
-    { lockKey: keys.lock, operationKey: keys.operation(operationId), holdStatsKey: keys.holdStats },
+    {
+      lockKey: keys.lock,
+      operationKey: keys.operation(operationId),
+      holdStatsKey: keys.holdStats,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+    },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
   const [status, left] = reply;

@@ -1,17 +1,19 @@
 import { checkLockName, checkOptions } from "../../validate.js";
-import { QueuePacer } from "../../wait/queue-pace.js";
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import { exclusiveOperations } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import { registerLockInternals } from "../internals.js";
 import { type FairLockKeys, fairLockKeys } from "../keys.js";
-import { leaveQueue } from "../queue/leave.js";
 import { queueLength } from "../queue/length.js";
-import { checkWaiterTimeout, peekWaitPlan, type QueueOptions } from "../queue/waiting.js";
+import {
+  checkWaiterTimeout,
+  peekWaitPlan,
+  type QueueOptions,
+  queuedAttempts,
+} from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
-import { attemptFairAcquire } from "./acquire.js";
 import { releaseFairHold } from "./release.js";
 
 /** Options of `client.fairLock(name, options)`. */
@@ -19,7 +21,7 @@ export type FairLockOptions = QueueOptions;
 
 /**
  * The fair lock (Redisson RFairLock): the exclusive hold hash of the plain lock, with its own
- * acquisition (a FIFO queue of polling waiters) and release (which also prunes the queue).
+ * acquisition (a FIFO queue of waiters, queue-directed polling); the release is the plain lock's.
  */
 export class FairLock extends SingleNameLock {
   /** How long a waiter keeps its place in the queue without polling, in ms. */
@@ -78,37 +80,11 @@ export class FairLock extends SingleNameLock {
     options: unknown,
     defaultWaitMs: number,
   ): AcquisitionSpec {
-    const ctx = this.#ctx;
-    const keys = this.#keys;
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
-    const waiterTimeoutMs = plan.mayWait ? this.waiterTimeoutMs : 0;
-    const pacer = new QueuePacer(plan.policy, Math.floor(this.waiterTimeoutMs / 3));
-    // Whether the server may list this waiter: true from the first queueing request until a
-    // reply says it holds the lock (the acquire script removes it from the queue then).
-    let mayBeQueued = false;
     return {
       ...base,
-      attempt: async (owner, leaseMs) => {
-        const sentAt = Date.now();
-        if (plan.mayWait) mayBeQueued = true;
-        const outcome = await attemptFairAcquire(ctx, keys, owner, leaseMs, waiterTimeoutMs);
-        if (outcome.kind === "acquired") {
-          mayBeQueued = false;
-          return outcome;
-        }
-        return {
-          kind: "busy",
-          holderTtlMs: outcome.holderTtlMs,
-          ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, Date.now() - sentAt) } : {}),
-        };
-      },
-      control: (owner) => ({
-        ...base.control(owner),
-        release: (operationId) => releaseFairHold(ctx, keys, owner, operationId),
-      }),
-      gaveUp: async (owner) => {
-        if (mayBeQueued) await leaveQueue(ctx, [keys.queue, keys.timeouts], owner);
-      },
+      // The fair rule, and queue-directed polling with one waiter aimed at each release.
+      ...queuedAttempts(this.#ctx, this.#keys, "fair", plan, this.waiterTimeoutMs),
     };
   }
 }

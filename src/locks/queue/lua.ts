@@ -20,3 +20,56 @@ export function refreshWaiter(timeoutsKey: string): string {
   return `redis.call('ZADD', ${timeoutsKey}, now + timeout, owner)
 if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${timeoutsKey}, timeout) end`;
 }
+
+/**
+ * Gives waiter `owner` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt
+ * keeps its place), keeps its place alive `timeout` ms, and sets `position` to the number of
+ * waiters ahead of it. Needs `now`, `owner`, a local `timeout` and a local `position`.
+ */
+export function joinQueue(queueKey: string, timeoutsKey: string): string {
+  return `if not redis.call('ZSCORE', ${queueKey}, owner) then
+  local ticket = now
+  local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')
+  if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
+  redis.call('ZADD', ${queueKey}, ticket, owner)
+end
+if redis.call('PTTL', ${queueKey}) < timeout then redis.call('PEXPIRE', ${queueKey}, timeout) end
+${refreshWaiter(timeoutsKey)}
+position = redis.call('ZRANK', ${queueKey}, owner)`;
+}
+
+/** Shortest and longest reservation of a free lock for the next waiters, and the one used
+ * before any waiter's round trip is known (ms). */
+export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
+
+/**
+ * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
+ * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
+ * barges into the gap between the release and their polls. Two, because both aim at this release
+ * (see src/wait/turn.ts): one a little early, one a little late. Needs `now` and `paceTtlMs`.
+ */
+export function reserveForHead(statsKey: string, queueKey: string, timeoutsKey: string): string {
+  return `${pruneDeadWaiters(queueKey, timeoutsKey)}
+local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+if heads[1] then
+  local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
+  local window = ${RESERVATION_MS.unknown}
+  if rtt > 0 then window = math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt)) end
+  redis.call('HSET', ${statsKey}, 'for', heads[1], 'for2', heads[2] or heads[1], 'until', now + window)
+  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+end`;
+}
+
+/**
+ * A Lua expression: true when a release reserved the free lock for other owners, at least one of
+ * which still waits in `queueKey`, and the reservation has not lapsed. Needs `now`, `owner`.
+ */
+export function reservedForAnother(statsKey: string, queueKey: string): string {
+  return `(function()
+  local reserved = redis.call('HMGET', ${statsKey}, 'for', 'for2', 'until')
+  if not reserved[1] or reserved[1] == owner or reserved[2] == owner then return false end
+  if tonumber(reserved[3]) <= now then return false end
+  return redis.call('ZSCORE', ${queueKey}, reserved[1]) ~= false
+    or redis.call('ZSCORE', ${queueKey}, reserved[2]) ~= false
+end)()`;
+}

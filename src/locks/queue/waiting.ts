@@ -6,7 +6,13 @@
 import { QUEUE_DEFAULTS } from "../../defaults.js";
 import { checkDuration } from "../../validate.js";
 import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
+import { TurnPacer } from "../../wait/turn.js";
+import type { AcquisitionSpec } from "../acquisition.js";
+import type { OperationContext } from "../context.js";
+import { type AcquireRule, attemptAcquire } from "../exclusive/acquire.js";
+import type { LockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
+import { leaveQueue } from "./leave.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
@@ -57,4 +63,59 @@ export function peekWaitPlan(
   }
   const waitMs = given.waitMs === undefined ? defaultWaitMs : given.waitMs;
   return { mayWait: waitMs !== 0, policy };
+}
+
+/**
+ * The attempts of one acquisition of a queued kind (plain or fair lock): the first failed attempt
+ * takes a ticket (unless the call may not wait), every busy reply paces the next poll by the turn
+ * it announces (src/wait/turn.ts), and a waiter that gives up leaves the queue.
+ */
+export function queuedAttempts(
+  ctx: OperationContext,
+  keys: LockKeys,
+  rule: AcquireRule,
+  plan: WaitPlan,
+  waiterTimeoutMs: number,
+): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
+  const timeout = plan.mayWait ? waiterTimeoutMs : 0;
+  const pacer = new TurnPacer(
+    plan.policy,
+    Math.floor(waiterTimeoutMs / 3),
+    rule === "fair" ? 1 : 2,
+  );
+  let roundTripMs = 0;
+  // Whether the server may list this waiter: true from the first queueing request until a
+  // reply says it holds the lock or left (the acquire script removes it from the queue then).
+  let mayBeQueued = false;
+  let attempts = 0;
+  return {
+    attempt: async (owner, leaseMs) => {
+      const sentAt = Date.now();
+      attempts += 1;
+      // The last attempt the budget allows leaves the queue itself when busy: the wait then
+      // ends in exactly `maxPolls` requests.
+      const last = plan.mayWait && attempts >= plan.policy.maxPolls;
+      if (plan.mayWait) mayBeQueued = true;
+      const outcome = await attemptAcquire(
+        ctx,
+        keys,
+        rule,
+        owner,
+        leaseMs,
+        last ? -1 : timeout,
+        roundTripMs,
+      );
+      roundTripMs = Date.now() - sentAt;
+      if (outcome.kind === "acquired" || last) mayBeQueued = false;
+      if (outcome.kind === "acquired") return outcome;
+      return {
+        kind: "busy",
+        holderTtlMs: outcome.holderTtlMs,
+        ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
+      };
+    },
+    gaveUp: async (owner) => {
+      if (mayBeQueued) await leaveQueue(ctx, [keys.queue, keys.timeouts], owner);
+    },
+  };
 }

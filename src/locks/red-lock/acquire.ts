@@ -28,14 +28,16 @@ export async function acquireOn(
       fenceKey: keys.fence,
       operationKey: keys.operation(operationId),
       holdStatsKey: undefined,
-      pollersKey: undefined,
+      queueKey: undefined,
+      timeoutsKey: undefined,
     },
     {
       owner,
       leaseMs,
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
-      pollWindowMs: 0,
+      waiterTimeoutMs: 0,
+      roundTripMs: 0,
     },
     { 1: [4], 0: [2], [-1]: [1] },
   );

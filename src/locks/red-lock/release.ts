@@ -68,7 +68,13 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
   const [status] = await runScript(
     ctx,
     RELEASE,
-    { lockKey: keys.lock, operationKey: keys.operation(operationId), holdStatsKey: undefined },
+    {
+      lockKey: keys.lock,
+      operationKey: keys.operation(operationId),
+      holdStatsKey: undefined,
+      queueKey: undefined,
+      timeoutsKey: undefined,
+    },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
   return status === 1;

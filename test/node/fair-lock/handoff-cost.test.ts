@@ -10,7 +10,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { LockClient, type LockHandle } from "../../../src/index.js";
 import { DEFAULT_WAIT_POLICY, nextPollDelay } from "../../../src/wait/policy.js";
-import { QueuePacer } from "../../../src/wait/queue-pace.js";
+import { TurnPacer } from "../../../src/wait/turn.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
 
@@ -86,7 +86,7 @@ describe(`fair-lock hand-off cost under contention on ${kind}`, () => {
   /** The fair lock's waiters ignore what the queue tells them and back off blindly. */
   function blindPacing() {
     const polls = new WeakMap<object, number>();
-    return vi.spyOn(QueuePacer.prototype, "next").mockImplementation(function (this: object) {
+    return vi.spyOn(TurnPacer.prototype, "next").mockImplementation(function (this: object) {
       const poll = (polls.get(this) ?? 0) + 1;
       polls.set(this, poll);
       return nextPollDelay(DEFAULT_WAIT_POLICY, poll, null, Number.POSITIVE_INFINITY);

@@ -1,93 +1,71 @@
-/** The queue-aware pacing of fair-lock waiters, as a pure function. */
+/** The fair lock's queue-directed polling, as a pure function: one waiter aims at each release. */
 import { describe, expect, it } from "vitest";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import {
-  type PaceState,
-  QueuePacer,
-  type QueueView,
-  queuePollDelay,
-} from "../../../src/wait/queue-pace.js";
+  aimLateMs,
+  TurnPacer,
+  type TurnState,
+  type TurnView,
+  turnDelay,
+} from "../../../src/wait/turn.js";
 
-const state: PaceState = {
+const fair: TurnState = {
   policy: DEFAULT_WAIT_POLICY,
   refreshMs: 1_666,
   poll: 1,
   roundTripMs: 10,
+  perRelease: 1,
 };
-const busy: QueueView = {
+/** Holds of 100 ms (± 4), the holder 40 ms in, hand-offs every 110 ms. */
+const busy: TurnView = {
   position: 0,
   locked: true,
   holderTtlMs: 30_000,
   holdMs: 100,
-  gapMs: 20,
+  holdDeviationMs: 4,
+  cycleMs: 110,
   heldForMs: 40,
 };
-const top = () => 1; // the largest jitter draw
-const bottom = () => 0;
+const top = () => 1;
 
-describe("queue-aware poll pacing", () => {
-  it("sends the head's next poll to land at the holder's expected release", () => {
-    // 100 ms usual hold, held for 40: release expected in 60 ms; minus one round trip.
-    expect(queuePollDelay(busy, state, top)).toBe(50);
+describe("queue-directed polling of the fair lock", () => {
+  it("sends the head's poll to land just after the holder's expected release", () => {
+    // Release expected in 60 ms; a little late (1 + 2 × 4); minus one round trip.
+    expect(turnDelay(busy, fair, top)).toBe(60 + 9 - 10);
   });
 
-  it("lets waiters further back sleep until half-way through their predecessor's hold", () => {
-    // Predecessor (position 1 → the head) starts at 60 + 20; its mid-hold is 50 ms later.
-    expect(queuePollDelay({ ...busy, position: 1 }, state, top)).toBe(60 + 20 + 50 - 10);
-    // Each further place adds one turn (hold + gap).
-    expect(queuePollDelay({ ...busy, position: 3 }, state, top)).toBe(60 + 20 + 2 * 120 + 50 - 10);
-  });
-
-  it("backs off like a plain waiter when the lock is free but a waiter ahead has not taken it", () => {
-    // The head may be dead (pruned only after its waiter timeout): no hand-off pace to follow.
-    const stalled: QueueView = {
-      ...busy,
-      position: 1,
-      locked: false,
-      holderTtlMs: null,
-      heldForMs: null,
-    };
-    expect(queuePollDelay(stalled, { ...state, poll: 1 }, top)).toBe(10);
-    expect(queuePollDelay(stalled, { ...state, poll: 4 }, top)).toBe(80);
-    expect(queuePollDelay(stalled, { ...state, poll: 20 }, top)).toBe(
-      DEFAULT_WAIT_POLICY.maxDelayMs,
+  it("sends the second straight at the release after next, later by its larger uncertainty", () => {
+    expect(turnDelay({ ...busy, position: 1 }, fair, top)).toBe(
+      Math.ceil(60 + 110 + aimLateMs(4, 1) - 10),
     );
   });
 
-  it("polls densely just past the expected release, sparser as a long hold goes on", () => {
-    const justOverdue = queuePollDelay({ ...busy, heldForMs: 105 }, state, top);
-    expect(justOverdue).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);
-    const longOverdue = queuePollDelay({ ...busy, heldForMs: 100 + 600 }, state, top);
-    expect(longOverdue).toBe(150);
-    const veryLong = queuePollDelay({ ...busy, heldForMs: 100 + 60_000 }, state, top);
-    expect(veryLong).toBe(DEFAULT_WAIT_POLICY.maxDelayMs);
-    expect(queuePollDelay({ ...busy, heldForMs: 700 }, state, bottom)).toBe(1);
+  it("brings waiters further back to just after their predecessor's release", () => {
+    // Position 3 waits for release 3; release 2 is due at 60 + 2 × 110.
+    expect(turnDelay({ ...busy, position: 3 }, fair, top)).toBe(
+      Math.ceil(60 + 2 * 110 + aimLateMs(4, 2) - 10),
+    );
+  });
+
+  it("asks again soon when the lock is free but the head has not taken it yet", () => {
+    const free: TurnView = { ...busy, locked: false, holderTtlMs: null, heldForMs: null };
+    // At the head, refused (a reservation for someone else): the first backoff ceiling.
+    expect(turnDelay(free, fair, top)).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);
+    // Second in line: the head takes it now; aim at its expected release.
+    expect(turnDelay({ ...free, position: 1 }, fair, top)).toBe(100 + 9 + 9 - 10);
   });
 
   it("never sleeps past a third of the waiter timeout, nor past the holder's lease at the head", () => {
-    expect(queuePollDelay({ ...busy, position: 50 }, state, top)).toBe(state.refreshMs);
-    expect(queuePollDelay({ ...busy, holderTtlMs: 5, heldForMs: 500 }, state, top)).toBe(6);
-    expect(queuePollDelay({ ...busy, holdMs: 10_000, holderTtlMs: 30 }, state, top)).toBe(20);
+    expect(turnDelay({ ...busy, position: 50 }, fair, top)).toBe(fair.refreshMs);
+    expect(turnDelay({ ...busy, holderTtlMs: 5, heldForMs: 500 }, fair, top)).toBe(6);
+    expect(turnDelay({ ...busy, holdMs: 10_000, holderTtlMs: 30 }, fair, top)).toBe(31);
   });
 
-  it("falls back to the plain lock's full-jitter backoff before anything is learnt", () => {
-    const fresh = { ...busy, holdMs: null, gapMs: null, heldForMs: null };
-    expect(queuePollDelay(fresh, state, top)).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);
-    expect(queuePollDelay(fresh, { ...state, poll: 10 }, top)).toBe(DEFAULT_WAIT_POLICY.maxDelayMs);
-    expect(queuePollDelay({ ...fresh, holderTtlMs: 3 }, { ...state, poll: 10 }, top)).toBe(4);
-  });
-
-  it("polls less often the further back a waiter is", () => {
-    const delays = [0, 1, 2, 4, 8].map((position) =>
-      queuePollDelay({ ...busy, position, heldForMs: 0 }, { ...state, refreshMs: 100_000 }, top),
-    );
-    for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!);
-  });
-
-  it("smooths round trips across the polls of one acquisition", () => {
-    const pacer = new QueuePacer(DEFAULT_WAIT_POLICY, 1_666, top);
-    expect(pacer.next(busy, 10)).toBe(50);
-    // A slow round trip moves the estimate a quarter of the way: (3 × 10 + 50) / 4 = 20.
-    expect(pacer.next(busy, 50)).toBe(40);
+  it("counts the polls of one acquisition for its fallback backoff", () => {
+    const fresh: TurnView = { ...busy, holdMs: null };
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
+    expect(pacer.next(fresh, 10)).toBe(10);
+    expect(pacer.next(fresh, 10)).toBe(20);
+    expect(pacer.next(busy, 10)).toBe(59);
   });
 });

@@ -45,7 +45,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     return { attempts, waited };
   }
 
-  it("a busy reply tells the waiters, the usual hold and how long the holder has held", async () => {
+  it("a busy reply tells the waiter its place, the usual hold and how long the holder has held", async () => {
     const redis = bed.redis();
     const prefix = freshPrefix();
     const holder = bed.client({ prefix });
@@ -54,17 +54,18 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     await first.release();
     const held = await holder.lock("told").acquire({ leaseMs: 10_000 });
     await sleepMs(50);
-    // Ask the script directly, as the library does (five keys, five arguments).
+    // Ask the script directly, as the library does (six keys, six arguments).
     const base = `${prefix}:{told}`;
     const reply = (await redis.eval(
       ACQUIRE.source,
-      [base, `${base}:fence`, `${base}:op:x`, `${base}:holds`, `${base}:pollers`],
-      ["someone-else-0000000", "10000", "60000", "3600000", "5000"],
+      [base, `${base}:fence`, `${base}:op:x`, `${base}:holds`, `${base}:queue`, `${base}:timeouts`],
+      ["someone-else-0000000", "10000", "60000", "3600000", "5000", "20"],
     )) as number[];
-    const [status, pttl, waiters, holdMs, heldForMs] = reply.map(Number);
+    const [status, pttl, position, holdMs, , , heldForMs] = reply.map(Number);
     expect(status).toBe(0);
     expect(pttl).toBeGreaterThan(9_000);
-    expect(waiters).toBe(1);
+    // The first waiter gets a ticket at the head of the queue.
+    expect(position).toBe(0);
     expect(holdMs).toBeGreaterThanOrEqual(100);
     expect(holdMs).toBeLessThan(1_000);
     expect(heldForMs).toBeGreaterThanOrEqual(40);

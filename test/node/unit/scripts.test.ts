@@ -6,13 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "3850c94d44bbd0988840e4be54905902a6ddcef6"],
+  ["lock.acquire", "ed32cac0485cf08b13d4ba02e80a3fb8debbab64"],
   ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "6277fdd64000d2729513bc867b470981c97a5710"],
-  ["fairLock.acquire", "60042dcc2b2fb1069fa82db0d0080d867323a2a5"],
-  ["fairLock.release", "a1b27054ca48ea636969e2f4a32b6ae39ab91c1a"],
+  ["lock.release", "24e9f744fefbb58623810249d42b58e2d13dce41"],
+  ["fairLock.acquire", "520fa43a0f78d35d35e17cbbb54a2d9b9b1850be"],
   ["queue.leave", "43e7a8977c3f5e4dc8b8c037cde207296687376f"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "5059ad4c000b8786a515901f8a1f914244c10a93"],

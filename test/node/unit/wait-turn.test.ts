@@ -1,0 +1,150 @@
+/** Queue-directed polling as a pure function: given a busy reply, the delay before the next poll. */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
+import {
+  aimAfterMs,
+  aimLateMs,
+  type TurnState,
+  type TurnView,
+  turnDelay,
+} from "../../../src/wait/turn.js";
+
+/** Holds of 30 ms (± 2), the holder 10 ms in, hand-offs every 35 ms, a 10 ms round trip. */
+const view = (overrides: Partial<TurnView> = {}): TurnView => ({
+  position: 0,
+  locked: true,
+  holderTtlMs: 9_000,
+  holdMs: 30,
+  holdDeviationMs: 2,
+  cycleMs: 35,
+  heldForMs: 10,
+  ...overrides,
+});
+const plain: TurnState = {
+  policy: DEFAULT_WAIT_POLICY,
+  refreshMs: 1_666,
+  poll: 1,
+  roundTripMs: 10,
+  perRelease: 2,
+};
+const top = () => 1; // the largest jitter draw
+
+describe("turnDelay (plain lock: two waiters per release)", () => {
+  it("backs off blindly before anything is learnt, or when the reply carries no queue", () => {
+    expect(turnDelay(view({ holdMs: null }), plain, top)).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);
+    expect(turnDelay(view({ position: -1 }), { ...plain, poll: 10 }, top)).toBe(
+      DEFAULT_WAIT_POLICY.maxDelayMs,
+    );
+    expect(turnDelay(view({ position: -1, holderTtlMs: 3 }), { ...plain, poll: 10 }, top)).toBe(4);
+  });
+
+  it("sends the head just after the expected release, the second a little later", () => {
+    // Release expected 20 ms from the server's reply; the poll takes a round trip to get there.
+    // The head one deviation (2 ms) less late than the usual aim (1 + 2 × 2), the second one more.
+    expect(turnDelay(view(), plain, top)).toBe(20 + 3 - 10);
+    expect(turnDelay(view({ position: 1 }), plain, top)).toBe(20 + 7 - 10);
+    expect(aimAfterMs(2, 0, "only")).toBe(5);
+  });
+
+  it("sends a lone head at the usual aim: nobody covers the late side", () => {
+    expect(turnDelay(view({ waiters: 1 }), plain, top)).toBe(20 + aimAfterMs(2, 0, "only") - 10);
+    expect(turnDelay(view({ waiters: 2 }), plain, top)).toBe(20 + 3 - 10);
+  });
+
+  it("sends the head to the next release when this one is over before its poll can arrive", () => {
+    // 1 ms of hold left, a 10 ms round trip: aim at the release one cycle later.
+    expect(turnDelay(view({ heldForMs: 29 }), plain, top)).toBe(
+      Math.ceil(1 + 35 + aimAfterMs(2, 1, "early") - 10),
+    );
+  });
+
+  it("brings the third waiter straight to the release after next", () => {
+    // Position 2 aims at release 1 (two waiters aim at each release, one of them takes it).
+    expect(turnDelay(view({ position: 2 }), plain, top)).toBe(
+      Math.ceil(20 + 35 + aimAfterMs(2, 1, "late") - 10),
+    );
+  });
+
+  it("brings waiters further back to just after the release before theirs", () => {
+    // Position 6 aims at release 5: the release before it (4) is due at 20 + 4 × 35.
+    const release4 = 20 + 4 * 35;
+    expect(turnDelay(view({ position: 6 }), plain, top)).toBe(
+      Math.ceil(release4 + Math.min(aimLateMs(2, 4), 35 - 10 - aimLateMs(2, 0)) - 10),
+    );
+  });
+
+  it("counts the next holder's hold when the lock is free but reserved for the head", () => {
+    const free = view({ locked: false, holderTtlMs: null, heldForMs: null, position: 2 });
+    // The head takes it now; its release is due a hold (plus the usual lateness) from now.
+    expect(turnDelay(free, plain, top)).toBe(30 + aimLateMs(2, 0) + aimAfterMs(2, 0, "late") - 10);
+    // At the reservation's place, yet refused (the queue moved): ask again soon.
+    expect(turnDelay({ ...free, position: 0 }, plain, top)).toBe(
+      DEFAULT_WAIT_POLICY.initialDelayMs,
+    );
+  });
+
+  it("polls densely just past an overrunning hold, sparser as it goes on, never past the lease", () => {
+    expect(turnDelay(view({ heldForMs: 30 + 100 }), plain, top)).toBe(25);
+    expect(turnDelay(view({ heldForMs: 30 + 60_000 }), plain, top)).toBe(
+      DEFAULT_WAIT_POLICY.maxDelayMs,
+    );
+    expect(turnDelay(view({ heldForMs: 30 + 100, holderTtlMs: 3 }), plain, top)).toBe(4);
+  });
+
+  it("caps the cycle so that one slow hand-off does not push every aim later", () => {
+    const slow = turnDelay(view({ position: 2, cycleMs: 500 }), plain, top);
+    const capped = turnDelay(view({ position: 2, cycleMs: 30 + 2 * aimLateMs(2, 0) }), plain, top);
+    expect(slow).toBe(capped);
+  });
+
+  it("waits longer the further back a waiter is, never past a third of the waiter timeout", () => {
+    const delays = [1, 2, 4, 8, 16].map((position) =>
+      turnDelay(view({ position }), { ...plain, refreshMs: 100_000 }, top),
+    );
+    for (let i = 1; i < delays.length; i++) expect(delays[i]).toBeGreaterThan(delays[i - 1]!);
+    expect(turnDelay(view({ position: 200 }), plain, top)).toBe(plain.refreshMs);
+  });
+
+  it("always answers a whole delay from 1 ms to refreshMs, at the head within the lease", () => {
+    const known = fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: null });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: -1, max: 500 }),
+        fc.boolean(),
+        fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: null }),
+        known,
+        known,
+        known,
+        known,
+        fc.integer({ min: 0, max: 5_000 }),
+        fc.constantFrom<1 | 2>(1, 2),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (
+          position,
+          locked,
+          holderTtlMs,
+          holdMs,
+          dev,
+          cycleMs,
+          heldForMs,
+          roundTripMs,
+          perRelease,
+          draw,
+        ) => {
+          const delay = turnDelay(
+            { position, locked, holderTtlMs, holdMs, holdDeviationMs: dev, cycleMs, heldForMs },
+            { ...plain, roundTripMs, perRelease },
+            () => draw,
+          );
+          expect(Number.isInteger(delay)).toBe(true);
+          expect(delay).toBeGreaterThanOrEqual(1);
+          expect(delay).toBeLessThanOrEqual(plain.refreshMs);
+          if (position === 0 && holderTtlMs !== null) {
+            expect(delay).toBeLessThanOrEqual(Math.max(1, holderTtlMs + 1));
+          }
+        },
+      ),
+    );
+  });
+});

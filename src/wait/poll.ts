@@ -1,5 +1,6 @@
 /** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
+import { transientFailure } from "../transport/failures.js";
 import { nextPollDelay, type WaitPolicy } from "./policy.js";
 import { sleep } from "./sleep.js";
 
@@ -30,6 +31,9 @@ export interface PollRequest<T> {
  * Runs `attempt` until it succeeds or `waitMs` passes. Rejects with LockAbortedError when the
  * signal fires between attempts and LockBudgetExceededError when `policy.maxPolls` is spent.
  * An attempt in flight is never abandoned: if it acquires, the caller gets the lock.
+ * An attempt that fails transiently (network, timeout, 5xx) while time and budget are left
+ * counts as a busy answer with no known holder ttl, so a brief outage does not end the wait;
+ * its error is thrown when the wait or the budget ends on it, and a refusal is thrown at once.
  */
 export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResult<T>> {
   const { signal, policy } = request;
@@ -37,7 +41,7 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
   const deadline = started + request.waitMs;
   throwIfAborted(signal, request.lockName);
   for (let poll = 1; ; poll++) {
-    const outcome = await request.attempt();
+    const outcome = await attemptOrRideOut(request.attempt, deadline, poll < policy.maxPolls);
     if (outcome.done) return { acquired: true, value: outcome.value };
     const timeLeft = deadline - Date.now();
     if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };
@@ -58,6 +62,20 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
     } catch {
       throwIfAborted(signal, request.lockName);
     }
+  }
+}
+
+/** The attempt's outcome, or a busy one for a transient failure while another poll may follow. */
+async function attemptOrRideOut<T>(
+  attempt: () => Promise<PollOutcome<T>>,
+  deadline: number,
+  budgetLeft: boolean,
+): Promise<PollOutcome<T>> {
+  try {
+    return await attempt();
+  } catch (error) {
+    if (transientFailure(error) === undefined || !budgetLeft || Date.now() >= deadline) throw error;
+    return { done: false, holderTtlMs: null };
   }
 }
 

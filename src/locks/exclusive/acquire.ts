@@ -1,5 +1,4 @@
 /** One acquisition attempt of the reentrant lock: take it, re-enter it, or learn the holder's pttl. */
-import { newOperationId } from "../../ids.js";
 import { PACE_WINDOW_MS, pacedPollDelay } from "../../wait/pace.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
@@ -75,9 +74,9 @@ export async function attemptAcquire(
   keys: LockKeys,
   owner: string,
   leaseMs: number,
+  operationId: string,
 ): Promise<AttemptOutcome> {
-  // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
-  const operation = keys.operation(newOperationId());
+  const operation = keys.operation(operationId);
   const sentAt = Date.now();
   const reply = await runScript(
     ctx,

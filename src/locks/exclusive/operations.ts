@@ -24,7 +24,8 @@ export function exclusiveOperations(
     runtime,
     name,
     watch: { lockKey: keys.lock },
-    attempt: (owner, leaseMs) => attemptAcquire(ctx, keys, owner, leaseMs),
+    attempt: (owner, leaseMs, operationId) =>
+      attemptAcquire(ctx, keys, owner, leaseMs, operationId),
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
       release: (operationId) => releaseHold(ctx, keys, owner, operationId),

@@ -4,7 +4,6 @@
  * paces the next poll. Dead waiters (deadline passed) are pruned first, so the queue never stalls
  * behind them.
  */
-import { newOperationId } from "../../ids.js";
 import type { QueueView } from "../../wait/queue-pace.js";
 import type { OperationContext } from "../context.js";
 import type { FairLockKeys } from "../keys.js";
@@ -94,6 +93,7 @@ export type FairAttemptOutcome =
 /**
  * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
  *   attempt, which never enqueues
+ * @param operationId names this attempt (see AcquisitionSpec.attempt)
  */
 export async function attemptFairAcquire(
   ctx: OperationContext,
@@ -101,9 +101,9 @@ export async function attemptFairAcquire(
   owner: string,
   leaseMs: number,
   waiterTimeoutMs: number,
+  operationId: string,
 ): Promise<FairAttemptOutcome> {
-  // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
-  const operation = keys.operation(newOperationId());
+  const operation = keys.operation(operationId);
   const reply = await runScript(
     ctx,
     FAIR_ACQUIRE,

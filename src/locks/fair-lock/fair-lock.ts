@@ -88,10 +88,17 @@ export class FairLock extends SingleNameLock {
     let mayBeQueued = false;
     return {
       ...base,
-      attempt: async (owner, leaseMs) => {
+      attempt: async (owner, leaseMs, operationId) => {
         const sentAt = Date.now();
         if (plan.mayWait) mayBeQueued = true;
-        const outcome = await attemptFairAcquire(ctx, keys, owner, leaseMs, waiterTimeoutMs);
+        const outcome = await attemptFairAcquire(
+          ctx,
+          keys,
+          owner,
+          leaseMs,
+          waiterTimeoutMs,
+          operationId,
+        );
         if (outcome.kind === "acquired") {
           mayBeQueued = false;
           return outcome;

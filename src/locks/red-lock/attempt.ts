@@ -9,6 +9,7 @@
  */
 import type { QuorumTally } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
+import { markTransient } from "../../transport/failures.js";
 import { acquireOn, type DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
@@ -36,6 +37,8 @@ export type QuorumAttempt =
       /** Too many databases failed or stayed silent for a majority to be possible. */
       readonly kind: "unreachable";
       readonly tally: QuorumTally;
+      /** Whether every request that may have granted it was confirmed undone. */
+      readonly undone: boolean;
       readonly failures: readonly { readonly database: number; readonly error: unknown }[];
     };
 
@@ -93,11 +96,13 @@ export async function attemptQuorum(
       ? [undoAcquire(databases[i]!, owner, operations[i]!)]
       : [],
   );
-  await settleWithin(Promise.allSettled(undoing), settings.responseTimeoutMs);
+  const undo = await settleWithin(Promise.allSettled(undoing), settings.responseTimeoutMs);
   if (tally.unreachable > settings.databases - settings.quorum) {
     return {
       kind: "unreachable",
       tally,
+      undone:
+        undo.status === "fulfilled" && undo.value.every((each) => each.status === "fulfilled"),
       failures: failuresOf(slots, timedOut, answerBy - startedAt),
     };
   }
@@ -156,7 +161,8 @@ function failuresOf(
   return slots.flatMap((slot, database) => {
     if (slot.state === "failed") return [{ database, error: slot.error }];
     if (slot.state === "pending" && timedOut) {
-      return [{ database, error: new Error(`no answer within ${windowMs} ms`) }];
+      const silent = new Error(`no answer within ${windowMs} ms`);
+      return [{ database, error: markTransient(silent, true) }];
     }
     return [];
   });

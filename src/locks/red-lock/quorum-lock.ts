@@ -5,6 +5,7 @@
  */
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
+import { markTransient, transientFailure } from "../../transport/failures.js";
 import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptQuorum } from "./attempt.js";
@@ -76,7 +77,12 @@ export class QuorumLock {
         const attempt = await attemptQuorum(databases, owner, leaseMs, this.#settings);
         tally = attempt.tally;
         if (attempt.kind === "unreachable") {
-          throw new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
+          const error = new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
+          // Every failure transient and every possible grant undone: a wait with time left
+          // tries again (new ids) instead of ending on a brief outage.
+          const retryable =
+            attempt.undone && attempt.failures.every(({ error }) => transientFailure(error));
+          throw retryable ? markTransient(error, false) : error;
         }
         if (attempt.kind === "contended") return { kind: "busy", holderTtlMs: attempt.holderTtlMs };
         hold.grant(attempt.held, attempt.late, attempt.validUntil, owner);

@@ -42,4 +42,6 @@ export const WAIT_DEFAULTS = {
   initialDelayMs: 10,
   maxDelayMs: 250,
   maxPolls: 100,
+  /** How long a wait rides out transient backend failures in a row. */
+  outageMs: 5_000,
 } as const;

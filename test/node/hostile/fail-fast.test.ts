@@ -50,6 +50,15 @@ describe("an unreachable backend fails fast", () => {
     expect(ms).toBeLessThan(BOUND_MS + SLACK_MS);
   });
 
+  it("a closed port: acquire() without waitMs rides out outageMs, then fails", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const client = new LockClient({ redis: defaultRedis(url), prefix: "p" });
+    const { ms, error } = await timedFailure(() => client.lock("guarded").acquire());
+    expect(error).toBeInstanceOf(LockBackendError);
+    // wait.outageMs (5000) + backendTimeoutMs (2000) for the poll under way + one backoff (250).
+    expect(ms).toBeLessThan(7_250 + SLACK_MS * 2);
+  });
+
   it("a server that accepts and never answers: LockBackendError within the bound", async () => {
     const hanging = await startHangingServer();
     doubles.push(hanging);

@@ -131,6 +131,21 @@ describe.each(backendKindsUnderTest())("waiting through transient failures on %s
     });
   });
 
+  it("an outage longer than wait.outageMs ends the wait with its failure", async () => {
+    const client = bed.client({ wait: { outageMs: 500 } });
+    const held = await client.lock("x").acquire({ leaseMs: 10_000 });
+    bed.server.faults.configure({ failBeforeExecute: 1, commands: SCRIPTS });
+    const started = Date.now();
+    await expect(client.lock("x").acquire({ waitMs: 30_000 })).rejects.toBeInstanceOf(
+      LockBackendError,
+    );
+    // 500 ms of failures, then the poll under way; far below the 30 s the wait had.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    bed.server.faults.disable();
+    await held.release();
+  });
+
   it("waitMs 0 still throws the failure at once", async () => {
     const client = bed.client();
     const held = await client.lock("x").acquire({ leaseMs: 10_000 });

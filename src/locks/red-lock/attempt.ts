@@ -12,11 +12,10 @@ import { newOperationId } from "../../ids.js";
 import { markTransient } from "../../transport/failures.js";
 import { acquireOn, type DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";
-import { settleWithin } from "./deadline.js";
 import type { HeldDatabase, LateAnswer } from "./hold.js";
 import { type RedLockSettings, ttlUntilQuorum, validUntil } from "./options.js";
 import { countSlots, type RoundSlot, runRound } from "./round.js";
-import { undoAcquire } from "./undo.js";
+import { type PendingUndo, undoAcquire, undoWithin } from "./undo.js";
 
 export type QuorumAttempt =
   | {
@@ -32,13 +31,15 @@ export type QuorumAttempt =
       readonly kind: "contended";
       readonly holderTtlMs: number | null;
       readonly tally: QuorumTally;
+      /** Undos not confirmed: the next attempt re-sends them first. */
+      readonly unsettled: readonly PendingUndo[];
     }
   | {
       /** Too many databases failed or stayed silent for a majority to be possible. */
       readonly kind: "unreachable";
       readonly tally: QuorumTally;
-      /** Whether every request that may have granted it was confirmed undone. */
-      readonly undone: boolean;
+      /** Undos not confirmed: the next attempt re-sends them first. */
+      readonly unsettled: readonly PendingUndo[];
       readonly failures: readonly { readonly database: number; readonly error: unknown }[];
     };
 
@@ -89,20 +90,19 @@ export async function attemptQuorum(
       tally,
     };
   }
-  const undoing = slots.flatMap((slot, i) =>
+  const undoing = slots.flatMap((slot, i): PendingUndo[] =>
     slot.state === "failed" ||
     slot.state === "pending" ||
     (slot.state === "answered" && slot.value.kind === "acquired")
-      ? [undoAcquire(databases[i]!, owner, operations[i]!)]
+      ? [{ db: databases[i]!, operationId: operations[i]! }]
       : [],
   );
-  const undo = await settleWithin(Promise.allSettled(undoing), settings.responseTimeoutMs);
+  const unsettled = await undoWithin(undoing, owner, settings.responseTimeoutMs);
   if (tally.unreachable > settings.databases - settings.quorum) {
     return {
       kind: "unreachable",
       tally,
-      undone:
-        undo.status === "fulfilled" && undo.value.every((each) => each.status === "fulfilled"),
+      unsettled,
       failures: failuresOf(slots, timedOut, answerBy - startedAt),
     };
   }
@@ -113,6 +113,7 @@ export async function attemptQuorum(
     kind: "contended",
     holderTtlMs: ttlUntilQuorum(busyTtls, settings.quorum - tally.acquired),
     tally,
+    unsettled,
   };
 }
 

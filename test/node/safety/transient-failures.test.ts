@@ -6,10 +6,11 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
-import { LockBackendError, type LockClient } from "../../../src/index.js";
+import { LockBackendError, type LockClient, RedLock } from "../../../src/index.js";
 import { lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "../red-lock/databases.js";
 
 interface Acquirable {
   acquire(options: {
@@ -166,5 +167,31 @@ describe.each(backendKindsUnderTest())("waiting through transient failures on %s
       /WRONGTYPE/,
     );
     expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
+
+describe.each(backendKindsUnderTest())("a RedLock waiting through an outage on %s", (backend) => {
+  const beds = useDatabases(backend);
+
+  it("a waiter acquires after a one-second burst of 503s on every database", async () => {
+    const clients = clientsOn(beds);
+    const redLock = new RedLock(clients);
+    const held = await redLock.lock("x").acquire({ leaseMs: 10_000 });
+    const outcome = redLock
+      .lock("x")
+      .acquire({ waitMs: 10_000, leaseMs: 5_000 })
+      .then(
+        (handle) => handle,
+        (error: unknown) => error,
+      );
+    await sleepMs(100);
+    for (const bed of beds) bed.server.faults.configure({ failBeforeExecute: 1, ...scriptsOnly });
+    await sleepMs(1_000);
+    for (const bed of beds) bed.server.faults.disable();
+    await held.release();
+    const handle = await outcome;
+    expect(handle).not.toBeInstanceOf(Error);
+    await (handle as { release(): Promise<unknown> }).release();
+    expect(await holdCounts(clients, "x")).toEqual([0, 0, 0]);
   });
 });

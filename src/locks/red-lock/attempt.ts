@@ -12,10 +12,11 @@ import { newOperationId } from "../../ids.js";
 import { markTransient } from "../../transport/failures.js";
 import { acquireOn, type DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";
+import { settleWithin } from "./deadline.js";
 import type { HeldDatabase, LateAnswer } from "./hold.js";
 import { type RedLockSettings, ttlUntilQuorum, validUntil } from "./options.js";
 import { countSlots, type RoundSlot, runRound } from "./round.js";
-import { type PendingUndo, undoAcquire, undoWithin } from "./undo.js";
+import { undoAcquire } from "./undo.js";
 
 export type QuorumAttempt =
   | {
@@ -31,15 +32,11 @@ export type QuorumAttempt =
       readonly kind: "contended";
       readonly holderTtlMs: number | null;
       readonly tally: QuorumTally;
-      /** Undos not confirmed: the next attempt re-sends them first. */
-      readonly unsettled: readonly PendingUndo[];
     }
   | {
       /** Too many databases failed or stayed silent for a majority to be possible. */
       readonly kind: "unreachable";
       readonly tally: QuorumTally;
-      /** Undos not confirmed: the next attempt re-sends them first. */
-      readonly unsettled: readonly PendingUndo[];
       readonly failures: readonly { readonly database: number; readonly error: unknown }[];
     };
 
@@ -90,19 +87,18 @@ export async function attemptQuorum(
       tally,
     };
   }
-  const undoing = slots.flatMap((slot, i): PendingUndo[] =>
+  const undoing = slots.flatMap((slot, i) =>
     slot.state === "failed" ||
     slot.state === "pending" ||
     (slot.state === "answered" && slot.value.kind === "acquired")
-      ? [{ db: databases[i]!, operationId: operations[i]! }]
+      ? [undoAcquire(databases[i]!, owner, operations[i]!)]
       : [],
   );
-  const unsettled = await undoWithin(undoing, owner, settings.responseTimeoutMs);
+  await settleWithin(Promise.allSettled(undoing), settings.responseTimeoutMs);
   if (tally.unreachable > settings.databases - settings.quorum) {
     return {
       kind: "unreachable",
       tally,
-      unsettled,
       failures: failuresOf(slots, timedOut, answerBy - startedAt),
     };
   }
@@ -113,7 +109,6 @@ export async function attemptQuorum(
     kind: "contended",
     holderTtlMs: ttlUntilQuorum(busyTtls, settings.quorum - tally.acquired),
     tally,
-    unsettled,
   };
 }
 

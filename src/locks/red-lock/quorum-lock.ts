@@ -3,12 +3,7 @@
  * acquisition flow (options, owner, polling, watchdog): an attempt is a quorum attempt, extend
  * and renewal need a majority, release goes to every database that holds it.
  */
-import {
-  LockBackendError,
-  type QuorumTally,
-  QuorumUnreachableError,
-  QuorumWaitTimeoutError,
-} from "../../errors.js";
+import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
 import { markTransient, transientFailure } from "../../transport/failures.js";
 import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
@@ -20,7 +15,6 @@ import { QuorumLockHandle } from "./handle.js";
 import { QuorumHold } from "./hold.js";
 import type { RedLockSettings } from "./options.js";
 import { quorumRelease } from "./release.js";
-import { type PendingUndo, undoWithin } from "./undo.js";
 
 interface TimedOut {
   readonly waitMs: number;
@@ -75,22 +69,19 @@ export class QuorumLock {
     const databases = this.#databases;
     const hold = new QuorumHold(this.name, this.#settings);
     let tally: QuorumTally | undefined;
-    // Undos of this acquisition's lost attempts not confirmed yet, re-sent before the next one.
-    const unsettled: PendingUndo[] = [];
     const spec: AcquisitionSpec = {
       runtime: this.#home,
       name: this.name,
       // One renewal per acquisition: each renews the databases it holds.
       watch: { localId: newOperationId() },
       attempt: async (owner, leaseMs) => {
-        await this.#settleUndos(unsettled, owner);
         const attempt = await attemptQuorum(databases, owner, leaseMs, this.#settings);
         tally = attempt.tally;
-        if (attempt.kind !== "acquired") unsettled.push(...attempt.unsettled);
         if (attempt.kind === "unreachable") {
           const error = new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
           // Every failure transient: a wait with time left tries again (new ids) instead of
-          // ending on a brief outage; undos not confirmed are re-sent first.
+          // ending on a brief outage. As after any lost round, a grant whose undo did not land
+          // expires with its lease.
           const retryable = attempt.failures.every(({ error }) => transientFailure(error));
           throw retryable ? markTransient(error, false) : error;
         }
@@ -107,20 +98,6 @@ export class QuorumLock {
     const outcome = await acquireHold(spec, options, defaultWaitMs);
     if ("handle" in outcome) return new QuorumLockHandle(outcome.handle, hold);
     return { ...outcome, tally };
-  }
-
-  /** Re-sends the undos not confirmed yet; while any still fails, the attempt fails (transiently). */
-  async #settleUndos(unsettled: PendingUndo[], owner: string): Promise<void> {
-    if (unsettled.length === 0) return;
-    const still = await undoWithin(unsettled.splice(0), owner, this.#settings.responseTimeoutMs);
-    unsettled.push(...still);
-    if (still.length > 0) {
-      const error = new LockBackendError(
-        `RedLock "${this.name}": ${still.length} database(s) did not confirm the undo of an ` +
-          "earlier attempt; whatever it took expires with its lease.",
-      );
-      throw markTransient(error, false);
-    }
   }
 
   #emptyTally(): QuorumTally {

@@ -7,7 +7,6 @@
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 import type { Database } from "./databases.js";
-import { settleWithin } from "./deadline.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token
 //       there (>= 1) when it took a hold; this script leaves 0 (nothing was or will be taken)
@@ -37,24 +36,6 @@ end
 redis.call('SET', operationKey, -1, 'PX', operationTtlMs)
 return {1}`,
 });
-
-/** An acquire whose undo is not confirmed yet: re-send it (same id) before trying again. */
-export interface PendingUndo {
-  readonly db: Database;
-  readonly operationId: string;
-}
-
-/** Undoes each acquire of `owner`; returns those not confirmed within `ms`. */
-export async function undoWithin(
-  pending: readonly PendingUndo[],
-  owner: string,
-  ms: number,
-): Promise<PendingUndo[]> {
-  const results = await Promise.all(
-    pending.map(({ db, operationId }) => settleWithin(undoAcquire(db, owner, operationId), ms)),
-  );
-  return pending.filter((_, i) => results[i]?.status !== "fulfilled");
-}
 
 /** True when a hold of that acquire was released. */
 export async function undoAcquire(

@@ -54,41 +54,37 @@ export function transientFailure(error: unknown): TransientFailure | undefined {
   return typeof error === "object" && error !== null ? transientFailures.get(error) : undefined;
 }
 
-/** Longest text kept from a failure underneath; server messages are short, echoes are not. */
-const MAX_MESSAGE = 300;
-/** Strings this long in a failure are elided: owner tokens (32), operation ids (24), Lua. */
+/** Strings this long are elided from what errors show: owner tokens (32), operation ids (24). */
 const LONG_STRING = 20;
-const TOKEN_LIKE = /[A-Za-z0-9+/=_-]{32,}/g;
+/** A long token-like run (a REST token a proxy echoed, an id). */
+const TOKEN_LIKE = /[\w+/=-]{32,}/g;
 
 /**
  * A copy of `error` that is safe to log: same `name` (and string `code`, e.g. ECONNREFUSED),
- * the server's message without the echoed command and with every one of `secrets` (the
- * request's arguments, the script) replaced by "…", and a cause sanitized the same way. The
- * original is dropped: `@upstash/redis` errors carry the whole command (Lua, keys, owner token).
+ * the server's message without the echoed command, with each of `secrets` (the request's
+ * arguments, the script) and any long token-like run replaced by "…", and a cause sanitized the
+ * same way. The original is dropped: `@upstash/redis` errors carry the whole command (Lua,
+ * keys, owner token), and so does their stack's first line.
  */
 export function sanitizedFailure(error: unknown, secrets: readonly string[], depth = 0): Error {
   let message = redisMessageOf(error);
-  for (const secret of secrets) {
-    if (secret.length >= LONG_STRING / 2) message = message.split(secret).join("…");
-  }
-  // Any other long token-like run (a REST token a proxy echoed, an id) goes too.
-  message = message.replace(TOKEN_LIKE, "…");
-  const safe = new Error(message.slice(0, MAX_MESSAGE));
-  const name = error instanceof Error ? error.name : typeof error;
-  Object.defineProperty(safe, "name", { value: name, enumerable: false, configurable: true });
-  safe.stack = `${name}: ${safe.message}\n    (the original stack is withheld: it may hold the request)`;
+  for (const secret of secrets) if (secret.length > 9) message = message.split(secret).join("…");
+  const safe: Error & { code?: string } = new Error(message.replace(TOKEN_LIKE, "…"));
+  const source = error instanceof Error ? error : undefined;
+  safe.name = source?.name ?? typeof error;
+  safe.stack = `${safe.name}: ${safe.message}`;
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && code.length < LONG_STRING) Object.assign(safe, { code });
-  const cause = error instanceof Error ? error.cause : undefined;
-  if (cause !== undefined && depth < 4) safe.cause = sanitizedFailure(cause, secrets, depth + 1);
+  if (typeof code === "string") safe.code = code.slice(0, LONG_STRING);
+  if (source?.cause !== undefined && depth < 4) {
+    safe.cause = sanitizedFailure(source.cause, secrets, depth + 1);
+  }
   return safe;
 }
 
-/** `value` as JSON for an error message, with long strings elided (they may be secrets). */
+/** `value` as JSON for an error message, long strings elided (they may be secrets). */
 export function shownSafely(value: unknown): string {
-  const shown =
-    JSON.stringify(value, (_key, item: unknown) =>
-      typeof item === "string" && item.length > LONG_STRING ? `<${item.length} characters>` : item,
-    ) ?? String(value);
-  return shown.slice(0, 200);
+  const shown = JSON.stringify(value, (_key, item: unknown) =>
+    typeof item === "string" && item.length > LONG_STRING ? `<${item.length} characters>` : item,
+  );
+  return (shown ?? String(value)).slice(0, 200);
 }

@@ -12,6 +12,11 @@ export const CLIENT_DEFAULTS = {
   retryDelayMs: 50,
   /** How long a mutating operation's result is kept for re-sent requests. */
   operationTtlMs: 60_000,
+  /**
+   * Time budget of one call to Redis (a script request with edgelock's re-sends and the Redis
+   * client's own retries), after which it fails with LockBackendError.
+   */
+  backendTimeoutMs: 2_000,
   /** Lease of a hold without `leaseMs`, renewed every third of it by the watchdog. */
   watchdogTimeoutMs: 30_000,
 } as const;
@@ -37,4 +42,6 @@ export const WAIT_DEFAULTS = {
   initialDelayMs: 10,
   maxDelayMs: 250,
   maxPolls: 100,
+  /** How long a wait rides out transient backend failures in a row. */
+  outageMs: 5_000,
 } as const;

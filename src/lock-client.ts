@@ -47,6 +47,15 @@ export interface LockClientOptions {
    */
   retries?: number;
   /**
+   * Time budget of one call to Redis, in ms: a script request with edgelock's re-sends and the
+   * Redis client's own retries (`@upstash/redis` re-sends a failed fetch up to 5 times over
+   * ~4 s by default). A call still unanswered then fails with LockBackendError, so an
+   * unreachable or hanging backend fails fast; the abandoned request stays exactly-once (its
+   * operation id), and a hold it may still take expires with its lease. 100 to 60000.
+   * @default 2000
+   */
+  backendTimeoutMs?: number;
+  /**
    * How long a mutating operation's result is kept in Redis to answer re-sent requests, in ms.
    * Must exceed the longest retry window of the Redis client (about 4.5 s for @upstash/redis).
    * Default 60000.
@@ -64,6 +73,7 @@ const CLIENT_KEYS = [
   "watchdogTimeoutMs",
   "wait",
   "retries",
+  "backendTimeoutMs",
   "operationTtlMs",
   "watchdog",
   "observer",
@@ -96,6 +106,10 @@ export class LockClient {
             ? CLIENT_DEFAULTS.retries
             : checkCount(given.retries, "retries", 0, 10),
         delayMs: CLIENT_DEFAULTS.retryDelayMs,
+        timeoutMs:
+          given.backendTimeoutMs === undefined
+            ? CLIENT_DEFAULTS.backendTimeoutMs
+            : checkDuration(given.backendTimeoutMs, "backendTimeoutMs", { min: 100, max: 60_000 }),
       },
       operationTtlMs:
         given.operationTtlMs === undefined

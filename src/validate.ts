@@ -68,11 +68,13 @@ export function checkOwner(owner: unknown): string {
 interface DurationRule {
   /** Smallest accepted value (inclusive). */
   min: number;
+  /** Largest accepted value (inclusive). Default MAX_DURATION_MS. */
+  max?: number;
   /** Whether `Infinity` means "no limit". */
   allowInfinity?: boolean;
 }
 
-/** A duration in whole milliseconds within `[rule.min, MAX_DURATION_MS]`. */
+/** A duration in whole milliseconds within `[rule.min, rule.max ?? MAX_DURATION_MS]`. */
 export function checkDuration(value: unknown, what: string, rule: DurationRule): number {
   if (typeof value !== "number" || Number.isNaN(value)) {
     throw new LockInputError(`${what} must be a number of milliseconds, got ${describe(value)}.`);
@@ -81,10 +83,9 @@ export function checkDuration(value: unknown, what: string, rule: DurationRule):
   if (!Number.isInteger(value)) {
     throw new LockInputError(`${what} must be a whole number of milliseconds, got ${value}.`);
   }
-  if (value < rule.min || value > MAX_DURATION_MS) {
-    throw new LockInputError(
-      `${what} must be between ${rule.min} and ${MAX_DURATION_MS} ms, got ${value}.`,
-    );
+  const max = rule.max ?? MAX_DURATION_MS;
+  if (value < rule.min || value > max) {
+    throw new LockInputError(`${what} must be between ${rule.min} and ${max} ms, got ${value}.`);
   }
   return value;
 }

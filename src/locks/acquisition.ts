@@ -4,6 +4,8 @@
  * its server operations (attempt, extend, release).
  */
 import { LockWaitTimeoutError } from "../errors.js";
+import { newOperationId } from "../ids.js";
+import { transientFailure } from "../transport/failures.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
@@ -64,7 +66,13 @@ export interface AcquisitionSpec {
   readonly name: string;
   /** What the watchdog renews; holds of one owner on the same target share one renewal. */
   readonly watch: WatchTarget;
-  attempt(owner: string, leaseMs: number): Promise<AttemptOutcome>;
+  /**
+   * One attempt for `owner`, named `operationId`: a fresh id after every answer, the same id
+   * again after a failure that may have applied (the poll loop rides out transient failures),
+   * so that the script replays a lost acquisition instead of counting a second hold. A kind
+   * that resolves its own unknown outcomes (rollback, undo by its own ids) ignores it.
+   */
+  attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
   control(owner: string): HoldControl;
   /** Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. */
@@ -99,6 +107,10 @@ export async function acquireHold(
   const renewing = leaseMs === undefined;
   const effectiveLease = leaseMs ?? runtime.watchdogTimeoutMs;
 
+  // The current operation and when it was first sent: a replayed acquisition took effect then,
+  // so its lease is counted from then, not from the re-send that learnt of it.
+  let operationId = newOperationId();
+  let firstSentAt: number | undefined;
   let sentAt = 0;
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
   try {
@@ -108,8 +120,20 @@ export async function acquireHold(
       signal,
       policy,
       attempt: async () => {
-        sentAt = Date.now();
-        const outcome = await spec.attempt(owner, effectiveLease);
+        firstSentAt ??= Date.now();
+        let outcome: AttemptOutcome;
+        try {
+          outcome = await spec.attempt(owner, effectiveLease, operationId);
+        } catch (error) {
+          if (!transientFailure(error)?.mayHaveApplied) {
+            operationId = newOperationId();
+            firstSentAt = undefined;
+          }
+          throw error;
+        }
+        sentAt = firstSentAt;
+        operationId = newOperationId();
+        firstSentAt = undefined;
         return outcome.kind === "acquired"
           ? { done: true, value: outcome.fencingToken }
           : {

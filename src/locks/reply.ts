@@ -4,11 +4,11 @@
  * must never be read as "acquired" or "released".
  */
 import { LockBackendError } from "../errors.js";
+import { shownSafely } from "../transport/failures.js";
 
 function unexpected(value: unknown, scriptName: string): LockBackendError {
-  const shown = JSON.stringify(value) ?? String(value);
   return new LockBackendError(
-    `Unexpected reply from ${scriptName}: ${shown.slice(0, 200)}. Is the redis option an HTTP Redis client with default decoding?`,
+    `Unexpected reply from ${scriptName}: ${shownSafely(value)}. Is the redis option an HTTP Redis client with default decoding?`,
   );
 }
 

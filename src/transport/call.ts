@@ -1,11 +1,14 @@
 /**
  * Runs a script and resolves ambiguous failures by asking again with the same arguments. Every
  * mutating script carries an operation id in its arguments and replays its first result when it
- * sees the id again, so a re-send never applies twice.
+ * sees the id again, so a re-send never applies twice. The whole call, re-sends included, has a
+ * time budget: a request still unanswered then is abandoned (if it runs later, its operation id
+ * keeps it exactly-once), so an unreachable or hanging backend fails fast.
  */
+import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError } from "../errors.js";
 import { sleep } from "../wait/sleep.js";
-import { classifyFailure, redisMessageOf } from "./failures.js";
+import { classifyFailure, markTransient, sanitizedFailure } from "./failures.js";
 import type { RedisLike } from "./redis-like.js";
 import type { Script } from "./script.js";
 
@@ -14,6 +17,11 @@ export interface RetryOptions {
   retries: number;
   /** Pause before the first re-send; doubled each time. */
   delayMs: number;
+  /**
+   * The call's time budget in ms, re-sends and the Redis client's own retries included.
+   * Default: `CLIENT_DEFAULTS.backendTimeoutMs`.
+   */
+  timeoutMs?: number;
 }
 
 /** Counts what crossed the wire, for tests and benchmarks. */
@@ -29,19 +37,61 @@ export async function callScript(
   retry: RetryOptions,
   observer?: CallObserver,
 ): Promise<unknown> {
+  const budgetMs = retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
+  const deadline = Date.now() + budgetMs;
   let lastError: unknown;
+  let refused = false;
   for (let attempt = 0; attempt <= retry.retries; attempt++) {
-    if (attempt > 0) await sleep(retry.delayMs * 2 ** (attempt - 1));
+    if (attempt > 0) {
+      const pause = retry.delayMs * 2 ** (attempt - 1);
+      if (Date.now() + pause >= deadline) break;
+      await sleep(pause);
+    }
     observer?.onAttempt?.(script);
     try {
-      return await script.run(redis, keys, args);
+      return await settleBy(script.run(redis, keys, args), deadline, budgetMs);
     } catch (error) {
       lastError = error;
-      if (classifyFailure(error) === "refused") break;
+      refused = classifyFailure(error) === "refused";
+      if (refused || Date.now() >= deadline) break;
     }
   }
-  throw new LockBackendError(
-    `HTTP Redis failed during ${script.name}: ${redisMessageOf(lastError)}`,
-    { cause: lastError },
+  // The cause is a sanitized copy: the client's error echoes the command (Lua, owner token).
+  const cause = sanitizedFailure(lastError, [...args, script.source]);
+  const failure = new LockBackendError(
+    `HTTP Redis failed during ${script.name}: ${cause.message}`,
+    {
+      cause,
+    },
   );
+  throw refused ? failure : markTransient(failure, true);
+}
+
+/**
+ * `request`'s outcome, or a rejection at `deadline`; the request then runs on unobserved (its
+ * failure handled, so that nothing goes unhandled).
+ */
+function settleBy<T>(request: Promise<T>, deadline: number, budgetMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => {
+        const error = new Error(
+          `no answer within ${budgetMs} ms (the LockClient option backendTimeoutMs)`,
+        );
+        error.name = "TimeoutError";
+        reject(error);
+      },
+      Math.max(0, deadline - Date.now()),
+    );
+    request.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

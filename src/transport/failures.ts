@@ -30,3 +30,61 @@ export function classifyFailure(error: unknown): FailureKind {
   if (AUTH.test(message) || REFUSAL.test(message)) return "refused";
   return "ambiguous";
 }
+
+/**
+ * A failure worth trying again after a pause (network, timeout, 5xx, an unreadable body): a
+ * waiter with time left treats it as a busy answer. `mayHaveApplied`: the request may have run,
+ * so the next attempt must re-send the same operation id (its script then replays the first
+ * result) — false when the operation resolved its own outcome (a confirmed rollback, an undo).
+ */
+export interface TransientFailure {
+  readonly mayHaveApplied: boolean;
+}
+
+const transientFailures = new WeakMap<object, TransientFailure>();
+
+/** Marks `error` as a transient failure (see TransientFailure) and returns it. */
+export function markTransient<E extends object>(error: E, mayHaveApplied: boolean): E {
+  transientFailures.set(error, { mayHaveApplied });
+  return error;
+}
+
+/** The mark of a transient failure, or undefined for a refusal or anything unmarked. */
+export function transientFailure(error: unknown): TransientFailure | undefined {
+  return typeof error === "object" && error !== null ? transientFailures.get(error) : undefined;
+}
+
+/** Strings this long are elided from what errors show: owner tokens (32), operation ids (24). */
+const LONG_STRING = 20;
+/** A long token-like run (a REST token a proxy echoed, an id). */
+const TOKEN_LIKE = /[\w+/=-]{32,}/g;
+
+/**
+ * A copy of `error` that is safe to log: same `name` (and string `code`, e.g. ECONNREFUSED),
+ * the server's message without the echoed command, with each of `secrets` (the request's
+ * arguments, the script) and any long token-like run replaced by "…", and a cause sanitized the
+ * same way. The original is dropped: `@upstash/redis` errors carry the whole command (Lua,
+ * keys, owner token), and so does their stack's first line.
+ */
+export function sanitizedFailure(error: unknown, secrets: readonly string[], depth = 0): Error {
+  let message = redisMessageOf(error);
+  for (const secret of secrets) if (secret.length > 9) message = message.split(secret).join("…");
+  const safe: Error & { code?: string } = new Error(message.replace(TOKEN_LIKE, "…"));
+  const source = error instanceof Error ? error : undefined;
+  safe.name = source?.name ?? typeof error;
+  safe.stack = `${safe.name}: ${safe.message}`;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") safe.code = code.slice(0, LONG_STRING);
+  if (source?.cause !== undefined && depth < 4) {
+    safe.cause = sanitizedFailure(source.cause, secrets, depth + 1);
+  }
+  return safe;
+}
+
+/** `value` as JSON for an error message, long strings elided (they may be secrets). */
+export function shownSafely(value: unknown): string {
+  const shown = JSON.stringify(value, (_key, item: unknown) =>
+    typeof item === "string" && item.length > LONG_STRING ? `<${item.length} characters>` : item,
+  );
+  return (shown ?? String(value)).slice(0, 200);
+}

@@ -25,13 +25,21 @@ export interface WaitOptions {
    * set it lower there).
    */
   maxPolls?: number;
+  /**
+   * How long a wait rides out a backend outage, in ms. A poll that fails transiently (network
+   * error, timeout, 5xx) counts as a busy answer while the wait has time and polls left, until
+   * this long after the first failed poll of an unbroken run; then that failure is thrown as
+   * LockBackendError. A refusal (auth, script error) is thrown at once. 0: no riding out.
+   * @default 5000
+   */
+  outageMs?: number;
 }
 
 export type WaitPolicy = Readonly<Required<WaitOptions>>;
 
 export const DEFAULT_WAIT_POLICY: WaitPolicy = WAIT_DEFAULTS;
 
-const WAIT_KEYS = ["initialDelayMs", "maxDelayMs", "maxPolls"] as const;
+const WAIT_KEYS = ["initialDelayMs", "maxDelayMs", "maxPolls", "outageMs"] as const;
 
 /** Validates `options` over `base`. */
 export function resolveWaitPolicy(
@@ -52,6 +60,10 @@ export function resolveWaitPolicy(
       given.maxPolls === undefined
         ? base.maxPolls
         : checkCount(given.maxPolls, "wait.maxPolls", 1, 1_000_000),
+    outageMs:
+      given.outageMs === undefined
+        ? base.outageMs
+        : checkDuration(given.outageMs, "wait.outageMs", { min: 0 }),
   };
   return { ...policy, maxDelayMs: Math.max(policy.maxDelayMs, policy.initialDelayMs) };
 }
@@ -61,7 +73,7 @@ export function resolveWaitPolicy(
  * and Jitter", AWS) bounded by the holder's remaining lease and the caller's time left.
  */
 export function nextPollDelay(
-  policy: WaitPolicy,
+  policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
   poll: number,
   holderTtlMs: number | null,
   timeLeftMs: number,

@@ -1,5 +1,6 @@
 /** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
+import { transientFailure } from "../transport/failures.js";
 import { nextPollDelay, type WaitPolicy } from "./policy.js";
 import { sleep } from "./sleep.js";
 
@@ -30,14 +31,34 @@ export interface PollRequest<T> {
  * Runs `attempt` until it succeeds or `waitMs` passes. Rejects with LockAbortedError when the
  * signal fires between attempts and LockBudgetExceededError when `policy.maxPolls` is spent.
  * An attempt in flight is never abandoned: if it acquires, the caller gets the lock.
+ * An attempt that fails transiently (network, timeout, 5xx) while time, budget and
+ * `policy.outageMs` are left counts as a busy answer with no known holder ttl, so a brief
+ * outage does not end the wait; otherwise its error is thrown, and a refusal at once.
  */
 export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResult<T>> {
   const { signal, policy } = request;
   const started = Date.now();
   const deadline = started + request.waitMs;
   throwIfAborted(signal, request.lockName);
+  // When the first failed poll of the current unbroken run of failures was sent.
+  let outageSince: number | undefined;
   for (let poll = 1; ; poll++) {
-    const outcome = await request.attempt();
+    const sentAt = Date.now();
+    let outcome: PollOutcome<T>;
+    try {
+      outcome = await request.attempt();
+      outageSince = undefined;
+    } catch (error) {
+      outageSince ??= sentAt;
+      const now = Date.now();
+      const rideOut =
+        transientFailure(error) !== undefined &&
+        poll < policy.maxPolls &&
+        now < deadline &&
+        now - outageSince < policy.outageMs;
+      if (!rideOut) throw error;
+      outcome = { done: false, holderTtlMs: null };
+    }
     if (outcome.done) return { acquired: true, value: outcome.value };
     const timeLeft = deadline - Date.now();
     if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };

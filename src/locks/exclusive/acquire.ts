@@ -3,7 +3,6 @@
  * re-enter it, or join / keep a place in the lock's waiter queue and learn when the turn is
  * expected (src/wait/turn.ts). Dead waiters (deadline passed) are pruned first.
  */
-import { newOperationId } from "../../ids.js";
 import { knownOrNull, type TurnView } from "../../wait/turn.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
@@ -135,9 +134,9 @@ export async function attemptAcquire(
   leaseMs: number,
   waiterTimeoutMs: number,
   roundTripMs: number,
+  operationId: string,
 ): Promise<QueuedAttemptOutcome> {
-  // A fresh id per attempt: a replay of *this* attempt must not be confused with a later one.
-  const operation = keys.operation(newOperationId());
+  const operation = keys.operation(operationId);
   const reply = await runScript(
     ctx,
     rule === "fair" ? FAIR_ACQUIRE : ACQUIRE,

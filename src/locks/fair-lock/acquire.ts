@@ -12,6 +12,7 @@ export type FairAttemptOutcome = QueuedAttemptOutcome;
 /**
  * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
  *   attempt, which never enqueues
+ * @param operationId names this attempt (see AcquisitionSpec.attempt)
  * @param roundTripMs this waiter's last round trip (0: unknown)
  */
 export function attemptFairAcquire(
@@ -20,7 +21,17 @@ export function attemptFairAcquire(
   owner: string,
   leaseMs: number,
   waiterTimeoutMs: number,
+  operationId: string,
   roundTripMs = 0,
 ): Promise<FairAttemptOutcome> {
-  return attemptAcquire(ctx, keys, "fair", owner, leaseMs, waiterTimeoutMs, roundTripMs);
+  return attemptAcquire(
+    ctx,
+    keys,
+    "fair",
+    owner,
+    leaseMs,
+    waiterTimeoutMs,
+    roundTripMs,
+    operationId,
+  );
 }

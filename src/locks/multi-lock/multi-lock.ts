@@ -12,7 +12,7 @@ import {
   type WatchTarget,
 } from "../acquisition.js";
 import type { LockRuntime } from "../runtime.js";
-import { attemptAll } from "./attempt.js";
+import { attemptAll, type UnsettledRollback } from "./attempt.js";
 import { extendAll, type MultiHoldControl, multiHoldControl } from "./control.js";
 import { MultiLockHandle } from "./handle.js";
 import { groupMembers, type MemberGroup } from "./members.js";
@@ -83,12 +83,14 @@ export class MultiLock {
     let tokens: readonly number[] = [];
     let blockedBy: string | null = null;
     let control: MultiHoldControl | undefined;
+    // Rollbacks of this acquisition's attempts not confirmed yet, re-sent before the next one.
+    const unsettled: UnsettledRollback[] = [];
     const spec: AcquisitionSpec = {
       runtime: this.#runtime,
       name: this.name,
       watch: this.#watch,
       attempt: async (owner, leaseMs) => {
-        const attempt = await attemptAll(this.name, groups, memberCount, owner, leaseMs);
+        const attempt = await attemptAll(this.name, groups, memberCount, owner, leaseMs, unsettled);
         if (attempt.kind === "busy") {
           blockedBy = attempt.blockedBy;
           return { kind: "busy", holderTtlMs: attempt.holderTtlMs };

@@ -89,7 +89,7 @@ export function queuedAttempts(
   let mayBeQueued = false;
   let attempts = 0;
   return {
-    attempt: async (owner, leaseMs) => {
+    attempt: async (owner, leaseMs, operationId) => {
       const sentAt = Date.now();
       attempts += 1;
       // The last attempt the budget allows leaves the queue itself when busy: the wait then
@@ -104,6 +104,7 @@ export function queuedAttempts(
         leaseMs,
         last ? -1 : timeout,
         roundTripMs,
+        operationId,
       );
       roundTripMs = Date.now() - sentAt;
       if (outcome.kind === "acquired" || last) mayBeQueued = false;

@@ -1,8 +1,8 @@
 import type { ReadWriteLockKeys } from "../keys.js";
 
 /**
- * The keys of both acquire scripts (read and write), in their declared names: a fresh operation
- * record per attempt, so that a replay of this attempt is never confused with a later one.
+ * The keys of both acquire scripts (read and write), in their declared names, with the record of
+ * operation `operationId` (one per attempt, re-sent after a failure that may have applied).
  */
 export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
   return {

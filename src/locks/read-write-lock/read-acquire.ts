@@ -4,7 +4,6 @@
  * Owners that already hold (a read hold, or the write lock: downgrade) always get one more, so
  * a waiting writer never deadlocks a reader that re-enters.
  */
-import { newOperationId } from "../../ids.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
@@ -53,6 +52,7 @@ return {1, fence, count}`,
 /**
  * @param holdId names this read hold (its own expiry, extend and release)
  * @param writerPreference when true, owners without holds wait while a writer waits
+ * @param operationId names this attempt (see AcquisitionSpec.attempt)
  */
 export async function attemptReadAcquire(
   ctx: OperationContext,
@@ -61,8 +61,9 @@ export async function attemptReadAcquire(
   leaseMs: number,
   holdId: string,
   writerPreference: boolean,
+  operationId: string,
 ): Promise<AttemptOutcome> {
-  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, newOperationId()), {
+  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, operationId), {
     owner,
     leaseMs,
     operationTtlMs: ctx.operationTtlMs,

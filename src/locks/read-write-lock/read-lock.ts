@@ -54,8 +54,8 @@ export class ReadLock extends SingleNameLock {
       name: this.name,
       // One renewal per read hold: each has its own expiry.
       watch: { localId: `${keys.reads}:${holdId}` },
-      attempt: (owner, leaseMs) =>
-        attemptReadAcquire(ctx, keys, owner, leaseMs, holdId, writerPreference),
+      attempt: (owner, leaseMs, operationId) =>
+        attemptReadAcquire(ctx, keys, owner, leaseMs, holdId, writerPreference, operationId),
       control: (owner) => ({
         extend: (ms) => extendReadHold(ctx, keys, owner, holdId, ms),
         release: (operationId) => releaseReadHold(ctx, keys, owner, holdId, operationId),

@@ -5,7 +5,6 @@
  * would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
@@ -73,6 +72,7 @@ return {1, fence, count, redis.call('PTTL', lockKey)}`,
 /**
  * @param waiterTimeoutMs how long the registration as a waiting writer lasts without a poll; 0
  *   registers nothing (a single attempt, or writer preference off)
+ * @param operationId names this attempt (see AcquisitionSpec.attempt)
  * @throws LockUpgradeError when `owner` holds read holds but not the write lock
  */
 export async function attemptWriteAcquire(
@@ -82,8 +82,9 @@ export async function attemptWriteAcquire(
   leaseMs: number,
   waiterTimeoutMs: number,
   lockName: string,
+  operationId: string,
 ): Promise<AttemptOutcome> {
-  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, newOperationId()), {
+  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, operationId), {
     owner,
     leaseMs,
     operationTtlMs: ctx.operationTtlMs,

@@ -75,7 +75,7 @@ export class WriteLock extends SingleNameLock {
     let mayBeWaiting = false;
     return {
       ...base,
-      attempt: async (owner, leaseMs) => {
+      attempt: async (owner, leaseMs, operationId) => {
         if (registers) mayBeWaiting = true;
         let outcome: AttemptOutcome;
         try {
@@ -86,6 +86,7 @@ export class WriteLock extends SingleNameLock {
             leaseMs,
             registers ? waiterTimeoutMs : 0,
             this.name,
+            operationId,
           );
         } catch (error) {
           if (error instanceof LockUpgradeError) mayBeWaiting = false;

@@ -9,6 +9,7 @@
  */
 import type { QuorumTally } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
+import { markTransient } from "../../transport/failures.js";
 import { acquireOn, type DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
@@ -156,7 +157,8 @@ function failuresOf(
   return slots.flatMap((slot, database) => {
     if (slot.state === "failed") return [{ database, error: slot.error }];
     if (slot.state === "pending" && timedOut) {
-      return [{ database, error: new Error(`no answer within ${windowMs} ms`) }];
+      const silent = new Error(`no answer within ${windowMs} ms`);
+      return [{ database, error: markTransient(silent, true) }];
     }
     return [];
   });

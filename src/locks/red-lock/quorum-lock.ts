@@ -5,6 +5,7 @@
  */
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
+import { markTransient, transientFailure } from "../../transport/failures.js";
 import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptQuorum } from "./attempt.js";
@@ -45,7 +46,8 @@ export class QuorumLock {
    * Acquires the lock on a majority of the databases, waiting while other owners hold it, as
    * long as `waitMs` allows (default: until acquired, aborted or out of poll budget). Throws
    * QuorumWaitTimeoutError (contention), QuorumUnreachableError (too many databases down: thrown
-   * at once, waiting would not help), LockAbortedError, LockBudgetExceededError. The options are
+   * when the wait ends on it: a wait with time left rides out rounds whose failures were all
+   * transient, for up to `wait.outageMs`), LockAbortedError, LockBudgetExceededError. The options are
    * the reentrant lock's; the owner, polling and watchdog are the first client's.
    * @example
    * await using held = await redLock.lock("orders:42").acquire({ waitMs: 2_000, leaseMs: 10_000 });
@@ -76,7 +78,12 @@ export class QuorumLock {
         const attempt = await attemptQuorum(databases, owner, leaseMs, this.#settings);
         tally = attempt.tally;
         if (attempt.kind === "unreachable") {
-          throw new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
+          const error = new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
+          // Every failure transient: a wait with time left tries again (new ids) instead of
+          // ending on a brief outage. As after any lost round, a grant whose undo did not land
+          // expires with its lease.
+          const retryable = attempt.failures.every(({ error }) => transientFailure(error));
+          throw retryable ? markTransient(error, false) : error;
         }
         if (attempt.kind === "contended") return { kind: "busy", holderTtlMs: attempt.holderTtlMs };
         hold.grant(attempt.held, attempt.late, attempt.validUntil, owner);

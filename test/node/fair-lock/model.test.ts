@@ -5,6 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { newOperationId } from "../../../src/ids.js";
 import { LockClient } from "../../../src/index.js";
 import type { OperationContext } from "../../../src/locks/context.js";
 import { forceRelease } from "../../../src/locks/exclusive/force-release.js";
@@ -68,6 +69,7 @@ class Attempt implements Cmd {
       r.owners[this.who]!,
       20_000,
       this.queues ? WAITER_TIMEOUT_MS : 0,
+      newOperationId(),
     );
     const expected = attemptInModel(m, this.who, this.queues);
     if (expected === "acquired") {

@@ -99,3 +99,8 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+/** A server that accepts every connection and request and never answers. */
+export function startHangingServer(): Promise<HttpDouble> {
+  return serve(() => new Promise<Answer>(() => {}));
+}

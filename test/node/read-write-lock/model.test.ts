@@ -6,6 +6,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { newOperationId } from "../../../src/ids.js";
 import {
   LockClient,
   type LockHandle,
@@ -121,6 +122,7 @@ class WaitToWrite implements Cmd {
       20_000,
       20_000,
       "model",
+      newOperationId(),
     );
     expect(outcome.kind).toBe("busy");
     m.waiting.add(this.who);

@@ -90,7 +90,14 @@ describe.each(backendKindsUnderTest())("writer preference on %s", (kind) => {
     const options = { waiterTimeoutMs: 1_000 };
     const rw = bed.client({ prefix }).readWriteLock("crashed", options);
     const read = await rw.readLock().acquire({ leaseMs: 10_000 });
-    const dying = new LockClient({ redis: crashingAfter(bed.redis(), 1), prefix, retries: 0 });
+    // Its calls fail from the second on, and it does not ride that out (wait.outageMs 0): its
+    // acquire ends at once, as the invocation of a crashed isolate would.
+    const dying = new LockClient({
+      redis: crashingAfter(bed.redis(), 1),
+      prefix,
+      retries: 0,
+      wait: { outageMs: 0 },
+    });
     const attempt = dying
       .readWriteLock("crashed", options)
       .writeLock()

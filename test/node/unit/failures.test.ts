@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { classifyFailure, redisMessageOf } from "../../../src/transport/failures.js";
+import {
+  classifyFailure,
+  redisMessageOf,
+  sanitizedFailure,
+  shownSafely,
+} from "../../../src/transport/failures.js";
 
 describe("classifyFailure", () => {
   it("tells NOSCRIPT, refusals and ambiguous failures apart", () => {
@@ -23,5 +28,33 @@ describe("classifyFailure", () => {
     );
     expect(message).toBe("ERR boom");
     expect(message).not.toContain("secret-owner");
+  });
+});
+
+describe("sanitizedFailure", () => {
+  it("keeps the name, code and server message; drops the command, arguments and tokens", () => {
+    const owner = "0123456789abcdef0123456789abcdef";
+    const restToken = "AYAbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefgh";
+    const underneath = Object.assign(new Error(`connect ECONNREFUSED (Bearer ${restToken})`), {
+      code: "ECONNREFUSED",
+    });
+    const upstash = new Error(
+      `ERR oops for ${owner}, command was: [["eval","local lockKey = KEYS[1]",1,"k","${owner}"]]`,
+      { cause: underneath },
+    );
+    upstash.name = "UpstashError";
+    const safe = sanitizedFailure(upstash, [owner, "local lockKey = KEYS[1]"]);
+    expect(safe.name).toBe("UpstashError");
+    expect(safe.message).toBe("ERR oops for …");
+    expect(safe.stack).not.toContain(owner);
+    const cause = safe.cause as Error & { code?: string };
+    expect(cause.message).toBe("connect ECONNREFUSED (Bearer …)");
+    expect(cause.code).toBe("ECONNREFUSED");
+    expect(sanitizedFailure("plain text", []).message).toBe("plain text");
+  });
+
+  it("shows replies with long strings elided", () => {
+    expect(shownSafely([1, "OK"])).toBe('[1,"OK"]');
+    expect(shownSafely(["x".repeat(40)])).toBe('["<40 characters>"]');
   });
 });

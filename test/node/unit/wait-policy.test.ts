@@ -28,6 +28,9 @@ describe("resolveWaitPolicy", () => {
     expect(() => resolveWaitPolicy({ maxPolls: 0 })).toThrow(LockInputError);
     expect(() => resolveWaitPolicy({ initialDelayMs: -1 })).toThrow(LockInputError);
     expect(() => resolveWaitPolicy({ maxdelay: 5 })).toThrow(/unknown option "maxdelay"/);
+    expect(resolveWaitPolicy({ outageMs: 0 }).outageMs).toBe(0);
+    expect(() => resolveWaitPolicy({ outageMs: -1 })).toThrow(LockInputError);
+    expect(() => resolveWaitPolicy({ outageMs: Number.NaN })).toThrow(LockInputError);
   });
 
   it("raises maxDelayMs to initialDelayMs when given below it", () => {

@@ -4,14 +4,13 @@
  * Owners that already hold (a read hold, or the write lock: downgrade) always get one more, so
  * a waiting writer never deadlocks a reader that re-enters.
  */
-import { newOperationId } from "../../ids.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
-import { acquireKeys } from "./acquire-keys.js";
+import { type AcquisitionOperation, acquireKeys } from "./acquire-keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
@@ -25,15 +24,19 @@ export const READ_ACQUIRE = defineScript({
   args: ["owner", "leaseMs", "operationTtlMs", "holdId", "writerPreference"],
   replies: { 1: [3], 0: [3], [-1]: [1] },
   lua: `local hold = owner .. ' ' .. holdId
-local replay = redis.call('GET', operationKey)
-if replay then
-  if redis.call('ZSCORE', readsKey, hold) then
-    return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
-  end
-  return {-1}
-end
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("readsKey", "readersKey")}
+local replay = redis.call('GET', operationKey)
+if replay then
+  local expiry = redis.call('ZSCORE', readsKey, hold)
+  if not expiry then return {-1} end
+  -- A later attempt sharing the id: its lease counts from its own send (only ever lengthened).
+  if tonumber(expiry) < now + tonumber(leaseMs) then
+    redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
+    ${expireReadsWithLastHold("readsKey", "readersKey")}
+  end
+  return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
+end
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 if redis.call('HEXISTS', lockKey, owner) == 0 then
   if redis.call('EXISTS', lockKey) == 1 then return {0, redis.call('PTTL', lockKey), 1} end
@@ -51,18 +54,20 @@ return {1, fence, count}`,
 });
 
 /**
+ * @param operation the acquisition's operation id, shared by its attempts
  * @param holdId names this read hold (its own expiry, extend and release)
  * @param writerPreference when true, owners without holds wait while a writer waits
  */
 export async function attemptReadAcquire(
   ctx: OperationContext,
   keys: ReadWriteLockKeys,
+  operation: AcquisitionOperation,
   owner: string,
   leaseMs: number,
   holdId: string,
   writerPreference: boolean,
 ): Promise<AttemptOutcome> {
-  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, newOperationId()), {
+  const reply = await runScript(ctx, READ_ACQUIRE, acquireKeys(keys, operation), {
     owner,
     leaseMs,
     operationTtlMs: ctx.operationTtlMs,
@@ -70,6 +75,7 @@ export async function attemptReadAcquire(
     writerPreference: writerPreference ? "1" : "0",
   });
   const [status, value] = reply;
+  if (status === -1) operation.spend();
   // Read holds share the current fencing token: the last writer's.
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };

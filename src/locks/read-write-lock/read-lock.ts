@@ -4,6 +4,7 @@ import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
+import { AcquisitionOperation } from "./acquire-keys.js";
 import { attemptReadAcquire } from "./read-acquire.js";
 import { extendReadHold } from "./read-extend.js";
 import { forceReleaseReads } from "./read-force-release.js";
@@ -51,6 +52,7 @@ export class ReadLock extends SingleNameLock {
   #spec(runtime: LockRuntime, keys: ReadWriteLockKeys): AcquisitionSpec {
     const { ctx } = runtime;
     const holdId = newOperationId();
+    const operation = new AcquisitionOperation();
     const { writerPreference } = this.#settings;
     return {
       runtime,
@@ -58,7 +60,7 @@ export class ReadLock extends SingleNameLock {
       // One renewal per read hold: each has its own expiry.
       watch: { localId: `${keys.reads}:${holdId}` },
       attempt: (owner, leaseMs) =>
-        attemptReadAcquire(ctx, keys, owner, leaseMs, holdId, writerPreference),
+        attemptReadAcquire(ctx, keys, operation, owner, leaseMs, holdId, writerPreference),
       control: (owner) => ({
         extend: (ms) => extendReadHold(ctx, keys, owner, holdId, ms),
         release: (operationId) => releaseReadHold(ctx, keys, owner, holdId, operationId),

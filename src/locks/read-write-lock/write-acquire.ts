@@ -5,7 +5,6 @@
  * would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
@@ -13,7 +12,7 @@ import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { refreshWaiter } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
-import { acquireKeys } from "./acquire-keys.js";
+import { type AcquisitionOperation, acquireKeys } from "./acquire-keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
@@ -33,7 +32,7 @@ export const WRITE_ACQUIRE = defineScript({
     [-1]: [1],
     [-2]: [1],
   },
-  lua: `${replayAcquisition("operationKey")}
+  lua: `${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("readsKey", "readersKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
@@ -71,6 +70,7 @@ return {1, fence, count, redis.call('PTTL', lockKey)}`,
 });
 
 /**
+ * @param operation the acquisition's operation id, shared by its attempts
  * @param waiterTimeoutMs how long the registration as a waiting writer lasts without a poll; 0
  *   registers nothing (a single attempt, or writer preference off)
  * @throws LockUpgradeError when `owner` holds read holds but not the write lock
@@ -78,18 +78,20 @@ return {1, fence, count, redis.call('PTTL', lockKey)}`,
 export async function attemptWriteAcquire(
   ctx: OperationContext,
   keys: ReadWriteLockKeys,
+  operation: AcquisitionOperation,
   owner: string,
   leaseMs: number,
   waiterTimeoutMs: number,
   lockName: string,
 ): Promise<AttemptOutcome> {
-  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, newOperationId()), {
+  const reply = await runScript(ctx, WRITE_ACQUIRE, acquireKeys(keys, operation), {
     owner,
     leaseMs,
     operationTtlMs: ctx.operationTtlMs,
     waiterTimeoutMs,
   });
   const [status, value] = reply;
+  if (status === -1) operation.spend();
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
   if (status === -2) {
     throw new LockUpgradeError(

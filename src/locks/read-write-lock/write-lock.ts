@@ -18,6 +18,7 @@ import { leaveQueue } from "../queue/leave.js";
 import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
+import { AcquisitionOperation } from "./acquire-keys.js";
 import type { ReadWriteSettings } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";
 
@@ -76,6 +77,7 @@ export class WriteLock extends SingleNameLock {
     const registers = plan.mayWait && writerPreference;
     const refreshMs = Math.floor(waiterTimeoutMs / 3);
     let polls = 0;
+    const operation = new AcquisitionOperation();
     // Whether the server may list this writer as waiting: true from the first registering
     // request until a reply says otherwise (acquired, or refused as an upgrade).
     let mayBeWaiting = false;
@@ -90,6 +92,7 @@ export class WriteLock extends SingleNameLock {
           outcome = await attemptWriteAcquire(
             ctx,
             keys,
+            operation,
             owner,
             leaseMs,
             registers ? waiterTimeoutMs : 0,

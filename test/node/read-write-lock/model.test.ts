@@ -16,6 +16,7 @@ import {
 import type { OperationContext } from "../../../src/locks/context.js";
 import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
 import { leaveQueue } from "../../../src/locks/queue/leave.js";
+import { AcquisitionOperation } from "../../../src/locks/read-write-lock/acquire-keys.js";
 import { attemptWriteAcquire } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../lock/testbed.js";
@@ -117,6 +118,7 @@ class WaitToWrite implements Cmd {
     const outcome = await attemptWriteAcquire(
       r.ctx,
       r.keys,
+      new AcquisitionOperation(),
       r.owners[this.who]!,
       20_000,
       20_000,

@@ -89,6 +89,14 @@ export interface ChaosPrimitive {
    */
   state(keys: readonly string[]): Promise<ReadonlyMap<string, KeyState>>;
   acquire(isolate: ChaosIsolate, key: string, plan: HoldPlan): Promise<ChaosHold | null>;
+  /**
+   * Primitives over several databases (RedLock), whose releases and grants are per database:
+   * the latest moment a copy of `owner`'s hold may still exist on any database. Every request
+   * naming the owner that a database got counts as arming a lease of `leaseMs` from when that
+   * database's answer came back (a release it refused or never got leaves its copy; a request
+   * that ran late arms late). Infinity while such a request may still run.
+   */
+  copyBound?(owner: string, leaseMs: number): number;
   /** Whether `owner` holds `key` now, asked through the fault-free observer. */
   isHeldBy(key: string, owner: string): Promise<boolean>;
   /** Owners holding `key` now, asked through the fault-free observer. */

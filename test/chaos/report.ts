@@ -56,6 +56,10 @@ export function figureRows(result: ChaosResult): [string, string][] {
       `${deadHolders.longestSeenHeldMs}–${deadHolders.longestHeldMs} ms (last seen held – first seen free)`,
     ],
     ["  latest sighting vs its bound", `${deadHolders.latestSightingPastBoundMs} ms`],
+    ...Object.entries(result.primitiveFigures ?? {}).map(([name, value]): [string, string] => [
+      name,
+      String(value),
+    ]),
   ];
 }
 

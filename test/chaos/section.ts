@@ -208,7 +208,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     );
     return;
   }
-  if (stillHeld && primitive.copyBound) {
+  if (stillHeld && (primitive.databases ?? 1) > 1) {
     // A release that reached a majority (RedLock) may leave a database's copy to its lease.
     const now = Date.now();
     bury(ctx, key, hold.owner, "release-left-copy", now, () => now, plan.leaseMs);

@@ -24,6 +24,8 @@ const BOUND_TOLERANCE_MS = 25;
 export interface ChaosResult {
   readonly config: ChaosConfig;
   readonly primitive: string;
+  /** What the primitive's own machinery did (the Durable Object watchdog's renewals). */
+  readonly primitiveFigures?: Readonly<Record<string, number>>;
   readonly backend: string;
   /** Readings of the server state (sampler and grant probes). */
   readonly samples: number;
@@ -129,7 +131,7 @@ async function runIn(
     },
   };
   const isolates = Array.from({ length: config.isolates }, (_, id) =>
-    createIsolate(env, id, config),
+    createIsolate(env, id, config, primitive.renewal?.()),
   );
   for (const isolate of isolates) {
     isolate.client.on("lockLost", (event) => operations.inspectEvent(event));
@@ -196,13 +198,14 @@ async function runIn(
   );
   const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
   process.off("unhandledRejection", onUnhandled);
+  primitive.close?.();
 
   const invariants = checkAll(journal, {
     capacity: primitive.capacity,
     toleranceMs: BOUND_TOLERANCE_MS,
     leftHeld,
     inspectedForSecrets: operations.inspected,
-    signalSlackMs: config.signalSlackMs,
+    signalSlackMs: config.signalSlackMs + (primitive.lossReportSlackMs ?? 0),
     fair: kind.fair === true && options.primitive === undefined,
     multi: kind.multi === true && options.primitive === undefined,
   });
@@ -211,9 +214,11 @@ async function runIn(
   const finalValues = totals.reduce((sum, t) => sum + t.value, 0);
   const freed = journal.dead.filter((d) => d.freedAt !== null);
   const seen = journal.dead.filter((d) => d.lastSeenHeldAt !== null);
+  const primitiveFigures = primitive.figures?.();
   return {
     config,
     primitive: primitive.name,
+    ...(primitiveFigures === undefined ? {} : { primitiveFigures }),
     samples: journal.samples.length,
     backend: env.server.backendDescription,
     startedAt: startedAt.toISOString(),

@@ -46,6 +46,10 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
         0,
       );
       expect(result.operations.byKind.reenter).toBeGreaterThan(0);
+      // The primitive's own machinery ran (the Durable Object watchdog's renewals, duplicate alarms).
+      for (const [figure, value] of Object.entries(result.primitiveFigures ?? {})) {
+        expect(value, figure).toBeGreaterThan(0);
+      }
       expect(result.operations.byKind.extend).toBeGreaterThan(0);
       for (const invariant of result.invariants) {
         // RedLock has no single fencing token: the fenced store is not used there.

@@ -12,6 +12,7 @@ import { FencedStore } from "./fenced-store.js";
 import { checkAll, type InvariantResult } from "./invariants.js";
 import { Journal, type OperationKind } from "./journal.js";
 import { type ChaosKind, KINDS } from "./kinds.js";
+import { LoopLag } from "./loop-lag.js";
 import { OperationRunner } from "./operations.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import { runSection, type SectionContext } from "./section.js";
@@ -31,6 +32,8 @@ export interface ChaosResult {
   readonly samples: number;
   readonly startedAt: string;
   readonly elapsedMs: number;
+  /** The most the harness's own timers fired late (event loop blocked: a loaded machine). */
+  readonly timerLatenessMs: number;
   readonly operations: {
     readonly total: number;
     readonly byKind: Readonly<Record<OperationKind, number>>;
@@ -147,6 +150,8 @@ async function runIn(
     server.faults.resetCounts();
   }
   const hangsBefore = env.hangs();
+  const loopLag = new LoopLag();
+  loopLag.start();
   const startedAt = new Date();
   const spikes = startSpikes(
     env.databases.map(({ server }) => server.faults),
@@ -173,6 +178,7 @@ async function runIn(
   } finally {
     spikes.stop();
     await sampler.stop();
+    loopLag.stop();
   }
   const elapsedMs = Date.now() - startedAt.getTime();
   const faults = { failBeforeExecute: 0, dropAfterExecute: 0, delayed: 0 };
@@ -206,6 +212,7 @@ async function runIn(
     leftHeld,
     inspectedForSecrets: operations.inspected,
     signalSlackMs: config.signalSlackMs + (primitive.lossReportSlackMs ?? 0),
+    lateness: (from, to) => loopLag.lateness(from, to),
     fair: kind.fair === true && options.primitive === undefined,
     multi: kind.multi === true && options.primitive === undefined,
   });
@@ -219,6 +226,7 @@ async function runIn(
     config,
     primitive: primitive.name,
     ...(primitiveFigures === undefined ? {} : { primitiveFigures }),
+    timerLatenessMs: loopLag.worstMs,
     samples: journal.samples.length,
     backend: env.server.backendDescription,
     startedAt: startedAt.toISOString(),

@@ -163,7 +163,16 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
       start,
       end,
       abortedAt: () => abortedAt,
-      deadline: () => hold.confirmedDeadline(),
+      // Exclusive holds of one owner share one expiry, so the inner hold's re-arming requests
+      // move the outer's end too (unless the re-entry found the hold gone and started a new one).
+      // Read holds each keep their own.
+      deadline: () =>
+        Math.max(
+          hold.confirmedDeadline(),
+          inner !== undefined && !shared && inner.fencingToken === hold.fencingToken
+            ? inner.confirmedDeadline()
+            : Number.NEGATIVE_INFINITY,
+        ),
     });
   };
   const crash = () => {

@@ -31,18 +31,25 @@ export class LoopLag {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
   }
 
-  /** The most a timer due between `from` and `to` may have fired late (ticks due one interval before `from` count). */
+  /**
+   * The most a timer due between `from` and `to` may have fired late: over the ticks whose wait
+   * overlapped that span (a block that began before `from` counts), how long past its due time,
+   * or past `from` if later, each fired.
+   */
   lateness(from: number, to: number): number {
+    // Ticks due before a 10 s block could not reach `from`: start the scan there.
     let low = 0;
     let high = this.#due.length;
     while (low < high) {
       const middle = (low + high) >> 1;
-      if (this.#due[middle]! < from - this.#intervalMs) low = middle + 1;
+      if (this.#due[middle]! < from - 10_000) low = middle + 1;
       else high = middle;
     }
     let most = 0;
     for (let i = low; i < this.#due.length && this.#due[i]! <= to; i++) {
-      most = Math.max(most, this.#late[i]!);
+      const due = this.#due[i]!;
+      const firedAt = due + this.#late[i]!;
+      if (firedAt > from) most = Math.max(most, firedAt - Math.max(due, from));
     }
     return most;
   }

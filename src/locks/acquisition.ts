@@ -5,7 +5,6 @@
  */
 import { LockWaitTimeoutError } from "../errors.js";
 import { newOperationId } from "../ids.js";
-import { transientFailure } from "../transport/failures.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
@@ -47,6 +46,11 @@ export type AttemptOutcome =
       readonly holderTtlMs: number | null;
       /** When the server knows better (e.g. a queue position), the delay before the next poll. */
       readonly nextPollMs?: number;
+      /**
+       * The script answered that an earlier attempt of this operation id acquired and that hold
+       * is gone since ({-1}): the id is spent, the next attempt takes a new one.
+       */
+      readonly operationSpent?: boolean;
     };
 
 /**
@@ -67,10 +71,13 @@ export interface AcquisitionSpec {
   /** What the watchdog renews; holds of one owner on the same target share one renewal. */
   readonly watch: WatchTarget;
   /**
-   * One attempt for `owner`, named `operationId`: a fresh id after every answer, the same id
-   * again after a failure that may have applied (the poll loop rides out transient failures),
-   * so that the script replays a lost acquisition instead of counting a second hold. A kind
-   * that resolves its own unknown outcomes (rollback, undo by its own ids) ignores it.
+   * One attempt for `owner`, named `operationId`: the acquisition's id, the same for all its
+   * attempts until one answers that it is spent. Whichever request of the acquisition took a
+   * hold (an attempt whose answer was lost, a re-send, a copy the client gave up on that
+   * reached Redis late), every later attempt replays that record instead of taking a second
+   * hold, and the replay re-arms the lease from its own arrival. A busy attempt records nothing,
+   * so sharing the id costs nothing. A kind that resolves its own unknown outcomes (rollback,
+   * undo by its own ids) ignores it.
    */
   attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
@@ -107,10 +114,7 @@ export async function acquireHold(
   const renewing = leaseMs === undefined;
   const effectiveLease = leaseMs ?? runtime.watchdogTimeoutMs;
 
-  // The current operation and when it was first sent: a replayed acquisition took effect then,
-  // so its lease is counted from then, not from the re-send that learnt of it.
   let operationId = newOperationId();
-  let firstSentAt: number | undefined;
   let sentAt = 0;
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
   try {
@@ -120,20 +124,11 @@ export async function acquireHold(
       signal,
       policy,
       attempt: async () => {
-        firstSentAt ??= Date.now();
-        let outcome: AttemptOutcome;
-        try {
-          outcome = await spec.attempt(owner, effectiveLease, operationId);
-        } catch (error) {
-          if (!transientFailure(error)?.mayHaveApplied) {
-            operationId = newOperationId();
-            firstSentAt = undefined;
-          }
-          throw error;
-        }
-        sentAt = firstSentAt;
-        operationId = newOperationId();
-        firstSentAt = undefined;
+        // A replay re-arms the lease on arrival, so the lease counts from this attempt's send.
+        const attemptSentAt = Date.now();
+        const outcome = await spec.attempt(owner, effectiveLease, operationId);
+        if (outcome.kind === "acquired") sentAt = attemptSentAt;
+        else if (outcome.operationSpent) operationId = newOperationId();
         return outcome.kind === "acquired"
           ? { done: true, value: outcome.fencingToken }
           : {

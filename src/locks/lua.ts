@@ -12,13 +12,23 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
  * The first lines of an exclusive acquire script (needs the names `lockKey`, the hash of owner → holds, and
  * `owner`). If operation record `operationKey` exists, this request is a re-send of an attempt
  * that acquired: answer {1, fence, holds, pttl} again while the owner still holds the lock, or
- * {-1} when that hold is gone since. Nothing is applied twice.
+ * {-1} when that hold is gone since. Nothing is applied twice. With `rearmTo` (the name of a
+ * lease in ms), a replay also re-arms the lease: for scripts whose attempts share one id.
  */
-export function replayAcquisition(operationKey: string): string {
+export function replayAcquisition(operationKey: string, rearmTo?: string): string {
+  // A later attempt sharing the id: its lease counts from its own send, so the lease is re-armed
+  // to at least `rearmTo` ms (only ever lengthened).
+  const rearm =
+    rearmTo === undefined
+      ? ""
+      : `
+    if redis.call('PTTL', lockKey) < tonumber(${rearmTo}) then redis.call('PEXPIRE', lockKey, ${rearmTo}) end`;
   return `local replay = redis.call('GET', ${operationKey})
 if replay then
   local held = redis.call('HGET', lockKey, owner)
-  if held then return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)} end
+  if held then${rearm}
+    return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)}
+  end
   return {-1}
 end`;
 }

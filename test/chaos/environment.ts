@@ -9,7 +9,7 @@ import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
-import { KillableRenewer } from "./killable-renewer.js";
+import { KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
 import type { ChaosIsolate } from "./primitive.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
@@ -136,9 +136,9 @@ export function createIsolate(
   env: ChaosEnvironment,
   id: number,
   options: Pick<ChaosConfig, "watchdogTimeoutMs" | "wait" | "requestTimeoutMs">,
-  watchdog?: (renewer: KillableRenewer) => Renewer,
+  renewal?: { readonly inner: Renewer; readonly remote?: RemoteRenewals },
 ): ChaosIsolate {
-  const renewer = new KillableRenewer();
+  const renewer = new KillableRenewer(renewal?.inner, renewal?.remote);
   const connections = env.databases.map(({ proxy, server }) => {
     // The client gives up on a request (a hang) after requestTimeoutMs.
     const redis = new Redis({
@@ -152,7 +152,7 @@ export function createIsolate(
       prefix: env.prefix,
       watchdogTimeoutMs: options.watchdogTimeoutMs,
       wait: { ...options.wait, maxPolls: 10_000 },
-      watchdog: watchdog?.(renewer) ?? renewer,
+      watchdog: renewer,
     });
     return { redis, client };
   });

@@ -18,8 +18,24 @@ export interface HangCounts {
   readonly hungAfterExecute: number;
 }
 
+/**
+ * One request through the proxy, for a harness that times each database's requests itself:
+ * `settledAt` is set once nothing more of it can run on the server (its answer or failure came
+ * back from the dev server, or it was never forwarded: then it never is set, as nothing ran).
+ */
+export interface ProxiedRequest {
+  readonly body: string;
+  readonly arrivedAt: number;
+  /** Undefined while the command may still run (forwarded, no answer yet) or if it never ran. */
+  settledAt: number | undefined;
+  /** False for a request hung before forwarding: it never runs. */
+  readonly forwarded: boolean;
+}
+
 export interface HangProxy {
   readonly url: string;
+  /** Calls `listener` with every request once its body has arrived (settledAt filled later). */
+  onRequest(listener: (request: ProxiedRequest) => void): void;
   counts(): HangCounts;
   /** Stops hanging new requests (requests already hung stay so until their client gives up). */
   disable(): void;
@@ -44,6 +60,19 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
   let hungBeforeExecute = 0;
   let hungAfterExecute = 0;
   const hung = new Set<IncomingMessage>();
+  const listeners: ((request: ProxiedRequest) => void)[] = [];
+  /** Tells the listeners about a request whose body has fully arrived. */
+  const observe = (incoming: IncomingMessage, forwarded: boolean): ProxiedRequest | undefined => {
+    if (listeners.length === 0) return undefined;
+    const chunks: Buffer[] = [];
+    const record = { body: "", arrivedAt: Date.now(), settledAt: undefined, forwarded };
+    incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+    incoming.on("end", () => {
+      (record as { body: string }).body = Buffer.concat(chunks).toString("utf8");
+      for (const listener of listeners) listener(record);
+    });
+    return record;
+  };
 
   const server: Server = createServer((incoming, outgoing) => {
     requests += 1;
@@ -57,6 +86,10 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
         clearTimeout(timer);
         hung.delete(incoming);
       });
+    };
+    const record = observe(incoming, !(hangs && beforeExecute));
+    const settled = () => {
+      if (record) record.settledAt ??= Date.now();
     };
     if (hangs && beforeExecute) {
       hungBeforeExecute += 1;
@@ -73,6 +106,7 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
         headers: incoming.headers,
       },
       (answer) => {
+        settled();
         if (hangs) {
           hungAfterExecute += 1;
           answer.resume();
@@ -83,7 +117,10 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
         answer.pipe(outgoing);
       },
     );
-    forwarded.on("error", () => outgoing.destroy());
+    forwarded.on("error", () => {
+      settled();
+      outgoing.destroy();
+    });
     incoming.pipe(forwarded);
   });
   server.keepAliveTimeout = 5_000;
@@ -92,6 +129,9 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
   return {
     url: `http://127.0.0.1:${port}`,
     counts: () => ({ requests, hungBeforeExecute, hungAfterExecute }),
+    onRequest(listener) {
+      listeners.push(listener);
+    },
     disable() {
       enabled = false;
     },

@@ -189,12 +189,14 @@ export function checkHeldAsBelieved(
 
 /**
  * Every hold the server showed lost while its section still ran had its signal aborted by its
- * confirmed deadline (+ `slackMs` for timers under load), unless the section ended before.
+ * confirmed deadline (+ `slackMs` for timers under load, + the harness process's own timer
+ * lateness measured around the deadline, `lateness`), unless the section ended before.
  */
 export function checkLostSignals(
   holds: readonly HoldRecord[],
   samples: readonly Sample[],
   slackMs: number,
+  lateness: (from: number, to: number) => number = () => 0,
 ): InvariantResult {
   const tally = new Tally("every lost hold's signal aborted by its confirmed end");
   const byKey = samplesByKey(samples);
@@ -211,7 +213,8 @@ export function checkLostSignals(
     }
     if (lostAt === Number.POSITIVE_INFINITY) continue;
     const deadline = hold.deadline();
-    const due = deadline + slackMs;
+    const late = lateness(deadline, deadline + slackMs);
+    const due = deadline + slackMs + late;
     // Ended before it was due: nothing the signal owed.
     if (hold.end <= due) {
       tally.check(true, () => "");
@@ -225,7 +228,7 @@ export function checkLostSignals(
           hold.abortedAt() === Number.POSITIVE_INFINITY
             ? "never aborted"
             : `aborted ${hold.abortedAt() - deadline} ms past it`
-        }`,
+        } (timers ran up to ${late} ms late then)`,
     );
   }
   return tally.result();
@@ -421,6 +424,8 @@ export function checkAll(
     leftHeld: readonly { key: string; owners: readonly string[] }[];
     inspectedForSecrets: number;
     signalSlackMs: number;
+    /** The harness's timer lateness around a moment (see LoopLag). */
+    lateness?: (from: number, to: number) => number;
     /** Kind-specific checks that only make sense where the kind has the structure. */
     fair: boolean;
     multi: boolean;
@@ -433,7 +438,7 @@ export function checkAll(
     checkExclusion(journal.sections, options.capacity),
     checkServerExclusion(journal.samples, options.capacity),
     checkHeldAsBelieved(journal.sections, journal.samples),
-    checkLostSignals(journal.holds, journal.samples, options.signalSlackMs),
+    checkLostSignals(journal.holds, journal.samples, options.signalSlackMs, options.lateness),
     ...kindChecks,
     checkFencing(journal.writes, journal.tokens),
     checkHoldCounts(journal.releaseChecks, options.leftHeld),

@@ -54,7 +54,11 @@ export interface TokenRecord {
   readonly token: number;
 }
 
-export type DeathCause = "crash" | "acquire-failed" | "release-failed";
+/**
+ * "release-left-copy": a release that succeeded on a majority of databases (RedLock) left a copy
+ * on a database that refused, missed or outran it; that copy must end within its own bound.
+ */
+export type DeathCause = "crash" | "acquire-failed" | "release-failed" | "release-left-copy";
 
 /** A holder that stopped without releasing; its lock must come free within its bound. */
 export interface DeadHolderRecord {

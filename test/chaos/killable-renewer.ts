@@ -73,13 +73,23 @@ interface LiveRenewal {
   readonly renewal: Renewal;
 }
 
+/** Where renewals happen when they are not in the holder's process (a Durable Object). */
+export interface RemoteRenewals {
+  /** The renew requests sent elsewhere for `owner`, as the harness timed them. */
+  requestsOf(owner: string): readonly ArmingRequest[];
+  /** The holder of `owner` crashed: called before its renewal is stopped. */
+  crash(owner: string): void;
+}
+
 export class KillableRenewer implements Renewer {
   readonly #inner: Renewer;
+  readonly #remote: RemoteRenewals | undefined;
   /** Renewals running, by owner (owners are fresh per critical section), oldest first. */
   readonly #live = new Map<string, LiveRenewal[]>();
 
-  constructor(inner: Renewer = inProcessRenewer()) {
+  constructor(inner: Renewer = inProcessRenewer(), remote?: RemoteRenewals) {
     this.#inner = inner;
+    this.#remote = remote;
   }
 
   start(target: RenewalTarget, confirmedAt: number): Renewal {
@@ -133,13 +143,37 @@ export class KillableRenewer implements Renewer {
     else this.#live.set(owner, entries);
   }
 
-  /** The record of the latest renewal running for `owner`, if any. */
+  /**
+   * The record of the latest renewal running for `owner`, if any; with remote renewals, a live
+   * view that also counts the requests sent elsewhere.
+   */
   record(owner: string): RenewalRecord | undefined {
-    return this.#live.get(owner)?.at(-1)?.record;
+    const local = this.#live.get(owner)?.at(-1)?.record;
+    const remote = this.#remote;
+    if (local === undefined || remote === undefined) return local;
+    return {
+      get confirmedSentAt() {
+        let latest = local.confirmedSentAt;
+        for (const request of remote.requestsOf(owner)) {
+          if (request.confirmed) latest = Math.max(latest, request.sentAt);
+        }
+        return latest;
+      },
+      get history() {
+        return [...local.history, ...remote.requestsOf(owner)];
+      },
+      get renewals() {
+        return local.renewals + remote.requestsOf(owner).filter((each) => each.confirmed).length;
+      },
+      get killed() {
+        return local.killed;
+      },
+    };
   }
 
   /** Stops renewing every hold of `owner` without telling anyone, as a crashed process would. */
   kill(owner: string): void {
+    this.#remote?.crash(owner);
     for (const entry of this.#live.get(owner) ?? []) {
       entry.record.killed = true;
       entry.renewal.stop();

@@ -1,5 +1,6 @@
 /** The lock kinds a chaos run can drive, by name: how many databases each needs and its adapter. */
 import type { ChaosConfig } from "./config.js";
+import { durableObjectLockPrimitive } from "./durable-object.js";
 import type { ChaosEnvironment } from "./environment.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import {
@@ -43,6 +44,11 @@ export const KINDS = {
     databases: 1,
     multi: true,
     create: (env, config) => multiLockPrimitive(env.prefix, env.observer, config.keys),
+  },
+  do: {
+    name: "lock (Durable Object watchdog)",
+    databases: 1,
+    create: (env, config) => durableObjectLockPrimitive(env, config),
   },
   redlock: {
     name: "RedLock",

@@ -5,8 +5,8 @@
  * `primitives/`) supplies an adapter implementing this, and a reader of its state on the server.
  */
 import type { Redis } from "@upstash/redis";
-import type { LockClient } from "../../src/index.js";
-import type { KillableRenewer } from "./killable-renewer.js";
+import type { LockClient, Renewer } from "../../src/index.js";
+import type { KillableRenewer, RemoteRenewals } from "./killable-renewer.js";
 import type { KeyState } from "./server-state.js";
 
 /** One simulated isolate: its own HTTP Redis client, LockClient and renewer. */
@@ -89,6 +89,28 @@ export interface ChaosPrimitive {
    */
   state(keys: readonly string[]): Promise<ReadonlyMap<string, KeyState>>;
   acquire(isolate: ChaosIsolate, key: string, plan: HoldPlan): Promise<ChaosHold | null>;
+  /**
+   * Primitives over several databases (RedLock), whose releases and grants are per database:
+   * the latest moment a copy of `owner`'s hold may still exist on any database. Every request
+   * naming the owner that a database got counts as arming a lease of `leaseMs` from when that
+   * database's answer came back (a release it refused or never got leaves its copy; a request
+   * that ran late arms late). Infinity while such a request may still run.
+   */
+  copyBound?(owner: string, leaseMs: number): number;
+  /**
+   * The renewer of each isolate when holds are not renewed in the holder's process (the Durable
+   * Object watchdog), and how the harness sees those renewals. Default: the in-process one.
+   */
+  renewal?(): { readonly inner: Renewer; readonly remote?: RemoteRenewals };
+  /**
+   * How much later than the confirmed end a lost hold's signal may abort, beyond the run's
+   * `signalSlackMs`: the Durable Object watchdog tells the holder at its next heartbeat. Default 0.
+   */
+  readonly lossReportSlackMs?: number;
+  /** Figures of the primitive's own machinery for the report (read after the run). */
+  figures?(): Readonly<Record<string, number>>;
+  /** Called once the run is over. */
+  close?(): void;
   /** Whether `owner` holds `key` now, asked through the fault-free observer. */
   isHeldBy(key: string, owner: string): Promise<boolean>;
   /** Owners holding `key` now, asked through the fault-free observer. */

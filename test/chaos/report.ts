@@ -19,6 +19,7 @@ export function figureRows(result: ChaosResult): [string, string][] {
       `${config.isolates} × ${config.holdersPerIsolate}, ${config.keys} keys`,
     ],
     ["elapsed", `${(result.elapsedMs / 1000).toFixed(1)} s`],
+    ["  harness timers fired up to", `${result.timerLatenessMs} ms late`],
     ["lock operations", `${operations.total} (${operations.perSecond}/s)`],
     ["  by kind", kinds],
     ["critical sections", String(result.sections)],
@@ -56,6 +57,10 @@ export function figureRows(result: ChaosResult): [string, string][] {
       `${deadHolders.longestSeenHeldMs}–${deadHolders.longestHeldMs} ms (last seen held – first seen free)`,
     ],
     ["  latest sighting vs its bound", `${deadHolders.latestSightingPastBoundMs} ms`],
+    ...Object.entries(result.primitiveFigures ?? {}).map(([name, value]): [string, string] => [
+      name,
+      String(value),
+    ]),
   ];
 }
 

@@ -100,7 +100,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     // An acquire that failed in the network may have taken the lock all the same.
     if (acquired.hung || acquired.error instanceof LockBackendError) {
       const failedAt = Date.now();
-      bury(ctx, key, plan.owner, "acquire-failed", failedAt, () => failedAt + plan.leaseMs);
+      bury(ctx, key, plan.owner, "acquire-failed", failedAt, () => failedAt, plan.leaseMs);
     }
     return;
   }
@@ -163,14 +163,23 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
       start,
       end,
       abortedAt: () => abortedAt,
-      deadline: () => hold.confirmedDeadline(),
+      // Exclusive holds of one owner share one expiry, so the inner hold's re-arming requests
+      // move the outer's end too (unless the re-entry found the hold gone and started a new one).
+      // Read holds each keep their own.
+      deadline: () =>
+        Math.max(
+          hold.confirmedDeadline(),
+          inner !== undefined && !shared && inner.fencingToken === hold.fencingToken
+            ? inner.confirmedDeadline()
+            : Number.NEGATIVE_INFINITY,
+        ),
     });
   };
   const crash = () => {
     const end = Date.now();
     hold.crash();
     finish(end);
-    bury(ctx, key, hold.owner, "crash", end, () => armedSettledAt(inner, end) + plan.leaseMs);
+    bury(ctx, key, hold.owner, "crash", end, () => armedSettledAt(inner, end), plan.leaseMs);
   };
 
   if (script.crash === "before-work") return crash();
@@ -182,9 +191,15 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   if (!releasedAll) {
     hold.crash(); // stop renewing a hold we can no longer release: it must expire
     const failedAt = Date.now();
-    bury(ctx, key, hold.owner, "release-failed", failedAt, () => {
-      return armedSettledAt(inner, failedAt) + plan.leaseMs;
-    });
+    bury(
+      ctx,
+      key,
+      hold.owner,
+      "release-failed",
+      failedAt,
+      () => armedSettledAt(inner, failedAt),
+      plan.leaseMs,
+    );
     return;
   }
   const stillHeld = await primitive.isHeldBy(key, hold.owner);
@@ -197,8 +212,15 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
       hold.owner,
       "acquire-failed",
       now,
-      () => armedSettledAt(inner, now) + plan.leaseMs,
+      () => armedSettledAt(inner, now),
+      plan.leaseMs,
     );
+    return;
+  }
+  if (stillHeld && (primitive.databases ?? 1) > 1) {
+    // A release that reached a majority (RedLock) may leave a database's copy to its lease.
+    const now = Date.now();
+    bury(ctx, key, hold.owner, "release-left-copy", now, () => now, plan.leaseMs);
     return;
   }
   journal.releaseChecks.push({ key, owner: hold.owner, stillHeld });
@@ -256,14 +278,26 @@ function recordToken(journal: Journal, key: string, hold: ChaosHold): void {
   }
 }
 
+/**
+ * Watches a holder that stopped: its hold must be gone one lease (`leaseMs`) after its last
+ * arming request settled (`settledAt`), and, over several databases, one lease after each
+ * database answered the last request naming the owner (`copyBound`).
+ */
 function bury(
   ctx: SectionContext,
   key: string,
   owner: string,
   cause: DeathCause,
   diedAt: number,
-  boundOf: () => number,
+  settledAt: () => number,
+  leaseMs: number,
 ): void {
+  const { primitive } = ctx;
+  const boundOf = () => {
+    const settled = settledAt();
+    const copies = primitive.copyBound?.(owner, leaseMs) ?? Number.NEGATIVE_INFINITY;
+    return Math.max(settled + leaseMs, copies);
+  };
   const record = {
     key,
     owner,

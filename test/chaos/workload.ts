@@ -12,6 +12,7 @@ import { FencedStore } from "./fenced-store.js";
 import { checkAll, type InvariantResult } from "./invariants.js";
 import { Journal, type OperationKind } from "./journal.js";
 import { type ChaosKind, KINDS } from "./kinds.js";
+import { LoopLag } from "./loop-lag.js";
 import { OperationRunner } from "./operations.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import { runSection, type SectionContext } from "./section.js";
@@ -24,11 +25,15 @@ const BOUND_TOLERANCE_MS = 25;
 export interface ChaosResult {
   readonly config: ChaosConfig;
   readonly primitive: string;
+  /** What the primitive's own machinery did (the Durable Object watchdog's renewals). */
+  readonly primitiveFigures?: Readonly<Record<string, number>>;
   readonly backend: string;
   /** Readings of the server state (sampler and grant probes). */
   readonly samples: number;
   readonly startedAt: string;
   readonly elapsedMs: number;
+  /** The most the harness's own timers fired late (event loop blocked: a loaded machine). */
+  readonly timerLatenessMs: number;
   readonly operations: {
     readonly total: number;
     readonly byKind: Readonly<Record<OperationKind, number>>;
@@ -129,7 +134,7 @@ async function runIn(
     },
   };
   const isolates = Array.from({ length: config.isolates }, (_, id) =>
-    createIsolate(env, id, config),
+    createIsolate(env, id, config, primitive.renewal?.()),
   );
   for (const isolate of isolates) {
     isolate.client.on("lockLost", (event) => operations.inspectEvent(event));
@@ -145,6 +150,8 @@ async function runIn(
     server.faults.resetCounts();
   }
   const hangsBefore = env.hangs();
+  const loopLag = new LoopLag();
+  loopLag.start();
   const startedAt = new Date();
   const spikes = startSpikes(
     env.databases.map(({ server }) => server.faults),
@@ -171,6 +178,7 @@ async function runIn(
   } finally {
     spikes.stop();
     await sampler.stop();
+    loopLag.stop();
   }
   const elapsedMs = Date.now() - startedAt.getTime();
   const faults = { failBeforeExecute: 0, dropAfterExecute: 0, delayed: 0 };
@@ -196,13 +204,15 @@ async function runIn(
   );
   const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
   process.off("unhandledRejection", onUnhandled);
+  primitive.close?.();
 
   const invariants = checkAll(journal, {
     capacity: primitive.capacity,
     toleranceMs: BOUND_TOLERANCE_MS,
     leftHeld,
     inspectedForSecrets: operations.inspected,
-    signalSlackMs: config.signalSlackMs,
+    signalSlackMs: config.signalSlackMs + (primitive.lossReportSlackMs ?? 0),
+    lateness: (from, to) => loopLag.lateness(from, to),
     fair: kind.fair === true && options.primitive === undefined,
     multi: kind.multi === true && options.primitive === undefined,
   });
@@ -211,9 +221,12 @@ async function runIn(
   const finalValues = totals.reduce((sum, t) => sum + t.value, 0);
   const freed = journal.dead.filter((d) => d.freedAt !== null);
   const seen = journal.dead.filter((d) => d.lastSeenHeldAt !== null);
+  const primitiveFigures = primitive.figures?.();
   return {
     config,
     primitive: primitive.name,
+    ...(primitiveFigures === undefined ? {} : { primitiveFigures }),
+    timerLatenessMs: loopLag.worstMs,
     samples: journal.samples.length,
     backend: env.server.backendDescription,
     startedAt: startedAt.toISOString(),

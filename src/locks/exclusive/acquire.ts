@@ -33,7 +33,7 @@ function acquireScriptLua(rule: AcquireRule): string {
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == owner then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
-  return `${replayAcquisition("operationKey")}
+  return `${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 if queueKey then
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
@@ -118,7 +118,12 @@ export const FAIR_ACQUIRE = defineScript({
 /** An attempt's outcome; a busy one carries the waiter's view of its turn. */
 export type QueuedAttemptOutcome =
   | { readonly kind: "acquired"; readonly fencingToken: number }
-  | { readonly kind: "busy"; readonly holderTtlMs: number | null; readonly queue: TurnView };
+  | {
+      readonly kind: "busy";
+      readonly holderTtlMs: number | null;
+      readonly queue: TurnView;
+      readonly operationSpent?: boolean;
+    };
 
 /**
  * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
@@ -159,12 +164,13 @@ export async function attemptAcquire(
   );
   const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
-  // -1: we held it for a moment and lost it again; to the caller that is the same as busy.
+  // -1: an earlier attempt of this operation acquired, and that hold is gone since.
   const pttl = status === 0 ? value : undefined;
   const holderTtlMs = ttlOrNull(pttl);
   return {
     kind: "busy",
     holderTtlMs,
+    ...(status === -1 ? { operationSpent: true } : {}),
     queue: {
       position: position ?? -1,
       locked: pttl !== undefined && pttl !== -2,

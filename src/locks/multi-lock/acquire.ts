@@ -1,13 +1,14 @@
 /**
  * One all-or-nothing acquisition of the members that live on one Redis: one script call, so no
  * partial hold is ever visible and no lock ordering is needed. Each member behaves as the
- * reentrant lock: the same owner re-enters, and a first hold draws that member's fencing token.
+ * reentrant lock: the same owner re-enters, and a first hold draws that member's fencing token;
+ * every member then ends at the same time (see ALIGN_ENDS_LUA).
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
 import type { MemberGroup } from "./members.js";
-import { groupRecord, lockAndFenceKeys } from "./members.js";
+import { ALIGN_ENDS_LUA, groupRecord, lockAndFenceKeys } from "./members.js";
 import { UNDO_HOLDS_LUA } from "./rollback.js";
 
 // KEYS: lock hash and fence counter of each member (2n keys), then the operation record: a hash
@@ -19,7 +20,7 @@ import { UNDO_HOLDS_LUA } from "./rollback.js";
 //        {-2} the operation was rolled back before it ran: nothing was taken.
 export const MULTI_ACQUIRE = new Script(
   "multiLock.acquire",
-  `${UNDO_HOLDS_LUA}local n = math.floor((#KEYS - 1) / 2)
+  `${UNDO_HOLDS_LUA}${ALIGN_ENDS_LUA}local n = math.floor((#KEYS - 1) / 2)
 local record = KEYS[#KEYS]
 local owner = ARGV[1]
 local state = redis.call('HGET', record, 's')
@@ -51,12 +52,10 @@ for i = 1, n do
   else
     fence = tonumber(redis.call('GET', KEYS[2 * i]) or '0')
   end
-  if redis.call('PTTL', lock) < tonumber(ARGV[2]) then
-    redis.call('PEXPIRE', lock, ARGV[2])
-  end
   redis.call('HSET', record, i, fence)
   reply[i + 1] = fence
 end
+alignEnds(n, 2, tonumber(ARGV[2]))
 redis.call('HSET', record, 's', 1)
 redis.call('PEXPIRE', record, ARGV[3])
 return reply`,

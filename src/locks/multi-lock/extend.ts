@@ -1,23 +1,22 @@
 /**
  * Re-arm an owner's lease on every member of a group, only if it still holds them all. Used by
  * `extend()` and the watchdog; re-sending it is harmless, so it carries no operation id. A TTL
- * only grows: other holds of the owner on a member may have been promised a later end.
+ * only grows, and every member gets the same end: the later of the new lease and the latest end
+ * any member carries (other holds of the owner on a member may have been promised it).
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import { checkedReply } from "../reply.js";
-import type { MemberGroup } from "./members.js";
+import { ALIGN_ENDS_LUA, type MemberGroup } from "./members.js";
 
 // KEYS: lock hash of each member. ARGV: 1 owner, 2 lease ms
 // Reply: {1} all re-armed; {0, i} member i is not held by the owner: nothing was re-armed.
 export const MULTI_EXTEND = new Script(
   "multiLock.extend",
-  `for i = 1, #KEYS do
+  `${ALIGN_ENDS_LUA}for i = 1, #KEYS do
   if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 0 then return {0, i} end
 end
-for i = 1, #KEYS do
-  if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
-end
+alignEnds(#KEYS, 1, tonumber(ARGV[2]))
 return {1}`,
 );
 

@@ -7,6 +7,7 @@ import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
 import { lockInternalsOf } from "../internals.js";
 import type { LockKeys } from "../keys.js";
+import { SERVER_NOW_MS } from "../lua.js";
 
 /** Most locks one MultiLock may join: every script runs under Redis's global script lock. */
 export const MAX_MULTI_LOCK_MEMBERS = 256;
@@ -77,3 +78,22 @@ export function lockAndFenceKeys(group: MemberGroup, record: string): string[] {
 export function groupRecord(group: MemberGroup, operationId: string): string {
   return group.members[0]!.keys.operation(operationId);
 }
+
+/**
+ * Lua shared by the acquire and extend scripts: `alignEnds(n, stride, lease)` gives the lock hash
+ * of every member (KEYS 1, 1 + stride, …) one common end, the later of `lease` ms from now and the
+ * latest end a member already carries. Members of one hold then never expire apart (all or none),
+ * and no end moves earlier: other holds of the owner on a member may have been promised it. One
+ * absolute PEXPIREAT, because a relative PEXPIRE per member reads the clock once per key; the clock
+ * is read after the PTTLs, so `now + pttl` is never before the end a member had.
+ */
+export const ALIGN_ENDS_LUA = `local function alignEnds(n, stride, lease)
+  local ttl = lease
+  for i = 1, n do
+    local pttl = redis.call('PTTL', KEYS[stride * i - stride + 1])
+    if pttl > ttl then ttl = pttl end
+  end
+  ${SERVER_NOW_MS}
+  for i = 1, n do redis.call('PEXPIREAT', KEYS[stride * i - stride + 1], now + ttl) end
+end
+`;

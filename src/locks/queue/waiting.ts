@@ -113,6 +113,7 @@ export function queuedAttempts(
         kind: "busy",
         holderTtlMs: outcome.holderTtlMs,
         ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
+        ...(outcome.operationSpent ? { operationSpent: true } : {}),
       };
     },
     gaveUp: async (owner) => {

@@ -2,7 +2,7 @@ import type { ReadWriteLockKeys } from "../keys.js";
 
 /**
  * The keys of both acquire scripts (read and write), in their declared names, with the record of
- * operation `operationId` (one per attempt, re-sent after a failure that may have applied).
+ * operation `operationId`: the acquisition's id, shared by its attempts (see AcquisitionSpec.attempt).
  */
 export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
   return {

@@ -24,15 +24,19 @@ export const READ_ACQUIRE = defineScript({
   args: ["owner", "leaseMs", "operationTtlMs", "holdId", "writerPreference"],
   replies: { 1: [3], 0: [3], [-1]: [1] },
   lua: `local hold = owner .. ' ' .. holdId
-local replay = redis.call('GET', operationKey)
-if replay then
-  if redis.call('ZSCORE', readsKey, hold) then
-    return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
-  end
-  return {-1}
-end
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("readsKey", "readersKey")}
+local replay = redis.call('GET', operationKey)
+if replay then
+  local expiry = redis.call('ZSCORE', readsKey, hold)
+  if not expiry then return {-1} end
+  -- A later attempt sharing the id: its lease counts from its own send (only ever lengthened).
+  if tonumber(expiry) < now + tonumber(leaseMs) then
+    redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
+    ${expireReadsWithLastHold("readsKey", "readersKey")}
+  end
+  return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
+end
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 if redis.call('HEXISTS', lockKey, owner) == 0 then
   if redis.call('EXISTS', lockKey) == 1 then return {0, redis.call('PTTL', lockKey), 1} end
@@ -73,5 +77,7 @@ export async function attemptReadAcquire(
   const [status, value] = reply;
   // Read holds share the current fencing token: the last writer's.
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
-  return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };
+  // -1: an earlier attempt of this operation acquired, and that hold is gone since.
+  if (status === -1) return { kind: "busy", holderTtlMs: null, operationSpent: true };
+  return { kind: "busy", holderTtlMs: ttlOrNull(value) };
 }

@@ -32,7 +32,7 @@ export const WRITE_ACQUIRE = defineScript({
     [-1]: [1],
     [-2]: [1],
   },
-  lua: `${replayAcquisition("operationKey")}
+  lua: `${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("readsKey", "readersKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
@@ -98,5 +98,7 @@ export async function attemptWriteAcquire(
         "would deadlock against another reader doing the same. Release the read holds first.",
     );
   }
-  return { kind: "busy", holderTtlMs: status === 0 ? ttlOrNull(value) : null };
+  // -1: an earlier attempt of this operation acquired, and that hold is gone since.
+  if (status === -1) return { kind: "busy", holderTtlMs: null, operationSpent: true };
+  return { kind: "busy", holderTtlMs: ttlOrNull(value) };
 }

@@ -1,12 +1,14 @@
 /**
  * What every exclusive kind (lock, fair lock, write lock) promises, tested once over all of them:
  * exactly-once under responses lost after execution (@upstash/redis and edgelock re-send), so
- * hold counts never drift and a release never applies twice.
+ * hold counts never drift and a release never applies twice; and an attempt that reaches Redis
+ * late (a request the client gave up on) takes nothing once its acquisition went on.
  */
 import { describe, expect, it } from "vitest";
-import type { LockClient, SingleNameLock } from "../../../src/index.js";
+import { LockClient, type SingleNameLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "./testbed.js";
+import { recordingRedis } from "../../support/recording-redis.js";
+import { freshPrefix, useTestBed } from "./testbed.js";
 
 interface ExclusiveKind {
   readonly kind: string;
@@ -53,3 +55,32 @@ describe.each(CASES)("%s exactly-once under lost responses on %s", (_, backend, 
     expect(bed.server.faults.counts().dropAfterExecute).toBeGreaterThan(kind.minDrops);
   });
 });
+
+describe.each(CASES)(
+  "%s: an attempt delivered again late takes nothing, on %s",
+  (_, backend, kind) => {
+    const bed = useTestBed(backend);
+
+    // Issue 13 case 5: every attempt of one acquisition shares its operation id, so a busy
+    // attempt's copy that reaches Redis after the acquisition succeeded and was released finds
+    // that record and replays it ({-1}: the hold is gone) instead of taking a hold nobody knows of.
+    it("leaves the owner holding nothing after its release", async () => {
+      const prefix = freshPrefix();
+      const recording = recordingRedis(bed.redis());
+      const waiter = kind.make(new LockClient({ redis: recording.client, prefix }), "late");
+      const other = kind.make(new LockClient({ redis: bed.redis(), prefix }), "late");
+      const holder = await other.acquire({ leaseMs: 30_000 });
+      setTimeout(() => void holder.release(), 150);
+      const before = recording.calls.length;
+      const held = await waiter.acquire({ leaseMs: 30_000, waitMs: 5_000 });
+      const attempts = recording.calls.slice(before);
+      expect(attempts.length).toBeGreaterThan(1); // at least one busy attempt came first
+      await held.release();
+      expect(await waiter.holdCount(held.owner)).toBe(0);
+
+      await attempts[0]!(); // the first, busy, attempt reaches Redis again only now
+      expect(await waiter.holdCount(held.owner)).toBe(0);
+      expect(await waiter.isLocked()).toBe(false);
+    });
+  },
+);

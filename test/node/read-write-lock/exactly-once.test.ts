@@ -4,9 +4,10 @@
  * failed upgrade.
  */
 import { describe, expect, it } from "vitest";
-import { LockUpgradeError } from "../../../src/index.js";
+import { LockClient, LockUpgradeError } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "../lock/testbed.js";
+import { recordingRedis } from "../../support/recording-redis.js";
+import { freshPrefix, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())(
   "read-write lock exactly-once under lost responses on %s",
@@ -38,5 +39,39 @@ describe.each(backendKindsUnderTest())(
       }
       expect(bed.server.faults.counts().dropAfterExecute).toBeGreaterThan(5);
     });
+  },
+);
+
+describe.each(backendKindsUnderTest())(
+  "read-write lock: an attempt delivered again late takes nothing, on %s",
+  (kind) => {
+    const bed = useTestBed(kind);
+
+    // Issue 13 case 5: a request the client gave up on (a timeout, a hung connection) may still
+    // reach Redis after the acquisition went on, succeeded and was released. A busy attempt
+    // left no record, so its late copy took a hold nobody knew of.
+    // The write lock's case runs with every exclusive kind in lock/exclusive-conformance.test.ts.
+    it.each(["readLock"] as const)(
+      "a busy %s attempt that arrives after the release leaves the owner holding nothing",
+      async (side) => {
+        const prefix = freshPrefix();
+        const recording = recordingRedis(bed.redis());
+        const waiter = new LockClient({ redis: recording.client, prefix }).readWriteLock("late");
+        const other = new LockClient({ redis: bed.redis(), prefix }).readWriteLock("late");
+        const writer = await other.writeLock().acquire({ leaseMs: 30_000 });
+        setTimeout(() => void writer.release(), 150);
+        const attemptsBefore = recording.calls.length;
+        const held = await waiter[side]().acquire({ leaseMs: 30_000, waitMs: 5_000 });
+        const attempts = recording.calls.slice(attemptsBefore);
+        expect(attempts.length).toBeGreaterThan(1); // at least one busy attempt came first
+        await held.release();
+        expect(await waiter[side]().holdCount(held.owner)).toBe(0);
+
+        await attempts[0]!(); // the first, busy, attempt reaches Redis again only now
+        expect(await waiter[side]().holdCount(held.owner)).toBe(0);
+        expect(await waiter.writeLock().isLocked()).toBe(false);
+        expect(await waiter.readLock().isLocked()).toBe(false);
+      },
+    );
   },
 );

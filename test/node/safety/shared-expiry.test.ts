@@ -4,6 +4,8 @@
  * still believes it holds it).
  */
 import { describe, expect, it } from "vitest";
+import type { Lock } from "../../../src/index.js";
+import { lockInternalsOf } from "../../../src/locks/internals.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { useTestBed } from "../lock/testbed.js";
 
@@ -36,6 +38,55 @@ describe.each(backendKindsUnderTest())("shared expiry of one owner's holds on %s
     expect(await account.remainingTtl()).toBeGreaterThan(5_000);
     await both.release();
     await outer.release();
+  });
+
+  // All or none: a member whose lease ended before the others' would leave a partial hold.
+  it("a MultiLock acquire gives every member the latest end any of them carries", async () => {
+    const client = bed.client();
+    const account = client.lock("account:1");
+    const outer = await account.acquire({ leaseMs: 10_000 });
+    const both = await client
+      .multiLock([account, client.lock("account:2")])
+      .acquire({ leaseMs: 1_000, owner: outer.owner });
+    expect(await client.lock("account:2").remainingTtl()).toBeGreaterThan(5_000);
+    await both.release();
+    await outer.release();
+  });
+
+  it("a MultiLock extend gives every member the latest end any of them carries", async () => {
+    const client = bed.client();
+    const [first, second] = [client.lock("account:1"), client.lock("account:2")];
+    const both = await client.multiLock([first, second]).acquire({ leaseMs: 10_000 });
+    const inner = await second.acquire({ leaseMs: 30_000, owner: both.owner });
+    await both.extend(200);
+    expect(await first.remainingTtl()).toBeGreaterThan(20_000);
+    await inner.release();
+    await both.release();
+  });
+
+  it("every member of a MultiLock hold carries the very same expiry time", async () => {
+    const client = bed.client();
+    const members = Array.from({ length: 64 }, (_, i) => client.lock(`member:${i}`));
+    const multi = client.multiLock(members);
+    const redis = bed.redis();
+    const keys = members.map((member: Lock) => lockInternalsOf(member)!.keys.lock);
+    const expiryTimes = async () =>
+      new Set(
+        await redis.eval<[], number[]>(
+          "local t = {} for i = 1, #KEYS do t[i] = redis.call('PEXPIRETIME', KEYS[i]) end return t",
+          keys,
+          [],
+        ),
+      );
+    // A relative expiry set member by member reads the clock once per key; the clock ticks
+    // inside some of these scripts.
+    for (let round = 0; round < 20; round++) {
+      const held = await multi.acquire({ leaseMs: 5_000 + round });
+      expect(await expiryTimes()).toHaveLength(1);
+      await held.extend(20_000 + round);
+      expect(await expiryTimes()).toHaveLength(1);
+      await held.release();
+    }
   });
 
   it("an extend past the current end still lengthens the lease", async () => {

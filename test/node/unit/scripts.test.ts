@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "ed32cac0485cf08b13d4ba02e80a3fb8debbab64"],
+  ["lock.acquire", "e38bd2ed16c7748f7d8814e1315fa321bcc6186f"],
   ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "24e9f744fefbb58623810249d42b58e2d13dce41"],
-  ["fairLock.acquire", "520fa43a0f78d35d35e17cbbb54a2d9b9b1850be"],
+  ["fairLock.acquire", "d121dd7129788b5de942d36e6cf1d621d698e0f9"],
   ["queue.leave", "43e7a8977c3f5e4dc8b8c037cde207296687376f"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "5059ad4c000b8786a515901f8a1f914244c10a93"],

@@ -1,0 +1,270 @@
+/**
+ * The Durable Object watchdog in process, for chaos runs: one `LockWatchdog` per object name,
+ * with SQLite storage from `node:sqlite`, its alarm as a timer that is sometimes delivered twice,
+ * and its Redis client going through the run's faulty proxy (refusals, lost answers, spikes,
+ * hangs). Holders reach the objects without faults on that hop (the stub calls `fetch` directly),
+ * except that a crashed holder's messages never arrive.
+ *
+ * The harness times what the objects do itself: every renew request an object sends (when it was
+ * sent and settled, and whether the script confirmed the hold) and every message from a holder.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { Redis } from "@upstash/redis";
+import { createPrng } from "../../dev/rest/faults.js";
+import { LockWatchdog } from "../../src/durable-object/lock-watchdog.js";
+import { WATCHDOG_ROUTES } from "../../src/durable-object/messages.js";
+import type {
+  SqlLike,
+  SqlValue,
+  WatchdogNamespace,
+  WatchdogStorage,
+  WatchdogStub,
+} from "../../src/durable-object/platform.js";
+import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
+import { EXTEND } from "../../src/locks/exclusive/extend.js";
+import type { RedisLike } from "../../src/transport/redis-like.js";
+import type { ChaosConfig } from "./config.js";
+import type { ChaosEnvironment } from "./environment.js";
+import type { ArmingRequest } from "./killable-renewer.js";
+import type { ChaosPrimitive } from "./primitive.js";
+import { reentrantLockPrimitive } from "./primitives/lock.js";
+
+/** `ctx.storage.sql` over an in-memory node:sqlite database (swapped by `deleteAll`). */
+class SqliteSql implements SqlLike {
+  database = new DatabaseSync(":memory:");
+
+  exec(query: string, ...bindings: SqlValue[]) {
+    // The schema is several statements without bindings; everything else is one statement.
+    if (bindings.length === 0 && query.trim().replace(/;\s*$/, "").includes(";")) {
+      this.database.exec(query);
+      return { toArray: () => [], rowsWritten: 0 };
+    }
+    const statement = this.database.prepare(query);
+    if (/^\s*(INSERT|UPDATE|DELETE|REPLACE)/i.test(query)) {
+      const { changes } = statement.run(...bindings);
+      return { toArray: () => [], rowsWritten: Number(changes) };
+    }
+    const rows = statement.all(...bindings) as Record<string, unknown>[];
+    return { toArray: () => rows, rowsWritten: 0 };
+  }
+}
+
+/** What the harness learns from the objects, by owner token. */
+export interface WatchdogJournal {
+  /** The renew requests the objects sent for an owner, oldest first. */
+  readonly renewals: Map<string, ArmingRequest[]>;
+  /** When an object last heard from a holder of the owner (register or heartbeat). */
+  readonly heardAt: Map<string, number>;
+  /** Alarms delivered twice. */
+  duplicateAlarms: number;
+}
+
+export interface InProcessWatchdogs {
+  readonly namespace: WatchdogNamespace;
+  readonly journal: WatchdogJournal;
+  /** The holder of `owner` crashed: its messages (heartbeats, deregistration) never arrive. */
+  crash(owner: string): void;
+  close(): void;
+}
+
+export interface InProcessWatchdogOptions {
+  /** The faulty proxy the objects' Redis client goes through, and its token. */
+  readonly url: string;
+  readonly token: string;
+  readonly requestTimeoutMs: number;
+  readonly seed: number;
+  /** Fraction of alarms delivered a second time, at once (at-least-once delivery). */
+  readonly duplicateAlarmRate: number;
+}
+
+const OWNER_TOKEN = /\b[0-9a-f]{32}\b/;
+
+export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InProcessWatchdogs {
+  const journal: WatchdogJournal = { renewals: new Map(), heardAt: new Map(), duplicateAlarms: 0 };
+  const random = createPrng(options.seed ^ 0x00d0d0d0);
+  const dead = new Set<string>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let closed = false;
+  const later = (ms: number, run: () => void) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (!closed) run();
+    }, ms);
+    timers.add(timer);
+    return timer;
+  };
+  const redis = recordingRedis(
+    new Redis({
+      url: options.url,
+      token: options.token,
+      enableTelemetry: false,
+      signal: () => AbortSignal.timeout(options.requestTimeoutMs),
+    }),
+    journal,
+  );
+
+  class ChaosLockWatchdog extends LockWatchdog {
+    protected override createRedis(): RedisLike {
+      return redis;
+    }
+  }
+
+  const objects = new Map<string, ChaosLockWatchdog>();
+  const objectNamed = (name: string) => {
+    let object = objects.get(name);
+    if (object === undefined) {
+      const sql = new SqliteSql();
+      let alarm: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+      const deliver = (retryCount: number) => {
+        alarm = null;
+        const run = () =>
+          object!.alarm({ retryCount, isRetry: retryCount > 0 }).catch(() => {
+            // The runtime retries a throwing handler (the object re-arms itself too).
+            if (retryCount < 6) later(100 * 2 ** retryCount, () => deliver(retryCount + 1));
+          });
+        void run();
+        if (random() < options.duplicateAlarmRate) {
+          journal.duplicateAlarms += 1;
+          void object!.alarm({ retryCount, isRetry: true }).catch(() => {});
+        }
+      };
+      const storage: WatchdogStorage = {
+        sql,
+        getAlarm: async () => alarm?.at ?? null,
+        async setAlarm(at) {
+          if (alarm) clearTimeout(alarm.timer);
+          alarm = { at, timer: later(Math.max(0, at - Date.now()), () => deliver(0)) };
+        },
+        async deleteAlarm() {
+          if (alarm) clearTimeout(alarm.timer);
+          alarm = null;
+        },
+        async deleteAll() {
+          sql.database.close();
+          sql.database = new DatabaseSync(":memory:");
+        },
+      };
+      object = new ChaosLockWatchdog({ storage }, {});
+      objects.set(name, object);
+    }
+    return object;
+  };
+
+  const stub = (name: string): WatchdogStub => ({
+    async fetch(input, init) {
+      const owner = init.body?.match(OWNER_TOKEN)?.[0];
+      // A crashed holder's isolate is gone: nothing it would send arrives.
+      if (owner !== undefined && dead.has(owner)) throw new TypeError("fetch failed");
+      const response = await objectNamed(name).fetch(new Request(input, init));
+      const route = new URL(input).pathname;
+      if (
+        owner !== undefined &&
+        (route === WATCHDOG_ROUTES.register || route === WATCHDOG_ROUTES.heartbeat)
+      ) {
+        journal.heardAt.set(owner, Date.now());
+      }
+      return response;
+    },
+  });
+
+  return {
+    namespace: { idFromName: (name) => name, get: (id) => stub(id as string) },
+    journal,
+    crash: (owner) => dead.add(owner),
+    close() {
+      closed = true;
+      for (const timer of timers) clearTimeout(timer);
+    },
+  };
+}
+
+/** The objects' Redis: records each renew request (the reentrant lock's extend script). */
+function recordingRedis(redis: Redis, journal: WatchdogJournal): RedisLike {
+  const renewShaPromise = EXTEND.sha1();
+  const record = async (
+    sha: string | null,
+    source: string | null,
+    args: string[],
+    send: () => Promise<unknown>,
+  ) => {
+    const isRenew = (sha !== null && sha === (await renewShaPromise)) || source === EXTEND.source;
+    if (!isRenew) return send();
+    const [owner = "", leaseMs = "0"] = args;
+    const request: ArmingRequest = {
+      sentAt: Date.now(),
+      settledAt: undefined,
+      leaseMs: Number(leaseMs),
+      confirmed: false,
+    };
+    const requests = journal.renewals.get(owner) ?? [];
+    requests.push(request);
+    journal.renewals.set(owner, requests);
+    try {
+      const reply = await send();
+      request.confirmed = Array.isArray(reply) && reply[0] === 1;
+      return reply;
+    } finally {
+      request.settledAt = Date.now();
+    }
+  };
+  return {
+    eval: (script, keys, args) => record(null, script, args, () => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => record(sha, null, args, () => redis.evalsha(sha, keys, args)),
+  };
+}
+
+/**
+ * The reentrant lock whose watchdog-mode holds are renewed by the Durable Object watchdog (the
+ * objects in process, above). Heartbeats are required (three leases), so that a crashed holder's
+ * object stops renewing; lease-mode holds are the plain lock's.
+ */
+export function durableObjectLockPrimitive(
+  env: ChaosEnvironment,
+  config: ChaosConfig,
+): ChaosPrimitive {
+  const database = env.databases[0]!;
+  const watchdogs = startInProcessWatchdogs({
+    url: database.proxy.url,
+    token: database.server.token,
+    requestTimeoutMs: config.requestTimeoutMs,
+    seed: config.seed,
+    duplicateAlarmRate: 0.1,
+  });
+  const heartbeatTimeoutMs = 3 * config.watchdogTimeoutMs;
+  const { journal } = watchdogs;
+  const requestsOf = (owner: string) => journal.renewals.get(owner) ?? [];
+  return {
+    ...reentrantLockPrimitive(env.prefix, env.observer),
+    name: "lock (Durable Object watchdog)",
+    renewal: () => ({
+      inner: durableObjectWatchdog(watchdogs.namespace, { heartbeatTimeoutMs, prefix: env.prefix }),
+      remote: { requestsOf, crash: (owner) => watchdogs.crash(owner) },
+    }),
+    // The holder hears of a loss at its next heartbeat (every third of the timeout); the object
+    // decides it once a failing renewal settles, which may hang up to its client's timeout on
+    // each of its tries (3).
+    lossReportSlackMs: heartbeatTimeoutMs / 3 + 3 * config.requestTimeoutMs,
+    // A crashed holder's object renews until it has heard nothing for heartbeatTimeoutMs; the
+    // lock ends one lease after the last renewal sent before then.
+    copyBound(owner, leaseMs) {
+      const heardAt = journal.heardAt.get(owner);
+      if (heardAt === undefined) return Number.NEGATIVE_INFINITY;
+      let bound = Number.NEGATIVE_INFINITY;
+      for (const request of requestsOf(owner)) {
+        if (request.sentAt > heardAt + heartbeatTimeoutMs) continue;
+        bound = Math.max(bound, (request.settledAt ?? Number.POSITIVE_INFINITY) + leaseMs);
+      }
+      return bound;
+    },
+    figures() {
+      const renewals = [...journal.renewals.values()].flat();
+      return {
+        "renew requests sent by the objects": renewals.length,
+        "  confirmed (the script re-armed the lease)": renewals.filter((each) => each.confirmed)
+          .length,
+        "alarms delivered twice": journal.duplicateAlarms,
+      };
+    },
+    close: () => watchdogs.close(),
+  };
+}

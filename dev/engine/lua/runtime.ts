@@ -647,10 +647,15 @@ export class LuaRuntime implements ScriptHost {
   // ---- strings across the boundary --------------------------------------------------------
 
   private heapView(): Buffer {
-    const u8 = this.api.HEAPU8;
-    // Growing wasm memory replaces the ArrayBuffer; refresh our view when that happened.
-    if (this.heap.buffer !== u8.buffer) this.heap = Buffer.from(u8.buffer);
+    // Growing wasm memory detaches the old ArrayBuffer (our view's length drops to 0); a length
+    // check is cheaper than comparing buffers on every string that crosses.
+    if (this.heap.length === 0) this.heap = Buffer.from(this.api.HEAPU8.buffer);
     return this.heap;
+  }
+
+  /** The 32-bit unsigned word at `ptr` (e.g. a length lua_tolstring wrote). */
+  private readU32(ptr: number): number {
+    return this.heapView().readUInt32LE(ptr);
   }
 
   private scratch(size: number): number {
@@ -688,13 +693,13 @@ export class LuaRuntime implements ScriptHost {
   /** The string at `index` as a binary string (only call on strings: numbers would be converted). */
   private readBinary(L: number, index: number): string {
     const ptr = this.api._lua_tolstring(L, index, this.lenPtr);
-    const len = this.api.HEAPU32[this.lenPtr >>> 2]!;
+    const len = this.readU32(this.lenPtr);
     return this.heapView().toString("latin1", ptr, ptr + len);
   }
 
   private readBytes(L: number, index: number): Uint8Array {
     const ptr = this.api._lua_tolstring(L, index, this.lenPtr);
-    const len = this.api.HEAPU32[this.lenPtr >>> 2]!;
+    const len = this.readU32(this.lenPtr);
     return this.api.HEAPU8.slice(ptr, ptr + len);
   }
 

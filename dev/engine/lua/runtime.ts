@@ -56,6 +56,7 @@ interface LoadedFunction {
   readonly name: string;
   readonly ref: bigint;
   readonly flags: readonly string[];
+  readonly description: string | null;
   readonly library: string;
 }
 
@@ -422,11 +423,18 @@ export class LuaRuntime implements ScriptHost {
       const entry = api._lua_gettop(L);
       const name = this.field(L, entry, "name") ?? "";
       const flags = this.field(L, entry, "flags") ?? "";
+      const description = this.field(L, entry, "description");
       this.pushBinary(L, "fn");
       api._lua_rawget(L, entry);
       const ref = BigInt(api._luaL_ref(L, LUA_REGISTRYINDEX));
       api._lua_settop(L, entry - 1);
-      functions.push({ name, ref, flags: flags === "" ? [] : flags.split(","), library });
+      functions.push({
+        name,
+        ref,
+        flags: flags === "" ? [] : flags.split(","),
+        description,
+        library,
+      });
     }
     api._lua_settop(L, 0);
     if (functions.length === 0) fail("ERR No functions registered");

@@ -8,9 +8,9 @@
  */
 import { createEmbeddedBackend } from "../../dev/engine/index.js";
 import { CLIENT_DEFAULTS } from "../../src/defaults.js";
-import { lockKeys } from "../../src/locks/keys.js";
 import { ACQUIRE } from "../../src/locks/exclusive/acquire.js";
 import { RELEASE } from "../../src/locks/exclusive/release.js";
+import { lockKeys } from "../../src/locks/keys.js";
 import { PACE_TTL_MS } from "../../src/locks/pace.js";
 import { PACE_WINDOW_MS } from "../../src/wait/pace.js";
 

@@ -28,50 +28,35 @@ async function main(): Promise<void> {
   const acquireSha = await load(ACQUIRE.source);
   const releaseSha = await load(RELEASE.source);
   let operations = 0;
-  const checked = async (command: string[], expected: bigint): Promise<void> => {
-    const reply = await engine.command(command);
+  /** Runs EVALSHA and checks the reply's status (its first element). */
+  const evalsha = async (
+    sha: string,
+    keys: readonly string[],
+    args: readonly string[],
+    expected: bigint,
+  ): Promise<void> => {
+    operations += 1;
+    const reply = await engine.command(["evalsha", sha, String(keys.length), ...keys, ...args]);
     const status = reply.type === "array" ? reply.value?.[0] : undefined;
     if (status?.type !== "integer" || status.value !== expected) {
-      throw new Error(`unexpected reply to ${command[0]}: ${JSON.stringify(reply, replacer)}`);
+      throw new Error(`unexpected reply: ${JSON.stringify(reply, replacer)}`);
     }
   };
   const acquire = (name: string, owner: string, expected: bigint): Promise<void> => {
     const keys = lockKeys("bench", name);
-    operations += 1;
-    return checked(
-      [
-        "evalsha",
-        acquireSha,
-        "5",
-        keys.lock,
-        keys.fence,
-        keys.operation(`a${operations}`),
-        keys.holdStats,
-        keys.pollers,
-        owner,
-        LEASE_MS,
-        OPERATION_TTL_MS,
-        String(PACE_TTL_MS),
-        String(PACE_WINDOW_MS),
-      ],
+    return evalsha(
+      acquireSha,
+      [keys.lock, keys.fence, keys.operation(`a${operations}`), keys.holdStats, keys.pollers],
+      [owner, LEASE_MS, OPERATION_TTL_MS, String(PACE_TTL_MS), String(PACE_WINDOW_MS)],
       expected,
     );
   };
   const release = (name: string, owner: string): Promise<void> => {
     const keys = lockKeys("bench", name);
-    operations += 1;
-    return checked(
-      [
-        "evalsha",
-        releaseSha,
-        "3",
-        keys.lock,
-        keys.operation(`r${operations}`),
-        keys.holdStats,
-        owner,
-        OPERATION_TTL_MS,
-        String(PACE_TTL_MS),
-      ],
+    return evalsha(
+      releaseSha,
+      [keys.lock, keys.operation(`r${operations}`), keys.holdStats],
+      [owner, OPERATION_TTL_MS, String(PACE_TTL_MS)],
       1n,
     );
   };

@@ -1,10 +1,10 @@
 /**
  * Micro-benchmark: the cost of one lock EVALSHA on the embedded engine, called in-process (no
- * HTTP). It runs the reentrant lock's own scripts (`lock.acquire`, `lock.release`, with the keys
- * and arguments the library sends) in three shapes: a free acquire, its release, and the busy
- * acquire a waiting owner sends while another holds the lock.
+ * HTTP). It runs the reentrant lock's own scripts (`lock.acquire`, `lock.release`), with keys and
+ * arguments filled in by the names the scripts declare, in one hand-off round per lock name:
+ * A takes the free lock, B polls it busy (and queues), A releases, B takes it, B releases.
  *
- *   npx tsx bench/micro/engine-evalsha.ts [iterations]
+ *   npx tsx bench/micro/engine-evalsha.ts [rounds]
  */
 import { createEmbeddedBackend } from "../../dev/engine/index.js";
 import { CLIENT_DEFAULTS } from "../../src/defaults.js";
@@ -12,88 +12,105 @@ import { ACQUIRE } from "../../src/locks/exclusive/acquire.js";
 import { RELEASE } from "../../src/locks/exclusive/release.js";
 import { lockKeys } from "../../src/locks/keys.js";
 import { PACE_TTL_MS } from "../../src/locks/pace.js";
-import { PACE_WINDOW_MS } from "../../src/wait/pace.js";
+import type { LockScript } from "../../src/locks/script.js";
 
-const LEASE_MS = "30000";
-const OPERATION_TTL_MS = String(CLIENT_DEFAULTS.operationTtlMs);
+/** The kinds of EVALSHA a round sends, in the order they are reported. */
+const STEPS = ["acquire (free)", "acquire (busy)", "release", "acquire (its turn)"] as const;
+type Step = (typeof STEPS)[number];
 
 async function main(): Promise<void> {
-  const iterations = Number(process.argv[2] ?? 20_000);
+  const rounds = Number(process.argv[2] ?? 10_000);
   const engine = await createEmbeddedBackend();
-  const load = async (body: string): Promise<string> => {
-    const reply = await engine.command(["script", "load", body]);
+  const shas = new Map<LockScript, string>();
+  for (const script of [ACQUIRE, RELEASE]) {
+    const reply = await engine.command(["script", "load", script.source]);
     if (reply.type !== "bulk" || reply.value === null) throw new Error("SCRIPT LOAD failed");
-    return Buffer.from(reply.value).toString("latin1");
-  };
-  const acquireSha = await load(ACQUIRE.source);
-  const releaseSha = await load(RELEASE.source);
+    shas.set(script, Buffer.from(reply.value).toString("latin1"));
+  }
+
   let operations = 0;
-  /** Runs EVALSHA and checks the reply's status (its first element). */
-  const evalsha = async (
-    sha: string,
-    keys: readonly string[],
-    args: readonly string[],
-    expected: bigint,
-  ): Promise<void> => {
+  /** EVALSHA of `script` for `owner` on lock `name`; checks the reply's status. */
+  const run = async (script: LockScript, name: string, owner: string, expected: bigint) => {
     operations += 1;
-    const reply = await engine.command(["evalsha", sha, String(keys.length), ...keys, ...args]);
+    const keys = lockKeys("bench", name);
+    const keyByName: Record<string, string> = {
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      operationKey: keys.operation(String(operations)),
+      holdStatsKey: keys.holdStats,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+    };
+    const argByName: Record<string, string> = {
+      owner,
+      leaseMs: "30000",
+      operationTtlMs: String(CLIENT_DEFAULTS.operationTtlMs),
+      paceTtlMs: String(PACE_TTL_MS),
+      waiterTimeoutMs: "10000",
+      roundTripMs: "2",
+    };
+    const pick = (names: readonly string[], values: Record<string, string>) =>
+      names.map((n) => values[n] ?? missing(script, n));
+    const keyList = pick(script.keyNames, keyByName);
+    const args = pick(script.argNames, argByName);
+    const sha = shas.get(script) ?? "";
+    const reply = await engine.command([
+      "evalsha",
+      sha,
+      String(keyList.length),
+      ...keyList,
+      ...args,
+    ]);
     const status = reply.type === "array" ? reply.value?.[0] : undefined;
     if (status?.type !== "integer" || status.value !== expected) {
-      throw new Error(`unexpected reply: ${JSON.stringify(reply, replacer)}`);
+      throw new Error(`unexpected reply to ${script.name}: ${JSON.stringify(reply, replacer)}`);
     }
-  };
-  const acquire = (name: string, owner: string, expected: bigint): Promise<void> => {
-    const keys = lockKeys("bench", name);
-    return evalsha(
-      acquireSha,
-      [keys.lock, keys.fence, keys.operation(`a${operations}`), keys.holdStats, keys.pollers],
-      [owner, LEASE_MS, OPERATION_TTL_MS, String(PACE_TTL_MS), String(PACE_WINDOW_MS)],
-      expected,
-    );
-  };
-  const release = (name: string, owner: string): Promise<void> => {
-    const keys = lockKeys("bench", name);
-    return evalsha(
-      releaseSha,
-      [keys.lock, keys.operation(`r${operations}`), keys.holdStats],
-      [owner, OPERATION_TTL_MS, String(PACE_TTL_MS)],
-      1n,
-    );
   };
 
-  // Each round on one of 64 names: owner A takes it, B polls it busy, A releases it.
-  const round = async (i: number, timings?: bigint[]): Promise<void> => {
-    const name = `name-${i % 64}`;
-    const t0 = process.hrtime.bigint();
-    await acquire(name, "owner-a", 1n);
-    const t1 = process.hrtime.bigint();
-    await acquire(name, "owner-b", 0n);
-    const t2 = process.hrtime.bigint();
-    await release(name, "owner-a");
-    const t3 = process.hrtime.bigint();
-    if (timings) {
-      timings[0] = (timings[0] ?? 0n) + (t1 - t0);
-      timings[1] = (timings[1] ?? 0n) + (t2 - t1);
-      timings[2] = (timings[2] ?? 0n) + (t3 - t2);
-    }
+  const totals = new Map<Step, { ns: bigint; count: number }>(
+    STEPS.map((step) => [step, { ns: 0n, count: 0 }]),
+  );
+  const timed = async (measure: boolean, step: Step, call: () => Promise<void>) => {
+    const started = process.hrtime.bigint();
+    await call();
+    if (!measure) return;
+    const total = totals.get(step)!;
+    total.ns += process.hrtime.bigint() - started;
+    total.count += 1;
   };
-  for (let i = 0; i < 2_000; i++) await round(i);
-  const timings: bigint[] = [];
+  const round = async (i: number, measure: boolean): Promise<void> => {
+    const name = `name-${i % 64}`;
+    await timed(measure, "acquire (free)", () => run(ACQUIRE, name, "owner-a", 1n));
+    await timed(measure, "acquire (busy)", () => run(ACQUIRE, name, "owner-b", 0n));
+    await timed(measure, "release", () => run(RELEASE, name, "owner-a", 1n));
+    await timed(measure, "acquire (its turn)", () => run(ACQUIRE, name, "owner-b", 1n));
+    await timed(measure, "release", () => run(RELEASE, name, "owner-b", 1n));
+  };
+
+  for (let i = 0; i < 1_000; i++) await round(i, false);
   const cpuBefore = process.cpuUsage();
-  for (let i = 0; i < iterations; i++) await round(i, timings);
+  for (let i = 0; i < rounds; i++) await round(i, true);
   const cpu = process.cpuUsage(cpuBefore);
-  const perOp = (ns: bigint | undefined): string =>
-    (Number(ns ?? 0n) / 1000 / iterations).toFixed(1);
-  const totalNs = timings.reduce((sum, ns) => sum + ns, 0n);
-  console.log(`${iterations} rounds of the reentrant lock's scripts on the embedded engine:`);
-  console.log(`  acquire (free)  ${perOp(timings[0])} µs per EVALSHA`);
-  console.log(`  acquire (busy)  ${perOp(timings[1])} µs per EVALSHA`);
-  console.log(`  release         ${perOp(timings[2])} µs per EVALSHA`);
-  console.log(`  mean            ${perOp(totalNs / 3n)} µs per EVALSHA`);
+
+  let allNs = 0n;
+  let allCount = 0;
+  console.log(`${rounds} hand-off rounds of the reentrant lock's scripts on the embedded engine:`);
+  for (const [step, { ns, count }] of totals) {
+    allNs += ns;
+    allCount += count;
+    console.log(`  ${step.padEnd(19)} ${(Number(ns) / 1000 / count).toFixed(1)} µs per EVALSHA`);
+  }
+  console.log(
+    `  ${"mean".padEnd(19)} ${(Number(allNs) / 1000 / allCount).toFixed(1)} µs per EVALSHA`,
+  );
   // CPU time is steadier than wall time on a shared machine (time spent descheduled is left out).
-  const cpuUs = (cpu.user + cpu.system) / (iterations * 3);
-  console.log(`  mean CPU time   ${cpuUs.toFixed(1)} µs per EVALSHA`);
+  const cpuUs = (cpu.user + cpu.system) / allCount;
+  console.log(`  ${"mean CPU time".padEnd(19)} ${cpuUs.toFixed(1)} µs per EVALSHA`);
   await engine.close();
+}
+
+function missing(script: LockScript, name: string): never {
+  throw new Error(`the benchmark has no value for ${script.name}'s ${name}: update it`);
 }
 
 function replacer(_key: string, value: unknown): unknown {

@@ -33,7 +33,12 @@ export interface ScriptHost {
 export interface FunctionLibrary {
   readonly name: string;
   readonly code: string;
-  readonly functions: readonly { readonly name: string; readonly flags: readonly string[] }[];
+  readonly functions: readonly {
+    readonly name: string;
+    readonly flags: readonly string[];
+    /** register_function's `description`, or null. */
+    readonly description: string | null;
+  }[];
 }
 
 export interface CommandContext {

@@ -9,6 +9,7 @@ import { argToBinary, binaryToBytes } from "./bytes.js";
 import { blockingTimeoutMs } from "./commands/blocking.js";
 import { Engine } from "./engine.js";
 import { LuaRuntime } from "./lua/runtime.js";
+import { R } from "./replies.js";
 import { BlockedClients } from "./waiters.js";
 
 export interface EmbeddedBackendOptions {
@@ -72,7 +73,8 @@ export async function createEmbeddedBackend(
       const next = engine.execute(argv);
       return isNil(next) ? undefined : next;
     };
-    return blocked.park(retry, blockingTimeoutMs(argv), first, options?.signal);
+    // Redis answers every timed-out blocking pop with a nil array, even BLMOVE (a nil bulk in MULTI).
+    return blocked.park(retry, blockingTimeoutMs(argv), R.nilArray(), options?.signal);
   };
 
   return {

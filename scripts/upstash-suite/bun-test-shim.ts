@@ -1,6 +1,8 @@
 /**
  * Stands in for `bun:test` (and the two helpers of `bun` the suite uses) so that @upstash/redis's
- * tests run under vitest. Tests named in skips.ts (matched by name) are registered as skipped.
+ * tests run under vitest. A test listed in skips.ts (by file, describe names and own name, as
+ * vitest's `fullName` spells it) is skipped when it starts; with UPSTASH_SUITE_ONLY_SKIPPED=1
+ * only the skip-listed tests run, to check that each skip is still needed.
  */
 import { expect as vitestExpect, test as vitestTest } from "vitest";
 
@@ -17,15 +19,30 @@ export {
 
 type TestFn = () => unknown;
 
-const skipped = new Set<string>(JSON.parse(process.env.UPSTASH_SUITE_SKIPPED_TESTS ?? "[]"));
+const skippedTests = new Set<string>(JSON.parse(process.env.UPSTASH_SUITE_SKIPPED_TESTS ?? "[]"));
+const skippedFiles: string[] = JSON.parse(process.env.UPSTASH_SUITE_SKIPPED_FILES ?? "[]");
+const onlySkipped = process.env.UPSTASH_SUITE_ONLY_SKIPPED === "1";
+
+/** Whether the skip list names this test or its file (`fullName` starts with the file's path). */
+function skipListed(fullName: string): boolean {
+  return skippedTests.has(fullName) || skippedFiles.some((prefix) => fullName.startsWith(prefix));
+}
 
 /** `test(name, fn, timeoutMs)` as Bun takes it; `test.skip/only/todo/each` pass through. */
 export const test: typeof vitestTest = Object.assign(
   (name: string, fn?: TestFn, timeout?: number | object) => {
-    const register = [...skipped].some((entry) => entry.endsWith(` > ${name}`))
-      ? vitestTest.skip
-      : vitestTest;
-    register(name, fn, typeof timeout === "number" ? timeout : undefined);
+    const timeoutMs = typeof timeout === "number" ? timeout : undefined;
+    if (fn === undefined) return vitestTest(name, fn, timeoutMs);
+    // Decided when the test starts: only then is its full name (file and describes) known.
+    vitestTest(
+      name,
+      async (context) => {
+        if (skipListed(context.task.fullName) !== onlySkipped) context.skip();
+        await fn();
+        await settleUnawaitedThrows();
+      },
+      timeoutMs,
+    );
   },
   {
     skip: vitestTest.skip,
@@ -39,6 +56,27 @@ export const test: typeof vitestTest = Object.assign(
 ) as unknown as typeof vitestTest;
 export const it: typeof vitestTest = test;
 
+interface Verdict {
+  pass: boolean;
+  message: () => string;
+}
+
+/** Async `toThrow` verdicts of the running test, with whether each was negated (`.not`). */
+const pendingThrows: { verdict: Promise<Verdict>; negated: boolean }[] = [];
+
+/**
+ * A test may leave an async `toThrow` unawaited (`expect(async () => …).toThrow(…)` in a sync
+ * test). Under vitest it would settle after the test ended, racing the file's cleanup and failing
+ * as an unhandled rejection; the test waits for it instead, and fails if it fails.
+ */
+async function settleUnawaitedThrows(): Promise<void> {
+  const pending = pendingThrows.splice(0);
+  for (const { verdict, negated } of pending) {
+    const { pass, message } = await verdict;
+    if (pass === negated) throw new Error(negated ? `not: ${message()}` : message());
+  }
+}
+
 type ThrowExpectation = string | RegExp | Error | (abstract new (...args: never[]) => unknown);
 
 /** Whether a thrown value meets `toThrow(expected)` as Bun (and Jest) read it. */
@@ -51,11 +89,16 @@ function thrownMatches(thrown: unknown, expected: ThrowExpectation | undefined):
   return thrown instanceof expected;
 }
 
-// Bun's matchers that vitest lacks, and Bun's `toThrow`, which also awaits a function that
-// returns a promise (`expect(async () => …).toThrow()`); vitest's only calls it.
+// Bun's matchers that vitest lacks (toStartWith, toBeTrue, toBeFalse), and Bun's `toThrow`, which
+// also awaits a function that returns a promise (`expect(async () => …).toThrow()`); vitest's
+// only calls it.
 vitestExpect.extend({
-  toThrow(this: { promise?: string }, received: unknown, expected?: ThrowExpectation) {
-    const verdict = (threw: boolean, thrown?: unknown) => ({
+  toThrow(
+    this: { promise?: string; isNot?: boolean },
+    received: unknown,
+    expected?: ThrowExpectation,
+  ) {
+    const verdict = (threw: boolean, thrown?: unknown): Verdict => ({
       pass: threw && thrownMatches(thrown, expected),
       message: () =>
         threw
@@ -70,16 +113,22 @@ vitestExpect.extend({
     try {
       const result: unknown = received();
       if (result instanceof Promise) {
-        return result.then(
+        const settled = result.then(
           () => verdict(false),
           (error: unknown) => verdict(true, error),
         );
+        pendingThrows.push({ verdict: settled, negated: this.isNot === true });
+        return settled;
       }
       return verdict(false);
     } catch (error) {
       return verdict(true, error);
     }
   },
+  toStartWith: (received: unknown, prefix: string) => ({
+    pass: typeof received === "string" && received.startsWith(prefix),
+    message: () => `expected ${String(received)} to start with ${prefix}`,
+  }),
   toBeTrue: (received: unknown) => ({
     pass: received === true,
     message: () => `expected ${String(received)} to be true`,

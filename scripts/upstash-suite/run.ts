@@ -4,10 +4,14 @@
  * shim. Never vendors the tests: they are read from the checkout given on the command line.
  *
  *   npm run upstash-suite -- <path-to-redis-js-checkout> [--backend embedded|redis-server]
+ *                           [--only-skipped]
  *
- * Prints, per backend, the pass/fail/skip counts and the failed tests.
+ * Prints, per backend, the pass/fail/skip counts and the failed tests; with both backends, whether
+ * they passed exactly the same tests; and any skip-list entry that names no test or file of the
+ * checkout. `--only-skipped` runs the skip-listed tests instead: one that passes on both backends
+ * no longer needs its skip.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startVitest } from "vitest/node";
@@ -25,20 +29,17 @@ const HOW_TO_GET_IT = `Get the suite (it is not in the npm package):
   git -C /tmp/upstash-redis-js checkout ${PINNED_COMMIT}
 then: npm run upstash-suite -- /tmp/upstash-redis-js`;
 
-const INCLUDE = [
-  "pkg/commands/*.test.ts",
-  "pkg/pipeline.test.ts",
-  "pkg/auto-pipeline.test.ts",
-  "pkg/script.test.ts",
-  "pkg/scriptRo.test.ts",
-  "pkg/redis.test.ts",
-];
+/** Every test file runs unless skips.ts names it (with its reason). */
+const INCLUDE = ["pkg/**/*.test.ts"];
 
 interface Counts {
   passed: number;
   failed: number;
   skipped: number;
   failures: string[];
+  /** `path > describes > name` of every test that passed, and of every test collected. */
+  passedTests: Set<string>;
+  collectedTests: Set<string>;
 }
 
 function packageRoot(checkout: string): string | undefined {
@@ -48,14 +49,17 @@ function packageRoot(checkout: string): string | undefined {
   return undefined;
 }
 
-async function runOn(backend: BackendChoice, root: string): Promise<Counts> {
+async function runOn(backend: BackendChoice, root: string, onlySkipped: boolean): Promise<Counts> {
   const server = await startDevServer({ backend });
   process.env.UPSTASH_REDIS_REST_URL = server.url;
   process.env.UPSTASH_REDIS_REST_TOKEN = server.token;
   process.env.UPSTASH_SUITE_SKIPPED_TESTS = JSON.stringify(Object.keys(skippedTests));
-  const exclude = Object.keys(skippedFiles).map((prefix) =>
-    prefix.endsWith(".ts") ? prefix : `${prefix}*`,
-  );
+  process.env.UPSTASH_SUITE_SKIPPED_FILES = JSON.stringify(Object.keys(skippedFiles));
+  process.env.UPSTASH_SUITE_ONLY_SKIPPED = onlySkipped ? "1" : "0";
+  // Skipped files are not even loaded, except when checking the skips.
+  const exclude = onlySkipped
+    ? []
+    : Object.keys(skippedFiles).map((prefix) => (prefix.endsWith(".ts") ? prefix : `${prefix}*`));
   try {
     const vitest = await startVitest(
       "test",
@@ -83,17 +87,26 @@ async function runOn(backend: BackendChoice, root: string): Promise<Counts> {
         },
       },
     );
-    const counts: Counts = { passed: 0, failed: 0, skipped: 0, failures: [] };
+    const counts: Counts = {
+      passed: 0,
+      failed: 0,
+      skipped: 0,
+      failures: [],
+      passedTests: new Set(),
+      collectedTests: new Set(),
+    };
     for (const module of vitest.state.getTestModules()) {
       for (const testCase of module.children.allTests()) {
+        const id = `${path.relative(root, module.moduleId)} > ${testCase.fullName}`;
+        counts.collectedTests.add(id);
         const state = testCase.result().state;
-        if (state === "passed") counts.passed += 1;
-        else if (state === "failed") {
+        if (state === "passed") {
+          counts.passed += 1;
+          counts.passedTests.add(id);
+        } else if (state === "failed") {
           counts.failed += 1;
           const message = testCase.result().errors?.[0]?.message?.split("\n")[0] ?? "";
-          counts.failures.push(
-            `${path.relative(root, module.moduleId)} > ${testCase.fullName}: ${message.slice(0, 160)}`,
-          );
+          counts.failures.push(`${id}: ${message.slice(0, 160)}`);
         } else counts.skipped += 1;
       }
     }
@@ -116,17 +129,54 @@ async function main(): Promise<void> {
   const backendIndex = args.indexOf("--backend");
   const backends: BackendChoice[] =
     backendIndex === -1 ? ["redis-server", "embedded"] : [args[backendIndex + 1] as BackendChoice];
+  const onlySkipped = args.includes("--only-skipped");
   const skippedFileCount = Object.keys(skippedFiles).length;
+  const results = new Map<BackendChoice, Counts>();
   for (const backend of backends) {
-    const counts = await runOn(backend, root);
+    const counts = await runOn(backend, root, onlySkipped);
+    results.set(backend, counts);
     console.log(
       `\n== ${String(backend)}: ${counts.passed} passed, ${counts.failed} failed, ` +
-        `${counts.skipped} skipped (plus ${skippedFileCount} skip-list file patterns)`,
+        `${counts.skipped} skipped` +
+        (onlySkipped
+          ? " (only the skip-listed tests ran)"
+          : ` (plus ${skippedFileCount} skip-list file patterns)`),
     );
     for (const failure of counts.failures) console.log(`  FAIL ${failure}`);
+    if (onlySkipped) {
+      for (const id of counts.passedTests) console.log(`  PASSES DESPITE ITS SKIP ${id}`);
+    }
+  }
+  const [first, second] = [...results.values()];
+  if (first !== undefined && second !== undefined) {
+    const onlyFirst = [...first.passedTests].filter((id) => !second.passedTests.has(id));
+    const onlySecond = [...second.passedTests].filter((id) => !first.passedTests.has(id));
+    console.log(
+      onlyFirst.length + onlySecond.length === 0
+        ? `\n== ${backends.join(" and ")} pass exactly the same ${first.passed} tests`
+        : `\n== the backends differ: ${backends[0]} alone passes ${onlyFirst.length}, ${backends[1]} alone ${onlySecond.length}`,
+    );
+    for (const id of onlyFirst) console.log(`  only ${String(backends[0])}: ${id}`);
+    for (const id of onlySecond) console.log(`  only ${String(backends[1])}: ${id}`);
+  }
+  for (const entry of staleSkips(root, first?.collectedTests)) {
+    console.log(`  STALE SKIP (names nothing in this checkout): ${entry}`);
   }
   // Test failures are the report, not a crash of this script.
   process.exitCode = 0;
+}
+
+/** Skip-list entries that name no test file (whole-file entries) or no collected test. */
+function staleSkips(root: string, collected: ReadonlySet<string> | undefined): string[] {
+  const files = (readdirSync(path.join(root, "pkg"), { recursive: true }) as string[]).map((file) =>
+    path.join("pkg", file).split(path.sep).join("/"),
+  );
+  const staleFiles = Object.keys(skippedFiles).filter(
+    (prefix) => !files.some((file) => file.startsWith(prefix) && file.endsWith(".test.ts")),
+  );
+  const staleTests =
+    collected === undefined ? [] : Object.keys(skippedTests).filter((id) => !collected.has(id));
+  return [...staleFiles, ...staleTests];
 }
 
 await main();

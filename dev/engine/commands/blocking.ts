@@ -10,6 +10,8 @@ import type { Reply } from "../../backend.js";
 import { asciiLower } from "../bytes.js";
 import type { CommandContext, CommandSpec } from "../context.js";
 import { Errors, fail, unknownCommand } from "../errors.js";
+import { type LongDouble, parseLongDouble } from "../longdouble.js";
+import { INT64_MAX } from "../numbers.js";
 import { R } from "../replies.js";
 
 const TIMEOUT_NOT_FLOAT = "ERR timeout is not a float or out of range";
@@ -28,14 +30,26 @@ function timeoutArg(argv: readonly string[]): string | undefined {
 
 /**
  * The timeout of a blocking command in ms (`Infinity` for 0, which blocks forever), or a
- * CommandError with Redis's text. Seconds may be fractional, as in Redis ≥ 6.
+ * CommandError with Redis's text. Redis 7.0 parses seconds as a long double (so `0x10` and `inf`
+ * are numbers) and converts seconds × 1000 to a long long, truncating: a sub-millisecond timeout
+ * blocks forever, and one past the long long range becomes LLONG_MIN, hence "negative".
  */
 export function blockingTimeoutMs(argv: readonly string[]): number {
-  const text = timeoutArg(argv) ?? "";
-  const seconds = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isFinite(seconds)) fail(TIMEOUT_NOT_FLOAT);
-  if (seconds < 0) fail(TIMEOUT_NEGATIVE);
-  return seconds === 0 ? Number.POSITIVE_INFINITY : seconds * 1000;
+  const seconds = parseLongDouble(timeoutArg(argv) ?? "");
+  if (seconds === null || seconds.kind === "nan") fail(TIMEOUT_NOT_FLOAT);
+  const ms = truncatedMillis(seconds);
+  if (ms === null || ms < 0n) fail(TIMEOUT_NEGATIVE);
+  return ms === 0n ? Number.POSITIVE_INFINITY : Number(ms);
+}
+
+/** (long long)(seconds * 1000), or null where the C conversion leaves the long long range. */
+function truncatedMillis(seconds: LongDouble): bigint | null {
+  if (seconds.kind !== "finite") return null;
+  const scaled = seconds.mantissa * 1000n;
+  const magnitude =
+    seconds.exp >= 0 ? scaled << BigInt(seconds.exp) : scaled >> BigInt(-seconds.exp);
+  if (magnitude > INT64_MAX) return null;
+  return seconds.negative ? -magnitude : magnitude;
 }
 
 function delegate(ctx: CommandContext, lookup: CommandLookup, argv: readonly string[]): Reply {

@@ -51,7 +51,7 @@ function list(ctx: CommandContext, argv: readonly string[]): Reply {
               R.bulk("name"),
               R.bulk(fn.name),
               R.bulk("description"),
-              R.nil(),
+              fn.description === null ? R.nil() : R.bulk(fn.description),
               R.bulk("flags"),
               R.array(fn.flags.map((flag) => R.status(flag))),
             ]),

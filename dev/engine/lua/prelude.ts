@@ -428,7 +428,7 @@ local function load_library(src)
   local loading = true
   local function register(...)
     local n = select("#", ...)
-    local name, callback, flags
+    local name, callback, flags, description
     if n == 1 and type((...)) == "table" then
       local t = ...
       for k in pairs(t) do
@@ -437,6 +437,11 @@ local function load_library(src)
         end
       end
       name, callback, flags = rawget(t, "function_name"), rawget(t, "callback"), rawget(t, "flags")
+      description = rawget(t, "description")
+      -- lua_isstring: a number is a string too.
+      if description ~= nil and type(description) ~= "string" and type(description) ~= "number" then
+        error({ err = "ERR description argument given to redis.register_function must be a string" })
+      end
     elseif n == 2 then
       name, callback = ...
     else
@@ -463,7 +468,10 @@ local function load_library(src)
       end
     end
     registered[name] = true
-    order[#order + 1] = { name = name, fn = callback, flags = table.concat(list, ",") }
+    order[#order + 1] = {
+      name = name, fn = callback, flags = table.concat(list, ","),
+      description = description ~= nil and tostring(description) or nil,
+    }
   end
   local libapi = protect({
     register_function = cfn(register), log = redis.log,

@@ -56,6 +56,7 @@ interface LoadedFunction {
   readonly name: string;
   readonly ref: bigint;
   readonly flags: readonly string[];
+  readonly description: string | null;
   readonly library: string;
 }
 
@@ -422,11 +423,18 @@ export class LuaRuntime implements ScriptHost {
       const entry = api._lua_gettop(L);
       const name = this.field(L, entry, "name") ?? "";
       const flags = this.field(L, entry, "flags") ?? "";
+      const description = this.field(L, entry, "description");
       this.pushBinary(L, "fn");
       api._lua_rawget(L, entry);
       const ref = BigInt(api._luaL_ref(L, LUA_REGISTRYINDEX));
       api._lua_settop(L, entry - 1);
-      functions.push({ name, ref, flags: flags === "" ? [] : flags.split(","), library });
+      functions.push({
+        name,
+        ref,
+        flags: flags === "" ? [] : flags.split(","),
+        description,
+        library,
+      });
     }
     api._lua_settop(L, 0);
     if (functions.length === 0) fail("ERR No functions registered");
@@ -647,10 +655,15 @@ export class LuaRuntime implements ScriptHost {
   // ---- strings across the boundary --------------------------------------------------------
 
   private heapView(): Buffer {
-    const u8 = this.api.HEAPU8;
-    // Growing wasm memory replaces the ArrayBuffer; refresh our view when that happened.
-    if (this.heap.buffer !== u8.buffer) this.heap = Buffer.from(u8.buffer);
+    // Growing wasm memory detaches the old ArrayBuffer (our view's length drops to 0); a length
+    // check is cheaper than comparing buffers on every string that crosses.
+    if (this.heap.length === 0) this.heap = Buffer.from(this.api.HEAPU8.buffer);
     return this.heap;
+  }
+
+  /** The 32-bit unsigned word at `ptr` (e.g. a length lua_tolstring wrote). */
+  private readU32(ptr: number): number {
+    return this.heapView().readUInt32LE(ptr);
   }
 
   private scratch(size: number): number {
@@ -688,13 +701,13 @@ export class LuaRuntime implements ScriptHost {
   /** The string at `index` as a binary string (only call on strings: numbers would be converted). */
   private readBinary(L: number, index: number): string {
     const ptr = this.api._lua_tolstring(L, index, this.lenPtr);
-    const len = this.api.HEAPU32[this.lenPtr >>> 2]!;
+    const len = this.readU32(this.lenPtr);
     return this.heapView().toString("latin1", ptr, ptr + len);
   }
 
   private readBytes(L: number, index: number): Uint8Array {
     const ptr = this.api._lua_tolstring(L, index, this.lenPtr);
-    const len = this.api.HEAPU32[this.lenPtr >>> 2]!;
+    const len = this.readU32(this.lenPtr);
     return this.api.HEAPU8.slice(ptr, ptr + len);
   }
 

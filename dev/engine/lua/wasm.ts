@@ -120,9 +120,48 @@ async function instantiateLuaApi(): Promise<LuaApi> {
     );
   }
   const factory = new wasmoon.LuaFactory();
-  const luaWasm = await factory.getLuaModule();
-  const api: unknown = luaWasm.module;
+  const { loaded, exports } = await withRawExports(() => factory.getLuaModule());
+  const api: unknown = loaded.module;
   if (!isLuaApi(api))
     throw new Error("unsupported wasmoon build: the Lua C API exports are missing");
-  return api;
+  return exports === undefined ? api : withDirectCalls(api, exports);
+}
+
+/**
+ * Runs `load` (which instantiates wasmoon's module) while watching WebAssembly.instantiate, and
+ * returns the Lua instance's raw exports with its result. wasmoon's build wraps every exported C
+ * function in an assertion wrapper (a template string and an `apply` per call); a lock script
+ * makes a few hundred C API calls, and calling the exports directly saves about a tenth of an
+ * EVALSHA (bench/micro/engine-evalsha.ts). Without them, the wrapped functions still work.
+ */
+async function withRawExports<T>(
+  load: () => Promise<T>,
+): Promise<{ loaded: T; exports: WebAssembly.Exports | undefined }> {
+  const original = WebAssembly.instantiate;
+  let exports: WebAssembly.Exports | undefined;
+  const watching = (async (...args: Parameters<typeof original>) => {
+    const result: unknown = await Reflect.apply(original, WebAssembly, args);
+    const instance =
+      result instanceof WebAssembly.Instance ? result : (result as { instance?: unknown }).instance;
+    if (instance instanceof WebAssembly.Instance && "lua_settop" in instance.exports) {
+      exports ??= instance.exports;
+    }
+    return result;
+  }) as typeof original;
+  WebAssembly.instantiate = watching;
+  try {
+    return { loaded: await load(), exports };
+  } finally {
+    if (WebAssembly.instantiate === watching) WebAssembly.instantiate = original;
+  }
+}
+
+/** The API with each `_lua*` function replaced by the raw export of the same name. */
+function withDirectCalls(api: LuaApi, exports: WebAssembly.Exports): LuaApi {
+  const direct: Record<string, unknown> = {};
+  for (const name of Object.keys(exports)) {
+    const fn = exports[name];
+    if (name.startsWith("lua") && typeof fn === "function") direct[`_${name}`] = fn;
+  }
+  return Object.assign(Object.create(api) as LuaApi, direct);
 }

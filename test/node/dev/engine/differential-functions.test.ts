@@ -71,4 +71,21 @@ describeDifferential("functions", {
     ["function", "load", "#!lua name=rt\nlocal x = nil; x.y = 1"],
     ["function", "nope"],
   ],
+  "descriptions in FUNCTION LIST": [
+    [
+      "function",
+      "load",
+      `#!lua name=described
+redis.register_function{function_name='echo', callback=function(keys, args) return args[1] end, description='Echoes its first argument'}
+redis.register_function{function_name='numbered', callback=function() return 1 end, description=42}
+redis.register_function{function_name='plain', callback=function() return 2 end}`,
+    ],
+    // Redis lists a library's functions in hash order.
+    { unordered: ["function", "list", "LIBRARYNAME", "described"] },
+    [
+      "function",
+      "load",
+      "#!lua name=baddesc\nredis.register_function{function_name='f', callback=function() end, description={}}",
+    ],
+  ],
 });

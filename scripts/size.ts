@@ -34,7 +34,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/lock`: `client.lock()` only",
     worker: PLAIN_LOCK_WORKER("edgelock/lock"),
-    limitBytes: 9_000,
+    limitBytes: 10_600,
   },
   {
     name: "`edgelock`: `client.lock()` only",
@@ -45,7 +45,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/hono` (`withLock` + `idempotency`)",
     worker: `export { withLock, idempotency } from "edgelock/hono";`,
-    limitBytes: 12_700,
+    limitBytes: 14_700,
   },
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",

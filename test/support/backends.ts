@@ -59,3 +59,10 @@ export function withDevServer(
     return server;
   };
 }
+
+/**
+ * `backendTimeoutMs` for clients of a server that drops a third of its answers: the budget of one
+ * call must cover @upstash/redis's own re-sends (exponential, ~4.3 s for five) and edgelock's,
+ * or a run of drops ends the call in LockBackendError (the default 2 s is for failing fast).
+ */
+export const LOSSY_BACKEND_TIMEOUT_MS = 20_000;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LockHandle, LockWaitTimeoutError } from "../../../src/index.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
+import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { until, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())(
@@ -14,7 +14,11 @@ describe.each(backendKindsUnderTest())(
     const bed = useTestBed(kind, { faults: { dropAfterExecute: 0.3, seed: 11 } });
 
     it("keeps queue order, and a waiter that gives up leaves once", async () => {
-      const client = bed.client({ retries: 5, wait: { maxPolls: 10_000 } });
+      const client = bed.client({
+        retries: 5,
+        backendTimeoutMs: LOSSY_BACKEND_TIMEOUT_MS,
+        wait: { maxPolls: 10_000 },
+      });
       const lock = client.fairLock("lossy-queue");
       const holder = await lock.acquire({ leaseMs: 30_000 });
       const order: number[] = [];

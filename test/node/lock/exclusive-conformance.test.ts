@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockClient, type SingleNameLock } from "../../../src/index.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
+import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, useTestBed } from "./testbed.js";
 
@@ -40,7 +40,7 @@ describe.each(CASES)("%s exactly-once under lost responses on %s", (_, backend, 
   const bed = useTestBed(backend, { faults: { dropAfterExecute: 0.3, seed: kind.seed } });
 
   it("never lets hold counts drift, nor applies a release twice", async () => {
-    const client = bed.client({ retries: 5 });
+    const client = bed.client({ retries: 5, backendTimeoutMs: LOSSY_BACKEND_TIMEOUT_MS });
     const lock = kind.make(client, "lossy");
     for (let round = 0; round < kind.rounds; round++) {
       const outer = await lock.acquire({ leaseMs: 30_000 });

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockClient, LockUpgradeError } from "../../../src/index.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
+import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, useTestBed } from "../lock/testbed.js";
 
@@ -16,7 +16,7 @@ describe.each(backendKindsUnderTest())(
     const bed = useTestBed(kind, { faults: { dropAfterExecute: 0.3, seed: 13 } });
 
     it("never lets read or write hold counts drift, nor applies a release twice", async () => {
-      const client = bed.client({ retries: 5 });
+      const client = bed.client({ retries: 5, backendTimeoutMs: LOSSY_BACKEND_TIMEOUT_MS });
       const rw = client.readWriteLock("lossy");
       for (let round = 0; round < 8; round++) {
         const write = await rw.writeLock().acquire({ leaseMs: 30_000 });

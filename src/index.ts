@@ -1,31 +1,21 @@
 /**
- * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis.
+ * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis. Everything of
+ * `edgelock/lock` (the plain lock, its handle, errors and watchdog), with the LockClient that
+ * also makes the other kinds, and those kinds.
  * @module
  */
+
+// This LockClient (every kind) takes the place of edgelock/lock's (the plain lock only).
 export { LockClient, type LockClientOptions } from "./client.js";
 export {
-  type AnyEdgelockError,
-  EdgelockError,
-  type EdgelockErrorName,
-  isEdgelockError,
-  LockAbortedError,
-  LockBackendError,
-  LockBudgetExceededError,
-  LockInputError,
-  LockLostError,
-  LockNotHeldError,
   LockUpgradeError,
-  LockWaitTimeoutError,
   QuorumLostError,
   type QuorumTally,
   QuorumUnreachableError,
   QuorumWaitTimeoutError,
 } from "./errors.js";
-export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
+export * from "./lock.js";
 export { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-export { LockHandle } from "./locks/handle.js";
-export type { HeldLock } from "./locks/held-lock.js";
-export { type AcquireOptions, Lock } from "./locks/lock/lock.js";
 export { MultiLockHandle, type MultiLockMember } from "./locks/multi-lock/handle.js";
 export { MultiLock } from "./locks/multi-lock/multi-lock.js";
 export { ReadLock } from "./locks/read-write-lock/read-lock.js";
@@ -38,9 +28,5 @@ export { QuorumLockHandle } from "./locks/red-lock/handle.js";
 export { QuorumLock } from "./locks/red-lock/quorum-lock.js";
 export { RedLock, type RedLockOptions } from "./locks/red-lock/red-lock.js";
 export { type LockKind, SingleNameLock } from "./locks/single-name-lock.js";
-export type { RedisLike } from "./transport/redis-like.js";
 export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
-export type { WaitOptions } from "./wait/policy.js";
 export { DEFAULT_WAIT_POLICY } from "./wait/policy.js";
-export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";
-export type { Renewal, RenewalTarget, Renewer } from "./watchdog/renewer.js";

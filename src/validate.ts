@@ -134,3 +134,8 @@ export function checkOptions<T extends object>(
   }
   return value as Partial<T>;
 }
+
+/** An option's value checked by `check`, or `fallback` when the option was left out. */
+export function orDefault<T>(value: T | undefined, fallback: T, check: (value: T) => T): T {
+  return value === undefined ? fallback : check(value);
+}

@@ -53,3 +53,25 @@ end
 redis.call('SET', ${operationKey}, left, 'PX', operationTtlMs)
 return {1, left}`;
 }
+
+/**
+ * The end of an exclusive acquire script once `count` holds this owner's hold count (1: a first
+ * hold). A first hold draws the next fencing token and runs `onFirstHold`; a re-entry keeps the
+ * current token. The lease only lengthens (holds of one owner share the key). The result is
+ * recorded under `operationKey` for re-sends, and the answer is {1, fence, holds, pttl}. Needs
+ * the names `lockKey`, `fenceKey`, `operationKey`, `leaseMs`, `operationTtlMs` and `count`.
+ */
+export function grantExclusiveHold(onFirstHold = ""): string {
+  return `local fence
+if count == 1 then
+  fence = redis.call('INCR', fenceKey)
+  ${onFirstHold}
+else
+  fence = tonumber(redis.call('GET', fenceKey) or '0')
+end
+if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
+  redis.call('PEXPIRE', lockKey, leaseMs)
+end
+redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+return {1, fence, count, redis.call('PTTL', lockKey)}`;
+}

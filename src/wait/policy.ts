@@ -6,7 +6,7 @@
  * expected turn instead (see turn.ts); this backoff covers the rest.
  */
 import { WAIT_DEFAULTS } from "../defaults.js";
-import { checkCount, checkDuration, checkOptions } from "../validate.js";
+import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.js";
 
 export interface WaitOptions {
   /** Ceiling of the first backoff interval, in ms. Default 10. */
@@ -47,23 +47,15 @@ export function resolveWaitPolicy(
   base: WaitPolicy = DEFAULT_WAIT_POLICY,
 ): WaitPolicy {
   const given = checkOptions<WaitOptions>(options, "wait", WAIT_KEYS);
+  const duration = (name: "initialDelayMs" | "maxDelayMs" | "outageMs", min: number) =>
+    orDefault(given[name], base[name], (ms) => checkDuration(ms, `wait.${name}`, { min }));
   const policy = {
-    initialDelayMs:
-      given.initialDelayMs === undefined
-        ? base.initialDelayMs
-        : checkDuration(given.initialDelayMs, "wait.initialDelayMs", { min: 1 }),
-    maxDelayMs:
-      given.maxDelayMs === undefined
-        ? base.maxDelayMs
-        : checkDuration(given.maxDelayMs, "wait.maxDelayMs", { min: 1 }),
-    maxPolls:
-      given.maxPolls === undefined
-        ? base.maxPolls
-        : checkCount(given.maxPolls, "wait.maxPolls", 1, 1_000_000),
-    outageMs:
-      given.outageMs === undefined
-        ? base.outageMs
-        : checkDuration(given.outageMs, "wait.outageMs", { min: 0 }),
+    initialDelayMs: duration("initialDelayMs", 1),
+    maxDelayMs: duration("maxDelayMs", 1),
+    maxPolls: orDefault(given.maxPolls, base.maxPolls, (n) =>
+      checkCount(n, "wait.maxPolls", 1, 1_000_000),
+    ),
+    outageMs: duration("outageMs", 0),
   };
   return { ...policy, maxDelayMs: Math.max(policy.maxDelayMs, policy.initialDelayMs) };
 }

@@ -6,7 +6,7 @@
 import { knownOrNull, type TurnView } from "../../wait/turn.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
-import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
 import { joinQueue, pruneDeadWaiters, reservedForAnother } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
@@ -64,20 +64,9 @@ if queueKey then
   waited = redis.call('ZREM', queueKey, owner) == 1
   redis.call('ZREM', timeoutsKey, owner)
 end
-local fence
-if count == 1 then
-  fence = redis.call('INCR', fenceKey)
-  if holdStatsKey then
+${grantExclusiveHold(`if holdStatsKey then
     ${learnHandOff("holdStatsKey", "waited")}
-  end
-else
-  fence = tonumber(redis.call('GET', fenceKey) or '0')
-end
-if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
-  redis.call('PEXPIRE', lockKey, leaseMs)
-end
-redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-return {1, fence, count, redis.call('PTTL', lockKey)}`;
+  end`)}`;
 }
 
 const ACQUIRE_KEYS = [

@@ -13,13 +13,8 @@ import { acquireGroup, type GroupAcquisition } from "./acquire.js";
 import type { MemberGroup } from "./members.js";
 import { rollbackGroup } from "./rollback.js";
 
-export type MultiAttempt =
-  | { readonly kind: "acquired"; readonly fencingTokens: readonly number[] }
-  | {
-      readonly kind: "busy";
-      readonly blockedBy: string | null;
-      readonly holderTtlMs: number | null;
-    };
+/** One attempt at every member: the same shape as one group's, over all of them. */
+export type MultiAttempt = GroupAcquisition;
 
 /** A group acquisition whose rollback is not confirmed yet. */
 export interface UnsettledRollback {

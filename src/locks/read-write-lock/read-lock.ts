@@ -9,18 +9,13 @@ import { extendReadHold } from "./read-extend.js";
 import { forceReleaseReads } from "./read-force-release.js";
 import { inspectReads } from "./read-inspect.js";
 import { releaseReadHold } from "./read-release.js";
-import type { ReadWriteSettings } from "./settings.js";
+import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 
 export class ReadLock extends SingleNameLock {
   readonly #settings: ReadWriteSettings;
 
   /** @internal Use `client.readWriteLock(name).readLock()`. */
-  constructor(
-    runtime: LockRuntime,
-    keys: ReadWriteLockKeys,
-    name: string,
-    settings: ReadWriteSettings,
-  ) {
+  constructor({ runtime, keys, name, settings }: ReadWriteSide) {
     const { ctx } = runtime;
     super(runtime, name, {
       kind: "readLock",

@@ -33,8 +33,9 @@ export class ReadWriteLock {
     this.writerPreference = settings.writerPreference;
     this.waiterTimeoutMs = settings.waiterTimeoutMs;
     const keys = readWriteLockKeys(runtime.prefix, this.name);
-    this.#read = new ReadLock(runtime, keys, this.name, settings);
-    this.#write = new WriteLock(runtime, keys, this.name, settings);
+    const side = { runtime, keys, name: this.name, settings };
+    this.#read = new ReadLock(side);
+    this.#write = new WriteLock(side);
   }
 
   /** The shared side: many owners may hold it at once while nobody writes. */

@@ -2,7 +2,9 @@
 
 import { LockInputError } from "../../errors.js";
 import { checkOptions } from "../../validate.js";
+import type { ReadWriteLockKeys } from "../keys.js";
 import { checkWaiterTimeout, type QueueOptions } from "../queue/waiting.js";
+import type { LockRuntime } from "../runtime.js";
 
 export interface ReadWriteLockOptions extends QueueOptions {
   /**
@@ -16,6 +18,15 @@ export interface ReadWriteLockOptions extends QueueOptions {
 }
 
 export type ReadWriteSettings = Readonly<Required<ReadWriteLockOptions>>;
+
+/** What each side (read lock, write lock) of one read-write lock is built from. */
+export interface ReadWriteSide {
+  readonly runtime: LockRuntime;
+  readonly keys: ReadWriteLockKeys;
+  /** The read-write lock's name. */
+  readonly name: string;
+  readonly settings: ReadWriteSettings;
+}
 
 export function resolveReadWriteSettings(options: unknown): ReadWriteSettings {
   const given = checkOptions<ReadWriteLockOptions>(options, "read-write lock options", [

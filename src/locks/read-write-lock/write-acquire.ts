@@ -8,7 +8,7 @@ import { LockUpgradeError } from "../../errors.js";
 import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
-import { replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { refreshWaiter } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -55,18 +55,8 @@ if not writing then
   end
 end
 local count = redis.call('HINCRBY', lockKey, owner, 1)
-local fence
-if count == 1 then
-  fence = redis.call('INCR', fenceKey)
-else
-  fence = tonumber(redis.call('GET', fenceKey) or '0')
-end
-if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
-  redis.call('PEXPIRE', lockKey, leaseMs)
-end
 redis.call('ZREM', writersKey, owner)
-redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-return {1, fence, count, redis.call('PTTL', lockKey)}`,
+${grantExclusiveHold()}`,
 });
 
 /**

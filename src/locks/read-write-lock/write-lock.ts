@@ -15,7 +15,7 @@ import { leaveQueue } from "../queue/leave.js";
 import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
-import type { ReadWriteSettings } from "./settings.js";
+import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";
 
 /*
@@ -27,12 +27,7 @@ export class WriteLock extends SingleNameLock {
   readonly #settings: ReadWriteSettings;
 
   /** @internal Use `client.readWriteLock(name).writeLock()`. */
-  constructor(
-    runtime: LockRuntime,
-    keys: ReadWriteLockKeys,
-    name: string,
-    settings: ReadWriteSettings,
-  ) {
+  constructor({ runtime, keys, name, settings }: ReadWriteSide) {
     const base = exclusiveOperations(runtime, name, keys);
     super(runtime, name, {
       ...base,

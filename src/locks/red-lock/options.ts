@@ -1,7 +1,7 @@
 /** The settings of a RedLock: how many databases, the majority, the drift model, the timeouts. */
 import { QUORUM_DEFAULTS } from "../../defaults.js";
 import { LockInputError } from "../../errors.js";
-import { checkCount, checkDuration, checkOptions } from "../../validate.js";
+import { checkCount, checkDuration, checkOptions, orDefault } from "../../validate.js";
 
 export interface RedLockOptions {
   /**
@@ -66,23 +66,17 @@ export function resolveRedLockSettings(options: unknown, databases: number): Red
     databases,
     quorum: quorumOf(databases),
     driftFactor,
-    driftMs:
-      given.driftMs === undefined
-        ? QUORUM_DEFAULTS.driftMs
-        : checkDuration(given.driftMs, "driftMs", { min: 0 }),
-    responseTimeoutMs:
-      given.responseTimeoutMs === undefined
-        ? QUORUM_DEFAULTS.responseTimeoutMs
-        : checkDuration(given.responseTimeoutMs, "responseTimeoutMs", { min: 1 }),
-    maxConcurrentRequests:
-      given.maxConcurrentRequests === undefined
-        ? QUORUM_DEFAULTS.maxConcurrentRequests
-        : checkCount(
-            given.maxConcurrentRequests,
-            "maxConcurrentRequests",
-            1,
-            MAX_REDLOCK_DATABASES,
-          ),
+    driftMs: orDefault(given.driftMs, QUORUM_DEFAULTS.driftMs, (ms) =>
+      checkDuration(ms, "driftMs", { min: 0 }),
+    ),
+    responseTimeoutMs: orDefault(given.responseTimeoutMs, QUORUM_DEFAULTS.responseTimeoutMs, (ms) =>
+      checkDuration(ms, "responseTimeoutMs", { min: 1 }),
+    ),
+    maxConcurrentRequests: orDefault(
+      given.maxConcurrentRequests,
+      QUORUM_DEFAULTS.maxConcurrentRequests,
+      (n) => checkCount(n, "maxConcurrentRequests", 1, MAX_REDLOCK_DATABASES),
+    ),
   };
 }
 

@@ -19,7 +19,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "74ffea0c4a57a4ed97d306c13da9860cf9891b4f"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "196191a39b2d368dc40c8c4e2c0bded31623d378"],
-  ["readWriteLock.acquireWrite", "d3fbaf15fbbc28cd9a1770ae9ca1195422086868"],
+  ["readWriteLock.acquireWrite", "56d1a8832148853f6a723911917cd86b3bcc84ed"],
   ["multiLock.acquire", "dea538f28e2d55611b02bfd01924d8cd0a78a0a6"],
   ["multiLock.extend", "35ba9af908d7846a05d2af4903ea74712deca51b"],
   ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],

@@ -64,7 +64,7 @@ export async function callScript(
       cause,
     },
   );
-  throw refused ? failure : markTransient(failure, true);
+  throw refused ? failure : markTransient(failure);
 }
 
 /**

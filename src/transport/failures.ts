@@ -32,26 +32,21 @@ export function classifyFailure(error: unknown): FailureKind {
 }
 
 /**
- * A failure worth trying again after a pause (network, timeout, 5xx, an unreadable body): a
- * waiter with time left treats it as a busy answer. `mayHaveApplied`: the request may have run,
- * so the next attempt must re-send the same operation id (its script then replays the first
- * result) — false when the operation resolved its own outcome (a confirmed rollback, an undo).
+ * Failures worth trying again after a pause (network, timeout, 5xx, an unreadable body): a waiter
+ * with time left treats one as a busy answer. Whether such a request ran does not matter: every
+ * attempt of one acquisition carries the same operation id, so a request that did run is replayed.
  */
-export interface TransientFailure {
-  readonly mayHaveApplied: boolean;
-}
+const transientFailures = new WeakSet<object>();
 
-const transientFailures = new WeakMap<object, TransientFailure>();
-
-/** Marks `error` as a transient failure (see TransientFailure) and returns it. */
-export function markTransient<E extends object>(error: E, mayHaveApplied: boolean): E {
-  transientFailures.set(error, { mayHaveApplied });
+/** Marks `error` as a transient failure and returns it. */
+export function markTransient<E extends object>(error: E): E {
+  transientFailures.add(error);
   return error;
 }
 
-/** The mark of a transient failure, or undefined for a refusal or anything unmarked. */
-export function transientFailure(error: unknown): TransientFailure | undefined {
-  return typeof error === "object" && error !== null ? transientFailures.get(error) : undefined;
+/** Whether `error` is a transient failure (false for a refusal or anything unmarked). */
+export function isTransientFailure(error: unknown): boolean {
+  return typeof error === "object" && error !== null && transientFailures.has(error);
 }
 
 /** Strings this long are elided from what errors show: owner tokens (32), operation ids (24). */

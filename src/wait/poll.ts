@@ -1,6 +1,6 @@
 /** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
-import { transientFailure } from "../transport/failures.js";
+import { isTransientFailure } from "../transport/failures.js";
 import { nextPollDelay, type WaitPolicy } from "./policy.js";
 import { sleep } from "./sleep.js";
 
@@ -52,7 +52,7 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
       outageSince ??= sentAt;
       const now = Date.now();
       const rideOut =
-        transientFailure(error) !== undefined &&
+        isTransientFailure(error) &&
         poll < policy.maxPolls &&
         now < deadline &&
         now - outageSince < policy.outageMs;

@@ -8,7 +8,7 @@
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { markTransient, transientFailure } from "../../transport/failures.js";
+import { isTransientFailure, markTransient } from "../../transport/failures.js";
 import { acquireGroup, type GroupAcquisition } from "./acquire.js";
 import type { MemberGroup } from "./members.js";
 import { rollbackGroup } from "./rollback.js";
@@ -61,7 +61,7 @@ export async function attemptAll(
     // Every group was rolled back or took nothing: nothing is held, so a waiter with time left
     // may try again (with new ids) after a transient failure.
     const error = new LockBackendError(messageOf(failure.reason), { cause: failure.reason });
-    throw transientFailure(failure.reason) ? markTransient(error, false) : error;
+    throw isTransientFailure(failure.reason) ? markTransient(error) : error;
   }
   return busiest(outcomes);
 }
@@ -100,7 +100,7 @@ function unconfirmedRollback(
       `(${messageOf(reason)}); any hold left there expires within its lease of ${leaseMs} ms.`,
     { cause: attemptFailure ?? reason },
   );
-  return transientFailure(reason) ? markTransient(error, false) : error;
+  return isTransientFailure(reason) ? markTransient(error) : error;
 }
 
 function isBusy(outcome: PromiseSettledResult<GroupAcquisition>): boolean {

@@ -158,7 +158,7 @@ function failuresOf(
     if (slot.state === "failed") return [{ database, error: slot.error }];
     if (slot.state === "pending" && timedOut) {
       const silent = new Error(`no answer within ${windowMs} ms`);
-      return [{ database, error: markTransient(silent, true) }];
+      return [{ database, error: markTransient(silent) }];
     }
     return [];
   });

@@ -5,7 +5,7 @@
  */
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
-import { markTransient, transientFailure } from "../../transport/failures.js";
+import { isTransientFailure, markTransient } from "../../transport/failures.js";
 import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptQuorum } from "./attempt.js";
@@ -82,8 +82,8 @@ export class QuorumLock {
           // Every failure transient: a wait with time left tries again (new ids) instead of
           // ending on a brief outage. As after any lost round, a grant whose undo did not land
           // expires with its lease.
-          const retryable = attempt.failures.every(({ error }) => transientFailure(error));
-          throw retryable ? markTransient(error, false) : error;
+          const retryable = attempt.failures.every(({ error }) => isTransientFailure(error));
+          throw retryable ? markTransient(error) : error;
         }
         if (attempt.kind === "contended") return { kind: "busy", holderTtlMs: attempt.holderTtlMs };
         hold.grant(attempt.held, attempt.late, attempt.validUntil, owner);

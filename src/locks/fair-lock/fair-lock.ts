@@ -14,7 +14,6 @@ import {
 } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
-import { releaseFairHold } from "./release.js";
 
 /** Options of `client.fairLock(name, options)`. */
 export type FairLockOptions = QueueOptions;
@@ -41,7 +40,6 @@ export class FairLock extends SingleNameLock {
       kind: "fairLock",
       acquisition: (given, defaultWaitMs) =>
         this.#spec(runtime, base.acquisition(), given, defaultWaitMs),
-      release: (owner) => releaseFairHold(runtime.ctx, keys, owner),
     });
     this.waiterTimeoutMs = waiterTimeoutMs;
     this.#keys = keys;

@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest";
 import { newOperationId } from "../../../src/ids.js";
 import { LockClient } from "../../../src/index.js";
 import type { OperationContext } from "../../../src/locks/context.js";
+import { attemptAcquire } from "../../../src/locks/exclusive/acquire.js";
 import { forceRelease } from "../../../src/locks/exclusive/force-release.js";
 import { inspectLock } from "../../../src/locks/exclusive/inspect.js";
-import { attemptFairAcquire } from "../../../src/locks/fair-lock/acquire.js";
-import { releaseFairHold } from "../../../src/locks/fair-lock/release.js";
+import { releaseHold } from "../../../src/locks/exclusive/release.js";
 import { type FairLockKeys, fairLockKeys } from "../../../src/locks/keys.js";
 import { leaveQueue } from "../../../src/locks/queue/leave.js";
 import { queueLength } from "../../../src/locks/queue/length.js";
@@ -63,12 +63,14 @@ class Attempt implements Cmd {
   ) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const outcome = await attemptFairAcquire(
+    const outcome = await attemptAcquire(
       r.ctx,
       r.keys,
+      "fair",
       r.owners[this.who]!,
       20_000,
       this.queues ? WAITER_TIMEOUT_MS : 0,
+      0,
       newOperationId(),
     );
     const expected = attemptInModel(m, this.who, this.queues);
@@ -104,7 +106,7 @@ class Release implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const result = await releaseFairHold(r.ctx, r.keys, r.owners[this.who]!);
+    const result = await releaseHold(r.ctx, r.keys, r.owners[this.who]!);
     if (m.holder === this.who) {
       m.count -= 1;
       expect(result).toEqual({ released: true, holdsLeft: m.count });

@@ -44,4 +44,18 @@ export const WAIT_DEFAULTS = {
   maxPolls: 100,
   /** How long a wait rides out transient backend failures in a row. */
   outageMs: 5_000,
+  /** Polling (works through every proxy); "push" parks on a blocking pop instead. */
+  mode: "poll",
+  /** Push mode: the longest one parking request (a blocking pop) waits. */
+  parkMs: 5_000,
+  /** Push mode: the lease a hand-off grants until the woken waiter confirms it. */
+  claimMs: 2_000,
+} as const;
+
+/** Bounds of the push-mode durations (see WaitOptions). */
+export const PUSH_LIMITS = {
+  minParkMs: 100,
+  maxParkMs: 60_000,
+  minClaimMs: 200,
+  maxClaimMs: 60_000,
 } as const;

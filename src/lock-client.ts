@@ -15,7 +15,7 @@ import { Lock } from "./locks/lock/lock.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
-import { checkRedisLike, type RedisLike } from "./transport/redis-like.js";
+import { checkCanBlock, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
 import {
   checkCount,
   checkDuration,
@@ -117,6 +117,8 @@ export class LockClient {
           : checkDuration(given.operationTtlMs, "operationTtlMs", { min: 10_000 }),
       ...(given.observer ? { observer: given.observer } : {}),
     };
+    const waitPolicy = resolveWaitPolicy(given.wait);
+    if (waitPolicy.mode === "push") checkCanBlock(ctx.redis);
     const watchdog = given.watchdog === undefined ? inProcessRenewer() : given.watchdog;
     if (typeof watchdog?.start !== "function") {
       throw new LockInputError("The watchdog option must be a Renewer (an object with start()).");
@@ -128,7 +130,7 @@ export class LockClient {
         given.watchdogTimeoutMs === undefined
           ? CLIENT_DEFAULTS.watchdogTimeoutMs
           : checkLease(given.watchdogTimeoutMs, "watchdogTimeoutMs"),
-      waitPolicy: resolveWaitPolicy(given.wait),
+      waitPolicy,
       watchdogs: new WatchdogRegistry(watchdog),
       events: this.#events,
       resolveOwner: (explicit) =>

@@ -5,6 +5,7 @@
  */
 import { LockWaitTimeoutError } from "../errors.js";
 import { newOperationId } from "../ids.js";
+import { checkCanBlock } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
@@ -39,7 +40,16 @@ const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
 
 /** The result of one attempt at the server. */
 export type AttemptOutcome =
-  | { readonly kind: "acquired"; readonly fencingToken: number }
+  | {
+      readonly kind: "acquired";
+      readonly fencingToken: number;
+      /**
+       * Set when a release handed the lock over (push mode): the lease the hand-off granted
+       * (the claim window, or the waiter's own lease if shorter) and the earliest moment, on
+       * this clock, the grant can have been made.
+       */
+      readonly handOff?: { readonly leaseMs: number; readonly grantedAt: number };
+    }
   | {
       readonly kind: "busy";
       /** The holder's remaining lease, bounding the next poll (null when unknown). */
@@ -65,6 +75,14 @@ function registryKey(watch: WatchTarget): string {
   return "lockKey" in watch ? `lock ${watch.lockKey}` : `local ${watch.localId}`;
 }
 
+/** What an attempt may know of the wait it is part of (push mode parks within it). */
+export interface AttemptWait {
+  /** The caller's signal: a park in flight stops waiting when it aborts. */
+  readonly signal: AbortSignal | undefined;
+  /** When the wait ends (client clock; Infinity: no limit). */
+  readonly deadline: number;
+}
+
 export interface AcquisitionSpec {
   readonly runtime: LockRuntime;
   readonly name: string;
@@ -79,7 +97,12 @@ export interface AcquisitionSpec {
    * so sharing the id costs nothing. A kind that resolves its own unknown outcomes (rollback,
    * undo by its own ids) ignores it.
    */
-  attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
+  attempt(
+    owner: string,
+    leaseMs: number,
+    operationId: string,
+    wait: AttemptWait,
+  ): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
   control(owner: string): HoldControl;
   /** Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. */
@@ -110,12 +133,15 @@ export async function acquireHold(
     given.wait === undefined
       ? runtime.waitPolicy
       : resolveWaitPolicy(given.wait, runtime.waitPolicy);
+  if (policy.mode === "push") checkCanBlock(runtime.ctx.redis);
   const owner = runtime.resolveOwner(given.owner);
   const renewing = leaseMs === undefined;
   const effectiveLease = leaseMs ?? runtime.watchdogTimeoutMs;
 
   let operationId = newOperationId();
   let sentAt = 0;
+  let handOff: { readonly leaseMs: number; readonly grantedAt: number } | undefined;
+  const wait: AttemptWait = { signal, deadline: Date.now() + waitMs };
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
   try {
     result = await pollForLock({
@@ -126,9 +152,11 @@ export async function acquireHold(
       attempt: async () => {
         // A replay re-arms the lease on arrival, so the lease counts from this attempt's send.
         const attemptSentAt = Date.now();
-        const outcome = await spec.attempt(owner, effectiveLease, operationId);
-        if (outcome.kind === "acquired") sentAt = attemptSentAt;
-        else if (outcome.operationSpent) operationId = newOperationId();
+        const outcome = await spec.attempt(owner, effectiveLease, operationId, wait);
+        if (outcome.kind === "acquired") {
+          sentAt = attemptSentAt;
+          handOff = outcome.handOff;
+        } else if (outcome.operationSpent) operationId = newOperationId();
         return outcome.kind === "acquired"
           ? { done: true, value: outcome.fencingToken }
           : {
@@ -147,18 +175,76 @@ export async function acquireHold(
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
 
+  // A hand-off granted the claim window: the hold must confirm its own lease before it ends.
+  const claim = handOff !== undefined && handOff.leaseMs < effectiveLease ? handOff : undefined;
+  const acquiredAt = handOff?.grantedAt ?? sentAt;
   const handle = new LockHandle({
     name: spec.name,
     owner,
     fencingToken: result.value,
     leaseMs: effectiveLease,
     renewing,
-    acquiredAt: sentAt,
+    acquiredAt,
+    ...(claim ? { claimLeaseMs: claim.leaseMs } : {}),
     control: spec.control(owner),
     reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),
   });
-  if (renewing) watch(spec, handle, owner, sentAt);
+  if (claim === undefined) {
+    if (renewing) watch(spec, handle, owner, acquiredAt);
+  } else if (renewing && !runtime.watchdogs.renewsInProcess) {
+    // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
+    // timers would not confirm the claim in time: confirm it now.
+    await claimLease(spec, handle, owner, effectiveLease, acquiredAt);
+  } else {
+    // Most holds end within half the claim window: their release confirms nothing and costs
+    // nothing more. A longer one confirms its lease then.
+    const timer = setTimeout(
+      () => void claimLease(spec, handle, owner, effectiveLease, acquiredAt),
+      Math.max(0, acquiredAt + claim.leaseMs / 2 - Date.now()),
+    );
+    (timer as { unref?: () => void }).unref?.();
+    handle.attachWatchdog(() => clearTimeout(timer));
+  }
   return { handle };
+}
+
+/**
+ * Confirms a handed-off hold's own lease (`leaseMs` from its start, or the watchdog's) before the
+ * claim window ends; then the watchdog, if any, takes over. A hold found gone is lost; a failed
+ * request is tried again while the claim window lasts.
+ */
+async function claimLease(
+  spec: AcquisitionSpec,
+  handle: LockHandle,
+  owner: string,
+  leaseMs: number,
+  acquiredAt: number,
+): Promise<void> {
+  if (handle.released) return;
+  const sentAt = Date.now();
+  const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);
+  let held: boolean;
+  try {
+    held = await spec.renew(owner, lease);
+  } catch (error) {
+    spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
+    const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
+    if (retryIn < 10 || handle.released) return;
+    const timer = setTimeout(
+      () => void claimLease(spec, handle, owner, leaseMs, acquiredAt),
+      retryIn,
+    );
+    (timer as { unref?: () => void }).unref?.();
+    handle.attachWatchdog(() => clearTimeout(timer));
+    return;
+  }
+  if (handle.released) return;
+  if (!held) {
+    handle.claimFailed("it was gone when its claim window was confirmed");
+    return;
+  }
+  handle.claimed(sentAt, lease);
+  if (handle.renewing) watch(spec, handle, owner, sentAt);
 }
 
 /** acquire(): the handle, or LockWaitTimeoutError. */

@@ -29,6 +29,11 @@ export interface HandleInit {
   renewing: boolean;
   /** Client time just before the acquiring request was sent. */
   acquiredAt: number;
+  /**
+   * Set for a hold a push hand-off granted with a shorter lease (the claim window) than
+   * `leaseMs`: it is held only that long until `claimed()` confirms the full lease.
+   */
+  claimLeaseMs?: number;
   control: HoldControl;
   /** Emits the client's `lockLost` event for this hold (once per handle). */
   reportLost?: (reason: string, cause?: unknown) => void;
@@ -62,6 +67,8 @@ export class LockHandle implements HeldLock, WatchedHold {
   #leaveWatchdog: (() => void) | undefined;
   /** The id of a release that failed ambiguously; the next release() re-sends it. */
   #pendingRelease: string | undefined;
+  /** A handed-off hold whose own lease is not confirmed yet: its claim window runs out. */
+  #claimPending: boolean;
 
   constructor(init: HandleInit) {
     this.name = init.name;
@@ -71,8 +78,9 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.#leaseMs = init.leaseMs;
     this.#control = init.control;
     this.#reportLost = init.reportLost;
-    this.#expiresAt = init.acquiredAt + init.leaseMs;
-    if (!this.renewing) this.#armExpiry();
+    this.#claimPending = init.claimLeaseMs !== undefined;
+    this.#expiresAt = init.acquiredAt + (init.claimLeaseMs ?? init.leaseMs);
+    if (!this.renewing || this.#claimPending) this.#armExpiry();
   }
 
   /** The lease in ms: as acquired or last extended (watchdog mode: the watchdog timeout). */
@@ -128,7 +136,26 @@ export class LockHandle implements HeldLock, WatchedHold {
     }
     this.#leaseMs = leaseMs;
     this.#expiresAt = sentAt + leaseMs;
-    if (!this.renewing) this.#armExpiry();
+    if (!this.renewing || this.#claimPending) this.#armExpiry();
+  }
+
+  /**
+   * @internal A handed-off hold's lease was confirmed by a request sent at `sentAt`: `leaseMs`
+   * from then (a fixed lease), or the watchdog's, which takes over.
+   */
+  claimed(sentAt: number, leaseMs: number): void {
+    this.#claimPending = false;
+    this.#expiresAt = sentAt + leaseMs;
+    if (this.renewing) {
+      if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
+    } else {
+      this.#armExpiry();
+    }
+  }
+
+  /** @internal A handed-off hold was gone when its lease was to be confirmed. */
+  claimFailed(reason: string): void {
+    this.#lose(reason);
   }
 
   /**

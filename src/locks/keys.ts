@@ -20,8 +20,20 @@ export interface LockKeys {
   readonly queue: string;
   /** Sorted set: waiting owner → deadline (server ms); refreshed at every poll. */
   readonly timeouts: string;
+  /**
+   * Hash: parked waiter (push mode) → `<claim ms> <lease ms> <operation id> <server ms of its
+   * latest registration>`: what a release needs to hand it the lock.
+   */
+  readonly parked: string;
   /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
+  /**
+   * List a parked waiter blocks on, one per acquisition (its operation id), so that a park
+   * abandoned by an earlier acquisition of the same owner never takes its grant. The release
+   * script derives it and the operation record from the lock key (`<lock>:wake:<id>`,
+   * `<lock>:op:<id>`: HAND_OFF_LUA in queue/hand-off.ts), as these lines do.
+   */
+  wake(id: string): string;
 }
 
 /** Keys of lock `name` under `prefix`; both were validated (no braces). */
@@ -33,7 +45,9 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     holdStats: `${base}:holds`,
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
+    parked: `${base}:parked`,
     operation: (id) => `${base}:op:${id}`,
+    wake: (id) => `${base}:wake:${id}`,
   };
 }
 

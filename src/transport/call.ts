@@ -27,6 +27,8 @@ export interface RetryOptions {
 /** Counts what crossed the wire, for tests and benchmarks. */
 export interface CallObserver {
   onAttempt?(script: Script): void;
+  /** A blocking command was sent (push-mode parking). */
+  onBlocking?(command: string): void;
 }
 
 export async function callScript(
@@ -68,13 +70,59 @@ export async function callScript(
 }
 
 /**
+ * Sends one blocking command (`BLPOP key seconds`) that the server may hold open for up to
+ * `blockMs`. It is not re-sent here: the waiter that parks asks again through its own loop.
+ * The call fails after `blockMs` plus the client's time budget, or at once when `signal`
+ * aborts (the request then runs on unobserved; the server ends it at its own timeout).
+ * Failures are LockBackendError with a sanitized cause, transient unless refused.
+ */
+export async function callBlocking(
+  redis: RedisLike & Required<Pick<RedisLike, "exec">>,
+  command: [string, ...string[]],
+  blockMs: number,
+  retry: RetryOptions,
+  signal?: AbortSignal,
+  observer?: CallObserver,
+): Promise<unknown> {
+  observer?.onBlocking?.(command[0]);
+  const budgetMs = blockMs + (retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs);
+  try {
+    return await settleBy(redis.exec(command), Date.now() + budgetMs, budgetMs, signal);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    const cause = sanitizedFailure(error, command);
+    const failure = new LockBackendError(
+      `HTTP Redis failed during ${command[0]}: ${cause.message}`,
+      {
+        cause,
+      },
+    );
+    throw classifyFailure(error) === "refused" ? failure : markTransient(failure);
+  }
+}
+
+/**
  * `request`'s outcome, or a rejection at `deadline`; the request then runs on unobserved (its
  * failure handled, so that nothing goes unhandled).
  */
-function settleBy<T>(request: Promise<T>, deadline: number, budgetMs: number): Promise<T> {
+function settleBy<T>(
+  request: Promise<T>,
+  deadline: number,
+  budgetMs: number,
+  signal?: AbortSignal,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    const stop = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", aborted);
+    };
+    const aborted = () => {
+      stop();
+      reject(signal?.reason);
+    };
     const timer = setTimeout(
       () => {
+        stop();
         const error = new Error(
           `no answer within ${budgetMs} ms (the LockClient option backendTimeoutMs)`,
         );
@@ -83,13 +131,15 @@ function settleBy<T>(request: Promise<T>, deadline: number, budgetMs: number): P
       },
       Math.max(0, deadline - Date.now()),
     );
+    if (signal?.aborted) aborted();
+    else signal?.addEventListener("abort", aborted, { once: true });
     request.then(
       (value) => {
-        clearTimeout(timer);
+        stop();
         resolve(value);
       },
       (error: unknown) => {
-        clearTimeout(timer);
+        stop();
         reject(error);
       },
     );

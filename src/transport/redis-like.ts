@@ -10,6 +10,26 @@ export interface RedisLike {
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;
   /** `EVALSHA sha1 numkeys ...keys ...args`; rejects with a NOSCRIPT error if not cached. */
   evalsha(sha1: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * Any one command, e.g. `["BLPOP", key, "1.5"]`; needed only by push-mode waiting
+   * (`wait.mode: "push"`). `@upstash/redis` has it (`redis.exec`).
+   */
+  exec?(command: [string, ...string[]]): Promise<unknown>;
+}
+
+/** Push-mode waiting (`wait.mode: "push"`) needs `exec`: checked before any request. */
+export function checkCanBlock(redis: RedisLike): void {
+  if (!canBlock(redis)) {
+    throw new LockInputError(
+      'wait.mode "push" needs a Redis client that can send one blocking command: an ' +
+        "@upstash/redis client (redis.exec), or a RedisLike with exec(command).",
+    );
+  }
+}
+
+/** Whether `redis` can send the blocking pop of push-mode waiting. */
+export function canBlock(redis: RedisLike): redis is RedisLike & Required<Pick<RedisLike, "exec">> {
+  return typeof redis.exec === "function";
 }
 
 /** Checks that `value` can serve as the `redis` option. */

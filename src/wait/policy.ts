@@ -5,8 +5,13 @@
  * learnt how long its holds last, the acquire script says so and the waiter sleeps until an
  * expected turn instead (see turn.ts); this backoff covers the rest.
  */
-import { WAIT_DEFAULTS } from "../defaults.js";
+import { PUSH_LIMITS, WAIT_DEFAULTS } from "../defaults.js";
+import { LockInputError } from "../errors.js";
+import { shownSafely } from "../transport/failures.js";
 import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.js";
+
+/** How a waiter learns that the lock is free: by asking again, or by being woken. */
+export type WaitMode = "poll" | "push";
 
 export interface WaitOptions {
   /** Ceiling of the first backoff interval, in ms. Default 10. */
@@ -33,13 +38,47 @@ export interface WaitOptions {
    * @default 5000
    */
   outageMs?: number;
+  /**
+   * `"poll"`: a waiter asks again when its turn is expected. `"push"` (the plain and fair
+   * locks): a waiter parks on a blocking list pop (`BLPOP` over REST, through the Redis client's
+   * `exec`), and the holder's release hands the lock over inside Redis and wakes it already
+   * holding the lock: one round trip per hand-off, about three requests per contended
+   * acquisition. Push needs a server that keeps a request open for `parkMs` (Upstash does;
+   * some proxies cut long requests). Other kinds, and `tryAcquire()` without `waitMs`, poll.
+   * See docs/push.md.
+   * @default "poll"
+   */
+  mode?: WaitMode;
+  /**
+   * Push mode: the longest one parking request waits, in ms (100 to 60000). A waiter parks
+   * until it is woken or its turn is overdue (shorter near the head), then asks again; every
+   * park counts against `maxPolls`.
+   * @default 5000
+   */
+  parkMs?: number;
+  /**
+   * Push mode: the claim window, in ms (200 to 60000). A hand-off grants the woken waiter this
+   * lease (or its own, if shorter); the waiter confirms its full lease within half of it unless
+   * it released first. A grant to a waiter that crashed while parked therefore frees the lock
+   * after this long.
+   * @default 2000
+   */
+  claimMs?: number;
 }
 
 export type WaitPolicy = Readonly<Required<WaitOptions>>;
 
 export const DEFAULT_WAIT_POLICY: WaitPolicy = WAIT_DEFAULTS;
 
-const WAIT_KEYS = ["initialDelayMs", "maxDelayMs", "maxPolls", "outageMs"] as const;
+const WAIT_KEYS = [
+  "initialDelayMs",
+  "maxDelayMs",
+  "maxPolls",
+  "outageMs",
+  "mode",
+  "parkMs",
+  "claimMs",
+] as const;
 
 /** Validates `options` over `base`. */
 export function resolveWaitPolicy(
@@ -56,8 +95,23 @@ export function resolveWaitPolicy(
       checkCount(n, "wait.maxPolls", 1, 1_000_000),
     ),
     outageMs: duration("outageMs", 0),
+    mode: orDefault(given.mode, base.mode, checkWaitMode),
+    parkMs: orDefault(given.parkMs, base.parkMs, (ms) =>
+      checkDuration(ms, "wait.parkMs", { min: PUSH_LIMITS.minParkMs, max: PUSH_LIMITS.maxParkMs }),
+    ),
+    claimMs: orDefault(given.claimMs, base.claimMs, (ms) =>
+      checkDuration(ms, "wait.claimMs", {
+        min: PUSH_LIMITS.minClaimMs,
+        max: PUSH_LIMITS.maxClaimMs,
+      }),
+    ),
   };
   return { ...policy, maxDelayMs: Math.max(policy.maxDelayMs, policy.initialDelayMs) };
+}
+
+function checkWaitMode(value: unknown): WaitMode {
+  if (value === "poll" || value === "push") return value;
+  throw new LockInputError(`wait.mode must be "poll" or "push", got ${shownSafely(value)}.`);
 }
 
 /**

@@ -14,6 +14,7 @@ export interface InProcessRenewerOptions {
 export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer {
   const fraction = options.renewAtFraction ?? 1 / 3;
   return {
+    inProcess: true,
     start(target: RenewalTarget, confirmedAt: number): Renewal {
       const interval = Math.max(1, Math.floor(target.leaseMs * fraction));
       // After a failure, try again sooner, several times before the lease could run out.

@@ -60,6 +60,11 @@ export class WatchdogRegistry {
     };
   }
 
+  /** Whether renewals run on this process's timers (see Renewer.inProcess). */
+  get renewsInProcess(): boolean {
+    return this.renewer.inProcess === true;
+  }
+
   /** Number of (lock, owner) pairs being renewed; for tests. */
   get size(): number {
     return this.entries.size;

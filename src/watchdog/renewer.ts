@@ -29,6 +29,11 @@ export interface Renewal {
 
 export interface Renewer {
   /**
+   * True when renewals run on this process's timers (which Workers stop with the invocation);
+   * a push hand-off then confirms its claim window on a timer too, else at once.
+   */
+  readonly inProcess?: boolean;
+  /**
    * Starts renewing `target`, whose lease was last set at `confirmedAt` (client clock, taken
    * before the request that set it was sent).
    */

@@ -8,6 +8,7 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
+import { registerParked } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters, reservedForAnother } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -18,13 +19,15 @@ export type AcquireRule = "plain" | "fair";
 /**
  * The acquire script of `rule`.
  * KEYS: 1 lock hash (owner -> hold count), 2 fence counter, 3 operation record, 4 pace hash
- *       (see LockKeys.holdStats), 5 queue (owner -> ticket), 6 timeouts (owner -> deadline)
+ *       (see LockKeys.holdStats), 5 queue (owner -> ticket), 6 timeouts (owner -> deadline),
+ *       7 parked waiters (push mode, see queue/hand-off.ts)
  * ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0:
  *       a single attempt, never enqueue; -1: the last attempt of the poll budget, leave the queue
- *       when busy), 6 the waiter's last round trip ms (0: unknown)
+ *       when busy), 6 the waiter's last round trip ms (0: unknown), 7 claim window ms of a
+ *       waiter that will park (0: it polls), 8 its operation id (names its wake list)
  * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
  *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
- * The plain lock's KEYS 4–6 are optional (RedLock runs it on three keys): without them nothing
+ * The plain lock's KEYS 4–7 are optional (RedLock runs it on three keys): without them nothing
  * is learnt, nobody queues, and the busy reply is {0, holder pttl}.
  */
 function acquireScriptLua(rule: AcquireRule): string {
@@ -53,9 +56,13 @@ if not count then
   if timeout > 0 then
     ${joinQueue("queueKey", "timeoutsKey")}
     ${learnRoundTrip("holdStatsKey")}
+    if parkedKey then
+    ${registerParked("parkedKey")}
+    end
   elseif timeout < 0 then
     redis.call('ZREM', queueKey, owner)
     redis.call('ZREM', timeoutsKey, owner)
+    if parkedKey then redis.call('HDEL', parkedKey, owner) end
   end
   ${busyTurnReply("holdStatsKey", "queueKey")}
 end
@@ -63,6 +70,7 @@ local waited = false
 if queueKey then
   waited = redis.call('ZREM', queueKey, owner) == 1
   redis.call('ZREM', timeoutsKey, owner)
+  if parkedKey then redis.call('HDEL', parkedKey, owner) end
 end
 ${grantExclusiveHold(`if holdStatsKey then
     ${learnHandOff("holdStatsKey", "waited")}
@@ -76,6 +84,7 @@ const ACQUIRE_KEYS = [
   "holdStatsKey",
   "queueKey",
   "timeoutsKey",
+  "parkedKey",
 ] as const;
 const ACQUIRE_ARGS = [
   "owner",
@@ -84,13 +93,15 @@ const ACQUIRE_ARGS = [
   "paceTtlMs",
   "waiterTimeoutMs",
   "roundTripMs",
+  "claimMs",
+  "parkId",
 ] as const;
 const ACQUIRE_REPLIES = { 1: [4], 0: [8], [-1]: [1] };
 
 export const ACQUIRE = defineScript({
   name: "lock.acquire",
   keys: ACQUIRE_KEYS,
-  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey"],
+  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "parkedKey"],
   args: ACQUIRE_ARGS,
   replies: ACQUIRE_REPLIES,
   lua: acquireScriptLua("plain"),
@@ -114,21 +125,28 @@ export type QueuedAttemptOutcome =
       readonly operationSpent?: boolean;
     };
 
-/**
- * @param waiterTimeoutMs the waiter's place lasts this long without a poll; 0 for a single
- *   attempt, which never enqueues; -1 for the last attempt a poll budget allows, which leaves
- *   the queue if it finds the lock busy (so that giving up costs no request of its own)
- * @param roundTripMs this waiter's last round trip (0: unknown), which sizes reservations
- */
+/** How one attempt waits if it finds the lock busy. */
+export interface WaiterTerms {
+  /**
+   * The waiter's place lasts this long without a poll; 0 for a single attempt, which never
+   * enqueues; -1 for the last attempt a poll budget allows, which leaves the queue if it finds
+   * the lock busy (so that giving up costs no request of its own).
+   */
+  readonly timeoutMs: number;
+  /** This waiter's last round trip (0: unknown), which sizes reservations. */
+  readonly roundTripMs: number;
+  /** Push mode: the claim window of a waiter that will park after a busy reply; 0: it polls. */
+  readonly claimMs: number;
+}
+
 export async function attemptAcquire(
   ctx: OperationContext,
   keys: LockKeys,
   rule: AcquireRule,
   owner: string,
   leaseMs: number,
-  waiterTimeoutMs: number,
-  roundTripMs: number,
   operationId: string,
+  waiter: WaiterTerms,
 ): Promise<QueuedAttemptOutcome> {
   const operation = keys.operation(operationId);
   const reply = await runScript(
@@ -141,14 +159,17 @@ export async function attemptAcquire(
       holdStatsKey: keys.holdStats,
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
     },
     {
       owner,
       leaseMs,
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
-      waiterTimeoutMs,
-      roundTripMs: Math.max(0, Math.round(roundTripMs)),
+      waiterTimeoutMs: waiter.timeoutMs,
+      roundTripMs: Math.max(0, Math.round(waiter.roundTripMs)),
+      claimMs: waiter.claimMs,
+      parkId: operationId,
     },
   );
   const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;

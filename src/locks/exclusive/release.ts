@@ -6,22 +6,32 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { learnHold, PACE_TTL_MS } from "../pace.js";
-import { reserveForHead } from "../queue/lua.js";
+import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
+import { handOffToParkedHead } from "../queue/hand-off.js";
+import { pruneDeadWaiters, reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
-// KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts (3–5 optional: see
-//       acquire.ts)
+// KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts, 6 fence counter,
+//       7 parked waiters (3–7 optional: see acquire.ts)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1, holds left} released one hold; {0} the owner holds nothing.
 // The release that frees the lock folds this hold's length into the average hold and its mean
-// deviation (weight 1/4, a sample counted as at most twice the average), and reserves the lock
-// for the head waiter for about a round trip (see reserveForHead).
+// deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
+// the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
+// head waiters for about a round trip (see reserveForHead).
 export const RELEASE = defineScript({
   name: "lock.release",
-  keys: ["lockKey", "operationKey", "holdStatsKey", "queueKey", "timeoutsKey"],
-  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey"],
+  keys: [
+    "lockKey",
+    "operationKey",
+    "holdStatsKey",
+    "queueKey",
+    "timeoutsKey",
+    "fenceKey",
+    "parkedKey",
+  ],
+  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "fenceKey", "parkedKey"],
   args: ["owner", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2], 0: [1] },
   lua: releaseOneHold(
@@ -30,7 +40,16 @@ export const RELEASE = defineScript({
   ${SERVER_NOW_MS}
   ${learnHold("holdStatsKey")}
   if queueKey then
-    ${reserveForHead("holdStatsKey", "queueKey", "timeoutsKey")}
+    ${pruneDeadWaiters("queueKey", "timeoutsKey")}
+    local handedOff = false
+    if parkedKey then
+      ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
+    end
+    if handedOff then
+      ${learnHandOff("holdStatsKey", "true")}
+    else
+      ${reserveForHead("holdStatsKey", "queueKey")}
+    end
   end
 end`,
   ),
@@ -52,6 +71,8 @@ export async function releaseHold(
       holdStatsKey: keys.holdStats,
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
+      fenceKey: keys.fence,
+      parkedKey: keys.parked,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

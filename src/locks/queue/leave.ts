@@ -5,34 +5,54 @@
  */
 
 import type { OperationContext } from "../context.js";
-import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers)
-// ARGV: 1 owner. Reply: {1} was waiting; {0} was not.
+// KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers);
+//       push mode adds the parked waiters, the lock hash and the acquisition's operation record
+// ARGV: 1 owner. Reply: {1} was waiting; {0} was not; {2} a hand-off made it the holder before
+// it left (its operation record names it, and it holds the lock).
 export const LEAVE_QUEUE = defineScript({
   name: "queue.leave",
-  keys: ["waitersKey", "deadlinesKey"],
-  optionalKeys: ["deadlinesKey"],
+  keys: ["waitersKey", "deadlinesKey", "parkedKey", "lockKey", "operationKey"],
+  optionalKeys: ["deadlinesKey", "parkedKey", "lockKey", "operationKey"],
   args: ["owner"],
-  replies: YES_OR_NO,
+  replies: { 1: [1], 0: [1], 2: [1] },
   lua: `local removed = redis.call('ZREM', waitersKey, owner)
 if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, owner) end
+if parkedKey then
+  redis.call('HDEL', parkedKey, owner)
+  if redis.call('EXISTS', operationKey) == 1 and redis.call('HEXISTS', lockKey, owner) == 1 then
+    return {2}
+  end
+end
 if removed > 0 then return {1} end
 return {0}`,
 });
 
-/** Removes `owner` from the sorted sets `waiterKeys`; true when it was waiting. */
+/** What leaving found: the waiter was queued, was not, or had just been handed the lock. */
+export type LeftQueue = "left" | "notWaiting" | "handedOff";
+
+/**
+ * Removes `owner` from the sorted sets `waiterKeys` (and, for a parked waiter, from the parked
+ * waiters, reporting a hand-off that reached it first).
+ */
 export async function leaveQueue(
   ctx: OperationContext,
   waiterKeys: string[],
   owner: string,
-): Promise<boolean> {
+  parked?: { parkedKey: string; lockKey: string; operationKey: string },
+): Promise<LeftQueue> {
   const reply = await runScript(
     ctx,
     LEAVE_QUEUE,
-    { waitersKey: waiterKeys[0], deadlinesKey: waiterKeys[1] },
+    {
+      waitersKey: waiterKeys[0],
+      deadlinesKey: waiterKeys[1],
+      parkedKey: parked?.parkedKey,
+      lockKey: parked?.lockKey,
+      operationKey: parked?.operationKey,
+    },
     { owner },
   );
-  return reply[0] === 1;
+  return reply[0] === 2 ? "handedOff" : reply[0] === 1 ? "left" : "notWaiting";
 }

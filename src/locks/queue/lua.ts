@@ -46,11 +46,11 @@ export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
  * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
  * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
  * barges into the gap between the release and their polls. Two, because both aim at this release
- * (see src/wait/turn.ts): one a little early, one a little late. Needs `now` and `paceTtlMs`.
+ * (see src/wait/turn.ts): one a little early, one a little late. Needs `now` and `paceTtlMs`;
+ * dead waiters must have been pruned.
  */
-export function reserveForHead(statsKey: string, queueKey: string, timeoutsKey: string): string {
-  return `${pruneDeadWaiters(queueKey, timeoutsKey)}
-local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+export function reserveForHead(statsKey: string, queueKey: string): string {
+  return `local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
 if heads[1] then
   local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
   local window = ${RESERVATION_MS.unknown}

@@ -4,12 +4,17 @@
  * this acquisition may wait at all and with which polling policy.
  */
 import { QUEUE_DEFAULTS } from "../../defaults.js";
+import { LockBackendError } from "../../errors.js";
+import { callBlocking } from "../../transport/call.js";
+import { shownSafely } from "../../transport/failures.js";
+import { canBlock } from "../../transport/redis-like.js";
 import { checkDuration } from "../../validate.js";
 import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
-import { TurnPacer } from "../../wait/turn.js";
-import type { AcquisitionSpec } from "../acquisition.js";
+import { TurnPacer, type TurnView } from "../../wait/turn.js";
+import type { AcquisitionSpec, AttemptOutcome, AttemptWait } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import { type AcquireRule, attemptAcquire } from "../exclusive/acquire.js";
+import { releaseHold } from "../exclusive/release.js";
 import type { LockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { leaveQueue } from "./leave.js";
@@ -67,8 +72,10 @@ export function peekWaitPlan(
 
 /**
  * The attempts of one acquisition of a queued kind (plain or fair lock): the first failed attempt
- * takes a ticket (unless the call may not wait), every busy reply paces the next poll by the turn
- * it announces (src/wait/turn.ts), and a waiter that gives up leaves the queue.
+ * takes a ticket (unless the call may not wait), and every busy reply either paces the next poll
+ * by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park: a blocking
+ * pop on the acquisition's wake list that returns when a release hands the lock over
+ * (queue/hand-off.ts) or when the turn is overdue. A waiter that gives up leaves the queue.
  */
 export function queuedAttempts(
   ctx: OperationContext,
@@ -77,47 +84,146 @@ export function queuedAttempts(
   plan: WaitPlan,
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
-  const timeout = plan.mayWait ? waiterTimeoutMs : 0;
-  const pacer = new TurnPacer(
-    plan.policy,
-    Math.floor(waiterTimeoutMs / 3),
-    rule === "fair" ? 1 : 2,
-  );
+  const { policy } = plan;
+  const push = plan.mayWait && policy.mode === "push" && canBlock(ctx.redis);
+  // A parked waiter's place lasts its longest park and the way back to ask again.
+  const timeout = !plan.mayWait ? 0 : push ? policy.parkMs + PARK_GRACE_MS : waiterTimeoutMs;
+  const pacer = new TurnPacer(policy, Math.floor(waiterTimeoutMs / 3), rule === "fair" ? 1 : 2);
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
   // reply says it holds the lock or left (the acquire script removes it from the queue then).
   let mayBeQueued = false;
-  let attempts = 0;
-  return {
-    attempt: async (owner, leaseMs, operationId) => {
-      const sentAt = Date.now();
-      attempts += 1;
-      // The last attempt the budget allows leaves the queue itself when busy: the wait then
-      // ends in exactly `maxPolls` requests.
-      const last = plan.mayWait && attempts >= plan.policy.maxPolls;
-      if (plan.mayWait) mayBeQueued = true;
-      const outcome = await attemptAcquire(
-        ctx,
-        keys,
-        rule,
-        owner,
-        leaseMs,
-        last ? -1 : timeout,
-        roundTripMs,
-        operationId,
+  let requests = 0;
+  // Push mode: the busy reply that registered this waiter as parked, and when it was sent.
+  let registered: { view: TurnView; sentAt: number } | undefined;
+  let lastOperationId = "";
+
+  const park = async (
+    operationId: string,
+    wait: AttemptWait,
+    view: TurnView,
+    sentAt: number,
+  ): Promise<AttemptOutcome> => {
+    const parkMs = Math.max(
+      MIN_PARK_MS,
+      Math.min(policy.parkMs, wait.deadline - Date.now(), parkBoundMs(view, policy.claimMs)),
+    );
+    let reply: unknown;
+    try {
+      reply = await callBlocking(
+        ctx.redis as Parameters<typeof callBlocking>[0],
+        ["BLPOP", keys.wake(operationId), (parkMs / 1000).toFixed(3)],
+        parkMs,
+        ctx.retry,
+        wait.signal,
+        ctx.observer,
       );
+    } catch (error) {
+      // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
+      if (wait.signal?.aborted) return { kind: "busy", holderTtlMs: null, nextPollMs: 1 };
+      throw error;
+    }
+    if (reply === null) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
+    const grant = parseGrant(reply);
+    mayBeQueued = false;
+    return {
+      kind: "acquired",
+      fencingToken: grant.fencingToken,
+      // The grant came at least `sinceRegistrationMs` after the registration reached Redis,
+      // which was after it was sent: a lower bound of the hold's start on this clock.
+      handOff: { leaseMs: grant.leaseMs, grantedAt: sentAt + grant.sinceRegistrationMs },
+    };
+  };
+
+  return {
+    attempt: async (owner, leaseMs, operationId, wait) => {
+      requests += 1;
+      lastOperationId = operationId;
+      if (registered !== undefined) {
+        const { view, sentAt } = registered;
+        registered = undefined;
+        return park(operationId, wait, view, sentAt);
+      }
+      const sentAt = Date.now();
+      // The last request the budget allows leaves the queue itself when busy: the wait then
+      // ends in exactly `maxPolls` requests.
+      const last = plan.mayWait && requests >= policy.maxPolls;
+      if (plan.mayWait) mayBeQueued = true;
+      const outcome = await attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
+        timeoutMs: last ? -1 : timeout,
+        roundTripMs,
+        claimMs: push ? policy.claimMs : 0,
+      });
       roundTripMs = Date.now() - sentAt;
       if (outcome.kind === "acquired" || last) mayBeQueued = false;
       if (outcome.kind === "acquired") return outcome;
+      const spent = outcome.operationSpent ? { operationSpent: true } : {};
+      if (push && !last && !outcome.operationSpent && outcome.queue.position >= 0) {
+        registered = { view: outcome.queue, sentAt };
+        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
+      }
       return {
         kind: "busy",
         holderTtlMs: outcome.holderTtlMs,
         ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
-        ...(outcome.operationSpent ? { operationSpent: true } : {}),
+        ...spent,
       };
     },
     gaveUp: async (owner) => {
-      if (mayBeQueued) await leaveQueue(ctx, [keys.queue, keys.timeouts], owner);
+      if (!mayBeQueued) return;
+      const left = await leaveQueue(ctx, [keys.queue, keys.timeouts], owner, {
+        parkedKey: keys.parked,
+        lockKey: keys.lock,
+        operationKey: keys.operation(lastOperationId),
+      });
+      // A hand-off reached this waiter as it gave up: pass the lock on.
+      if (left === "handedOff") await releaseHold(ctx, keys, owner);
     },
+  };
+}
+
+/** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
+const MIN_PARK_MS = 10;
+/** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
+export const PARK_GRACE_MS = 1_000;
+/** A park at the head ends this long after the holder's lease would (ms): then it is free. */
+const PARK_PAST_LEASE_MS = 25;
+
+/**
+ * How long a waiter that got `view` parks at most: at the head, until just after the holder's
+ * lease ends (a holder that crashed hands nothing over); behind it, until well after its turn is
+ * expected (the claim window after it), so that a grant to a waiter that died while parked is
+ * noticed soon after its claim window ran out.
+ */
+export function parkBoundMs(view: TurnView, claimMs: number): number {
+  let bound = Number.POSITIVE_INFINITY;
+  if (view.holderTtlMs !== null) {
+    bound = view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS;
+  }
+  if (view.position >= 1 && view.holdMs !== null) {
+    const cycle = view.cycleMs ?? view.holdMs;
+    const current = view.locked ? Math.max(0, view.holdMs - (view.heldForMs ?? 0)) : 0;
+    bound = Math.min(bound, current + view.position * cycle + claimMs);
+  }
+  return bound;
+}
+
+/** A hand-off's grant, `grant <fence> <lease ms> <ms since registration>`, from a BLPOP reply. */
+function parseGrant(reply: unknown): {
+  fencingToken: number;
+  leaseMs: number;
+  sinceRegistrationMs: number;
+} {
+  const message = Array.isArray(reply) ? reply[1] : undefined;
+  const match = typeof message === "string" ? /^grant (\d+) (\d+) (\d+)$/.exec(message) : null;
+  if (match === null) {
+    throw new LockBackendError(
+      `The wake list of a parked waiter held an unexpected reply: ${shownSafely(reply)}.`,
+    );
+  }
+  return {
+    fencingToken: Number(match[1]),
+    leaseMs: Number(match[2]),
+    sinceRegistrationMs: Number(match[3]),
   };
 }

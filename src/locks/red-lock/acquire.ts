@@ -30,6 +30,7 @@ export async function acquireOn(
       holdStatsKey: undefined,
       queueKey: undefined,
       timeoutsKey: undefined,
+      parkedKey: undefined,
     },
     {
       owner,
@@ -38,6 +39,8 @@ export async function acquireOn(
       paceTtlMs: PACE_TTL_MS,
       waiterTimeoutMs: 0,
       roundTripMs: 0,
+      claimMs: 0,
+      parkId: operationId,
     },
     { 1: [4], 0: [2], [-1]: [1] },
   );

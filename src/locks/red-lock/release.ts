@@ -74,6 +74,8 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
       holdStatsKey: undefined,
       queueKey: undefined,
       timeoutsKey: undefined,
+      fenceKey: undefined,
+      parkedKey: undefined,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

@@ -69,9 +69,8 @@ class Attempt implements Cmd {
       "fair",
       r.owners[this.who]!,
       20_000,
-      this.queues ? WAITER_TIMEOUT_MS : 0,
-      0,
       newOperationId(),
+      { timeoutMs: this.queues ? WAITER_TIMEOUT_MS : 0, roundTripMs: 0, claimMs: 0 },
     );
     const expected = attemptInModel(m, this.who, this.queues);
     if (expected === "acquired") {
@@ -96,7 +95,7 @@ class Leave implements Cmd {
       [r.keys.queue, r.keys.timeouts],
       r.owners[this.who]!,
     );
-    expect(wasWaiting).toBe(m.queue.includes(this.who));
+    expect(wasWaiting).toBe(m.queue.includes(this.who) ? "left" : "notWaiting");
     m.queue = m.queue.filter((w) => w !== this.who);
   }
   toString = () => `leave(${this.who})`;

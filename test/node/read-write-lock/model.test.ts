@@ -135,7 +135,7 @@ class GiveUpWriting implements Cmd {
   check = () => true;
   async run(m: Model, r: Real) {
     expect(await leaveQueue(r.ctx, [r.keys.writers], r.owners[this.who]!)).toBe(
-      m.waiting.has(this.who),
+      m.waiting.has(this.who) ? "left" : "notWaiting",
     );
     m.waiting.delete(this.who);
   }

@@ -6,13 +6,13 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "e38bd2ed16c7748f7d8814e1315fa321bcc6186f"],
+  ["lock.acquire", "e9acc587c5ecf7115f1c14de0cc74bf4cf7572d4"],
   ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "24e9f744fefbb58623810249d42b58e2d13dce41"],
-  ["fairLock.acquire", "d121dd7129788b5de942d36e6cf1d621d698e0f9"],
-  ["queue.leave", "43e7a8977c3f5e4dc8b8c037cde207296687376f"],
+  ["lock.release", "6eaa6c1728422462037f3a1d32cdca92318d84d2"],
+  ["fairLock.acquire", "754cbbdde46ba331feed70af236d546972d7d56e"],
+  ["queue.leave", "d375918dff57b2f9f4e40255ec808f227fdbe037"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],
   ["readWriteLock.extendRead", "7e421d608b88f9dfd96d05afc8280cb5fa501341"],

@@ -1,0 +1,54 @@
+/**
+ * Push hand-off (`wait.mode: "push"`): Lua fragments of the parked waiters. A waiter that must
+ * wait registers as parked beside its place in the queue (the acquire script) and blocks on a
+ * wake list of its own (src/locks/queue/waiting.ts). The release that frees the lock hands it to
+ * the head waiter inside the same script when that waiter is parked: the waiter becomes the
+ * holder with a fresh fencing token, its acquisition's operation record says so (a re-sent or
+ * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
+ * blocking pop returns already holding the lock.
+ */
+
+/**
+ * Registers `owner` as parked, or forgets it (ARGV `claimMs` 0: a polling waiter). Needs `now`,
+ * `owner`, `leaseMs`, `claimMs`, `parkId` (the acquisition's operation id) and a local `timeout`.
+ */
+export function registerParked(parkedKey: string): string {
+  return `if tonumber(claimMs) > 0 then
+  redis.call('HSET', ${parkedKey}, owner, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now)
+  if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
+else
+  redis.call('HDEL', ${parkedKey}, owner)
+end`;
+}
+
+/**
+ * After a release frees the lock: when the live head of the queue is parked, makes it the holder
+ * (hold count 1, lease min(its lease, its claim window), the next fencing token, its operation
+ * record), takes it out of the queue and pushes `grant <fence> <lease> <ms since its latest
+ * registration>` to its wake list, and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
+ * list are named after the lock key and the waiter's operation id (see LockKeys.wake). Needs
+ * `now`, `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
+ */
+export function handOffToParkedHead(
+  queueKey: string,
+  timeoutsKey: string,
+  parkedKey: string,
+): string {
+  return `local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+local parked = head and redis.call('HGET', ${parkedKey}, head)
+if parked then
+  local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)$')
+  lease = math.min(tonumber(claim), tonumber(lease))
+  redis.call('HSET', lockKey, head, 1)
+  redis.call('PEXPIRE', lockKey, lease)
+  local fence = redis.call('INCR', fenceKey)
+  redis.call('SET', lockKey .. ':op:' .. id, fence, 'PX', operationTtlMs)
+  redis.call('ZREM', ${queueKey}, head)
+  redis.call('ZREM', ${timeoutsKey}, head)
+  redis.call('HDEL', ${parkedKey}, head)
+  local wake = lockKey .. ':wake:' .. id
+  redis.call('RPUSH', wake, 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)))
+  redis.call('PEXPIRE', wake, operationTtlMs)
+  handedOff = true
+end`;
+}

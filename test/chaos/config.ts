@@ -36,6 +36,12 @@ export interface ChaosConfig {
   readonly waitMs: number;
   /** The isolates' polling policy: short backoff ceilings keep hand-offs (and the run) fast. */
   readonly wait: { readonly initialDelayMs: number; readonly maxDelayMs: number };
+  /**
+   * The push kinds' waiting (`wait.mode: "push"`): parks shorter than `requestTimeoutMs` minus a
+   * spike's latency (a longer one would be given up on by the client), and the shortest claim
+   * window, so that holds longer than it confirm their lease after a hand-off.
+   */
+  readonly push: { readonly parkMs: number; readonly claimMs: number };
   /** Latency spikes past the lease: every `everyMs`, for `durationMs`, `latencyMs` per request. */
   readonly spike: {
     readonly everyMs: number;
@@ -77,6 +83,7 @@ export const SHORT_RUN: ChaosConfig = {
   longHoldRate: 0.02,
   waitMs: 3_000,
   wait: { initialDelayMs: 5, maxDelayMs: 40 },
+  push: { parkMs: 500, claimMs: 200 },
   spike: { everyMs: 700, durationMs: 100, latencyMs: 300 },
   probeIntervalMs: 20,
   giveUpAfterMs: 10_000,
@@ -103,6 +110,7 @@ export const LONG_RUN: ChaosConfig = {
   crashRate: 0.01,
   longHoldRate: 0.01,
   spike: { everyMs: 4_000, durationMs: 250, latencyMs: 750 },
+  push: { parkMs: 1_000, claimMs: 200 },
   requestTimeoutMs: 2_000,
   sampleIntervalMs: 25,
 };

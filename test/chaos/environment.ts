@@ -6,7 +6,7 @@
 import { Redis } from "@upstash/redis";
 import { type DevServer, FaultController, ServerStats, startDevServer } from "../../dev/index.js";
 import { startRestServer } from "../../dev/rest/server.js";
-import { LockClient, type Renewer } from "../../src/index.js";
+import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
 import { KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
@@ -38,7 +38,17 @@ export interface ChaosEnvironment {
   readonly prefix: string;
   /** Hangs injected by the proxies, summed over databases. */
   hangs(): HangCounts;
+  /** Blocking pops (push-mode parks) the isolates' lock clients sent, counted as they settle. */
+  readonly parks: ParkCounts;
   close(): Promise<void>;
+}
+
+/** Parks of push-mode waiters, as their lock clients saw them. */
+export interface ParkCounts {
+  /** Blocking pops that settled (answered, failed or given up on). */
+  settled: number;
+  /** Those answered with a grant: the waiter woke holding the lock. */
+  woken: number;
 }
 
 export interface EnvironmentOptions {
@@ -117,6 +127,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     observer: first.observer,
     databases,
     prefix,
+    parks: { settled: 0, woken: 0 },
     hangs() {
       const sum = { requests: 0, hungBeforeExecute: 0, hungAfterExecute: 0 };
       for (const { proxy } of databases) {
@@ -148,7 +159,7 @@ export function createIsolate(
       signal: () => AbortSignal.timeout(options.requestTimeoutMs),
     });
     const client = new LockClient({
-      redis,
+      redis: countingParks(redis, env.parks),
       prefix: env.prefix,
       watchdogTimeoutMs: options.watchdogTimeoutMs,
       wait: { ...options.wait, maxPolls: 10_000 },
@@ -163,5 +174,23 @@ export function createIsolate(
     client: first.client,
     clients: connections.map((each) => each.client),
     renewer,
+  };
+}
+
+/** `redis` for a LockClient, counting its blocking pops in `counts`. */
+function countingParks(redis: Redis, counts: ParkCounts): RedisLike {
+  return {
+    eval: (script, keys, args) => redis.eval(script, keys, args),
+    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
+    async exec(command) {
+      const parking = command[0] === "BLPOP";
+      try {
+        const reply = await redis.exec(command);
+        if (parking && reply !== null) counts.woken += 1;
+        return reply;
+      } finally {
+        if (parking) counts.settled += 1;
+      }
+    },
   };
 }

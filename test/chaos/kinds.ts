@@ -5,6 +5,7 @@ import type { ChaosEnvironment } from "./environment.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import {
   fairLockPrimitive,
+  pushWaiting,
   readWriteLockPrimitive,
   reentrantLockPrimitive,
 } from "./primitives/lock.js";
@@ -33,6 +34,18 @@ export const KINDS = {
     databases: 1,
     fair: true,
     create: (env) => fairLockPrimitive(env.prefix, env.observer),
+  },
+  "lock-push": {
+    name: "lock (push)",
+    databases: 1,
+    create: (env, config) =>
+      reentrantLockPrimitive(env.prefix, env.observer, pushWaiting(env, config)),
+  },
+  "fair-push": {
+    name: "fair lock (push)",
+    databases: 1,
+    fair: true,
+    create: (env, config) => fairLockPrimitive(env.prefix, env.observer, pushWaiting(env, config)),
   },
   rw: {
     name: "read-write lock",

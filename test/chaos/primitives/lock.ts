@@ -1,31 +1,37 @@
 /**
  * The chaos adapters of the kinds whose handles are LockHandles: the reentrant lock
  * (`client.lock`), the fair lock (`client.fairLock`) and the read-write lock (`readWriteLock`:
- * a section asks for a read hold with probability `sharedRate`, else for the write lock).
+ * a section asks for a read hold with probability `sharedRate`, else for the write lock). The
+ * plain and fair locks also run with push hand-off (`wait.mode: "push"`, given as `wait`).
  */
-import type { LockClient } from "../../../src/index.js";
+import type { LockClient, WaitOptions } from "../../../src/index.js";
 import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
-import type { Observer } from "../environment.js";
+import type { ChaosConfig } from "../config.js";
+import type { ChaosEnvironment, Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";
 import { type KeyLayout, readKeys } from "../server-state.js";
-import { acquireHold, type OpenerFactory } from "./hold.js";
+import { acquireHold, type Opener, type OpenerFactory } from "./hold.js";
 
 export type { Observer };
 
-/** A primitive over one database whose holds are LockHandles. */
+/** A primitive over one database whose holds are LockHandles; push mode when `push` is given. */
 function lockFamily(
   name: string,
   observer: Observer,
   open: OpenerFactory,
   layout: (key: string) => KeyLayout,
   isHeldBy: (client: LockClient, key: string, owner: string) => Promise<boolean>,
-  sharedRate = 0,
+  { sharedRate = 0, push }: { sharedRate?: number; push?: PushWaiting | undefined } = {},
 ): ChaosPrimitive {
+  const opener: OpenerFactory = push
+    ? (isolate, key, plan) => waitingWith(open(isolate, key, plan), push.wait)
+    : open;
   return {
-    name,
+    name: push ? `${name} (push)` : name,
     capacity: 1,
     sharedRate,
-    acquire: (isolate, key, plan) => acquireHold(open, isolate, key, plan),
+    ...(push ? { figures: push.figures } : {}),
+    acquire: (isolate, key, plan) => acquireHold(opener, isolate, key, plan),
     isHeldBy: (key, owner) => isHeldBy(observer.client, key, owner),
     async holders(key) {
       const state = (await readKeys(observer.raw, [layout(key)])).get(key)!;
@@ -35,17 +41,50 @@ function lockFamily(
   };
 }
 
-export function reentrantLockPrimitive(prefix: string, observer: Observer): ChaosPrimitive {
+/** A lock's acquisitions with `wait` (push mode) over the client's polling policy. */
+function waitingWith(lock: Opener, wait: WaitOptions): Opener {
+  return {
+    acquire: (options) => lock.acquire({ ...options, wait }),
+    tryAcquire: (options) => lock.tryAcquire({ ...options, wait }),
+  };
+}
+
+/** Push mode: the run's park and claim windows; its parks and wake-ups among the figures. */
+export function pushWaiting(env: ChaosEnvironment, config: ChaosConfig): PushWaiting {
+  return {
+    wait: { mode: "push", ...config.push },
+    figures: () => ({
+      "parks (blocking pops settled)": env.parks.settled,
+      "  woken holding the lock (hand-offs)": env.parks.woken,
+    }),
+  };
+}
+
+export interface PushWaiting {
+  readonly wait: WaitOptions;
+  figures(): Readonly<Record<string, number>>;
+}
+
+export function reentrantLockPrimitive(
+  prefix: string,
+  observer: Observer,
+  push?: PushWaiting,
+): ChaosPrimitive {
   return lockFamily(
     "lock",
     observer,
     (isolate, key) => isolate.client.lock(key),
     (key) => ({ key, hash: lockKeys(prefix, key).lock }),
     (client, key, owner) => client.lock(key).isHeldBy(owner),
+    { push },
   );
 }
 
-export function fairLockPrimitive(prefix: string, observer: Observer): ChaosPrimitive {
+export function fairLockPrimitive(
+  prefix: string,
+  observer: Observer,
+  push?: PushWaiting,
+): ChaosPrimitive {
   return lockFamily(
     "fair lock",
     observer,
@@ -61,6 +100,7 @@ export function fairLockPrimitive(prefix: string, observer: Observer): ChaosPrim
       };
     },
     (client, key, owner) => client.fairLock(key).isHeldBy(owner),
+    { push },
   );
 }
 
@@ -89,6 +129,6 @@ export function readWriteLockPrimitive(
       ]);
       return writing || reading;
     },
-    sharedRate,
+    { sharedRate },
   );
 }

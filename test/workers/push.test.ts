@@ -1,0 +1,101 @@
+/**
+ * Push hand-off (`wait: { mode: "push" }`) inside workerd, through @upstash/redis/cloudflare
+ * against the local server: a parked waiter's blocking pop returns holding the lock, with the next
+ * fencing token, both with the in-process watchdog and beside the Durable Object watchdog.
+ */
+
+import { env } from "cloudflare:workers";
+import { Redis } from "@upstash/redis/cloudflare";
+import { describe, expect, it } from "vitest";
+import { durableObjectWatchdog } from "../../src/durable-object/index.js";
+import { LockClient, type LockClientOptions } from "../../src/index.js";
+import { server as watchdogServer } from "./durable-object/support.js";
+
+const servers: { kind: string; url: string; token: string }[] = JSON.parse(
+  env.EDGELOCK_TEST_SERVERS,
+);
+let prefixes = 0;
+
+const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleepMs(10);
+  }
+}
+
+/** A holder (polling), a push-mode waiter with `waiterOptions`, and a raw view, on one prefix. */
+function contenders(
+  server: { url: string; token: string },
+  waiterOptions: Omit<LockClientOptions, "redis" | "prefix"> = {},
+) {
+  prefixes += 1;
+  const prefix = `wp${Date.now().toString(36)}${prefixes}`;
+  const redis = () => new Redis({ url: server.url, token: server.token });
+  const holder = new LockClient({ redis: redis(), prefix });
+  const waiter = new LockClient({
+    redis: redis(),
+    prefix,
+    ...waiterOptions,
+    wait: { mode: "push", ...waiterOptions.wait },
+  });
+  const parked = (name: string) => redis().hlen(`${prefix}:{${name}}:parked`);
+  return { holder, waiter, parked };
+}
+
+describe.each(servers)("push hand-off in workerd on $kind", (server) => {
+  it.each(["lock", "fairLock"] as const)(
+    "%s: the release wakes the parked waiter holding the next fencing token",
+    async (kind) => {
+      const { holder, waiter, parked } = contenders(server);
+      const held = await holder[kind]("job").acquire({ leaseMs: 10_000 });
+      const waiting = waiter[kind]("job").acquire({ leaseMs: 10_000, waitMs: 8_000 });
+      // Registered and parked: its blocking pop is open at the server.
+      await until(async () => (await parked("job")) === 1);
+      const releasedAt = Date.now();
+      await held.release();
+      const handle = await waiting;
+      // Woken by the hand-off, long before the 10 s lease or a poll could have taken it.
+      expect(Date.now() - releasedAt).toBeLessThan(5_000);
+      expect(handle.fencingToken).toBe(held.fencingToken + 1);
+      expect(await holder[kind]("job").isHeldBy(handle.owner)).toBe(true);
+      expect(await parked("job")).toBe(0);
+      await handle.release();
+      expect(await holder[kind]("job").isLocked()).toBe(false);
+    },
+  );
+});
+
+describe(`push hand-off beside the Durable Object watchdog on ${watchdogServer.kind}`, () => {
+  it("the woken waiter's hold is renewed by the object past its claim window", async () => {
+    const watchdog = durableObjectWatchdog(env.LOCK_WATCHDOG, { heartbeatIntervalMs: 0 });
+    const { holder, waiter, parked } = contenders(watchdogServer, {
+      watchdogTimeoutMs: 600,
+      watchdog,
+      // Shorter than the watchdog lease: the woken hold must confirm its own lease at once.
+      wait: { claimMs: 200 },
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ waitMs: 8_000 });
+    await until(async () => (await parked("job")) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(handle.renewing).toBe(true);
+    await watchdog.settled();
+    // Several claim windows and watchdog leases: only the object's renewals keep it.
+    const end = Date.now() + 2_000;
+    while (Date.now() < end) {
+      expect(await holder.lock("job").isHeldBy(handle.owner)).toBe(true);
+      await sleepMs(100);
+    }
+    expect(handle.signal.aborted).toBe(false);
+    const status = await watchdog.status(handle);
+    expect(status.state).toBe("renewing");
+    await handle.release();
+    await watchdog.settled();
+    expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+});

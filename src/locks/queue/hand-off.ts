@@ -46,9 +46,8 @@ if parked then
   redis.call('ZREM', ${queueKey}, head)
   redis.call('ZREM', ${timeoutsKey}, head)
   redis.call('HDEL', ${parkedKey}, head)
-  local wake = lockKey .. ':wake:' .. id
-  redis.call('RPUSH', wake, 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)))
-  redis.call('PEXPIRE', wake, operationTtlMs)
+  redis.call('RPUSH', lockKey .. ':wake:' .. id, 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)))
+  redis.call('PEXPIRE', lockKey .. ':wake:' .. id, operationTtlMs)
   handedOff = true
 end`;
 }

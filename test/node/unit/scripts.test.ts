@@ -10,7 +10,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "6eaa6c1728422462037f3a1d32cdca92318d84d2"],
+  ["lock.release", "3e40f6dae0dd314ab784f12ac117cb1ea56e4008"],
   ["fairLock.acquire", "754cbbdde46ba331feed70af236d546972d7d56e"],
   ["queue.leave", "d375918dff57b2f9f4e40255ec808f227fdbe037"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],

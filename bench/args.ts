@@ -25,6 +25,8 @@ export const USAGE = `npm run bench -- [options]
   --peers LIST         edgelock,upstash-lock,redlock,redis-semaphore (default: all)
   --variants LIST      extra edgelock polling policies "initial/max[/maxPolls]", e.g. 5/100,20/500
   --no-blind           leave out "edgelock blind" (pace hints hidden: the backoff alone)
+  --no-push            leave out "edgelock push" and "edgelock fair push" (scenario 4): the push
+                       hand-off, waiters parked on BLPOP and woken by the release (not in 6)
   --upstash-delays LIST  extra @upstash/lock retry delays in ms, e.g. 10,50
   --json PATH          results (default bench/results/latest.json; --quick: quick.tmp.json)
   --svg PATH           chart (default docs/bench-contention.svg; --quick: none)
@@ -53,6 +55,8 @@ export interface BenchArgs {
   readonly variants: readonly WaitOptions[];
   /** Also run edgelock with the pace hints hidden (the blind backoff), for comparison. */
   readonly blind: boolean;
+  /** Also run edgelock's push hand-off (`wait: { mode: "push" }`) beside its polling. */
+  readonly push: boolean;
   readonly upstashDelays: readonly number[];
   readonly jsonPath: string;
   readonly svgPath: string | undefined;
@@ -119,6 +123,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       json: { type: "string" },
       svg: { type: "string" },
       "no-blind": { type: "boolean", default: false },
+      "no-push": { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
   });
@@ -162,6 +167,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     leaseMs: positive(values.lease ?? "10000", "lease"),
     peers,
     blind: !(values["no-blind"] ?? false),
+    push: !(values["no-push"] ?? false),
     variants: (values.variants ?? "")
       .split(",")
       .filter((v) => v.trim() !== "")

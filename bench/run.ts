@@ -11,7 +11,7 @@ import { progressBar } from "../dev/progress.js";
 import { parseBenchArgs, USAGE, UsageError } from "./args.js";
 import { startBenchBackend } from "./backend/backend.js";
 import type { LatencyModel } from "./backend/protocol.js";
-import { edgelockPeer } from "./peers/edgelock.js";
+import { edgelockPeer, PUSH_WAIT } from "./peers/edgelock.js";
 import type { Peer, PeerEnv, Transport } from "./peers/peer.js";
 import { redisSemaphorePeer } from "./peers/redis-semaphore.js";
 import { redlockPeer } from "./peers/redlock.js";
@@ -53,6 +53,7 @@ for (const id of args.peers) {
   if (id === "edgelock") {
     peers.push(edgelockPeer(env));
     if (args.blind) peers.push(edgelockPeer(env, undefined, true));
+    if (args.push) peers.push(edgelockPeer(env, PUSH_WAIT));
     for (const variant of args.variants) peers.push(edgelockPeer(env, variant));
   } else if (id === "upstash-lock") {
     peers.push(upstashLockPeer(env));
@@ -87,6 +88,8 @@ for (const peer of peers)
 console.log();
 
 const withScenario = (n: number) => args.scenarios.has(n);
+/** Scenario 4 also runs the fair lock in push mode when edgelock push is in the run. */
+const fairPush = args.push && args.peers.includes("edgelock");
 /** Scenario 4 compares with the exclusive REST locks: edgelock's plain lock and @upstash/lock. */
 function scenario4Baselines(): Peer[] {
   return peers.filter((peer) => peer.id === "edgelock" || peer.id === "upstash-lock");
@@ -100,9 +103,12 @@ function scenario4Settings() {
     holdMs: args.holdMs,
   };
 }
-/** Scenario 5 compares the REST locks at their defaults: edgelock, edgelock blind, @upstash/lock. */
+/**
+ * Scenario 5 compares the REST locks at their defaults: edgelock, edgelock blind, edgelock push,
+ * @upstash/lock.
+ */
 const variableHoldPeers = peers.filter((peer) =>
-  ["edgelock", "edgelock-blind", "upstash-lock"].includes(peer.id),
+  ["edgelock", "edgelock-blind", "edgelock-push", "upstash-lock"].includes(peer.id),
 );
 const variableHoldSettings = {
   ...args.variableHolds,
@@ -126,7 +132,7 @@ const units =
     ((withScenario(2) ? sectionsOneKey : 0) + (withScenario(3) ? sectionsManyKeys : 0)) +
   (withScenario(1) ? args.latencies.reduce((sum, l) => sum + opsAt(l), 0) * peers.length : 0) +
   (withScenario(4)
-    ? fairAndReadWriteSections(scenario4Settings(), scenario4Baselines().length)
+    ? fairAndReadWriteSections(scenario4Settings(), scenario4Baselines().length, fairPush)
     : 0) +
   (withScenario(5)
     ? args.variableHolds.contenderCounts.reduce((sum, n) => sum + n, 0) *
@@ -226,6 +232,7 @@ try {
       lastLatency,
       trips,
       scenario4Settings(),
+      fairPush,
       tick,
     );
     fair.push(...results.fair);

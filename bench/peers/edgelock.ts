@@ -5,27 +5,29 @@ import { DEFAULT_WAIT_POLICY, type WaitOptions } from "../../src/wait/policy.js"
 import { blindRedis } from "./blind-redis.js";
 import type { Contender, Peer, PeerEnv } from "./peer.js";
 
+/** The push hand-off at its defaults, as `edgelock push` (and `edgelock fair push`) runs it. */
+export const PUSH_WAIT: WaitOptions = { mode: "push" };
+
 /**
  * `wait` overrides the polling policy (for tuning runs); the default peer runs the library's
  * defaults. `blind` hides the pace hints of busy replies from the client (see blind-redis.ts), so
  * that it polls with the full-jitter backoff alone, as before pacing: an A/B in the same run.
+ * `wait: PUSH_WAIT` is the push hand-off (waiters park on a blocking pop, the release wakes them).
  */
 export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): Peer {
   const policy = { ...DEFAULT_WAIT_POLICY, ...wait };
-  const tag =
-    (wait === undefined
-      ? ""
-      : `[${policy.initialDelayMs}/${policy.maxDelayMs}/${policy.maxPolls}]`) +
-    (blind ? " blind" : "");
+  const push = policy.mode === "push";
+  const tag = push
+    ? " push"
+    : (wait === undefined
+        ? ""
+        : `[${policy.initialDelayMs}/${policy.maxDelayMs}/${policy.maxPolls}]`) +
+      (blind ? " blind" : "");
   return {
     id: `edgelock${tag.replace(" ", "-")}`,
     label: `edgelock${tag}`,
     transport: "REST",
-    config:
-      `lease ${env.leaseMs} ms, wait { initialDelayMs: ${policy.initialDelayMs}, ` +
-      `maxDelayMs: ${policy.maxDelayMs}, maxPolls: ${policy.maxPolls} }` +
-      (wait === undefined ? " (defaults)" : "") +
-      (blind ? ", busy-reply hints hidden: full-jitter backoff only" : ", queue-directed polling"),
+    config: `lease ${env.leaseMs} ms, ${describeWait(wait, blind)}`,
     contender: async () => {
       const redis = new Redis({ url: env.restUrl, token: env.token });
       const client = new LockClient({
@@ -49,4 +51,21 @@ export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): P
       } satisfies Contender;
     },
   };
+}
+
+/** The waiting policy of an edgelock peer, as stated in the bench's output. */
+export function describeWait(wait: WaitOptions | undefined, blind = false): string {
+  const policy = { ...DEFAULT_WAIT_POLICY, ...wait };
+  if (policy.mode === "push") {
+    return (
+      `wait { mode: "push", parkMs: ${policy.parkMs}, claimMs: ${policy.claimMs}, ` +
+      `maxPolls: ${policy.maxPolls} }: parked on BLPOP, woken holding the lock`
+    );
+  }
+  return (
+    `wait { initialDelayMs: ${policy.initialDelayMs}, ` +
+    `maxDelayMs: ${policy.maxDelayMs}, maxPolls: ${policy.maxPolls} }` +
+    (wait === undefined ? " (defaults)" : "") +
+    (blind ? ", busy-reply hints hidden: full-jitter backoff only" : ", queue-directed polling")
+  );
 }

@@ -107,12 +107,19 @@ export function contentionChart(input: ChartInput): string {
     },
   ];
   let x = left;
+  let y = legendY;
   for (const entry of entries) {
+    const entryWidth = 40 + entry.label.length * 6.6;
+    // Wrap to a second row rather than run past the right edge (the bottom margin has room).
+    if (x > left && x + entryWidth > width - MARGIN.left / 2) {
+      x = left;
+      y += 20;
+    }
     parts.push(
-      `<line x1="${x}" y1="${legendY}" x2="${x + 22}" y2="${legendY}" stroke="${entry.color}" stroke-width="2.5"${entry.dash ? ` stroke-dasharray="${entry.dash}"` : ""}/>`,
-      `<text x="${x + 28}" y="${legendY + 4}">${escapeXml(entry.label)}</text>`,
+      `<line x1="${x}" y1="${y}" x2="${x + 22}" y2="${y}" stroke="${entry.color}" stroke-width="2.5"${entry.dash ? ` stroke-dasharray="${entry.dash}"` : ""}/>`,
+      `<text x="${x + 28}" y="${y + 4}">${escapeXml(entry.label)}</text>`,
     );
-    x += 40 + entry.label.length * 6.6;
+    x += entryWidth;
   }
   parts.push("</svg>");
   return `${parts.join("\n")}\n`;

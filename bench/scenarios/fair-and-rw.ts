@@ -6,6 +6,7 @@
 import { LockClient } from "../../src/index.js";
 import type { BenchBackend } from "../backend/backend.js";
 import type { LatencyModel } from "../backend/protocol.js";
+import { PUSH_WAIT } from "../peers/edgelock.js";
 import { edgelockFairPeer } from "../peers/edgelock-fair.js";
 import { edgelockReadWritePeer } from "../peers/edgelock-read-write.js";
 import type { HoldMode, Peer, PeerEnv, Transport } from "../peers/peer.js";
@@ -40,12 +41,13 @@ export function availablePrimitives(): { fairLock: boolean; readWriteLock: boole
 export function fairAndReadWriteSections(
   settings: FairAndReadWriteSettings,
   exclusivePeers: number,
+  fairPush: boolean,
 ): number {
   const available = availablePrimitives();
   const perN =
     settings.contenderCounts.reduce((sum, n) => sum + n, 0) * settings.sectionsPerContender;
   return (
-    (available.fairLock ? perN * 2 : 0) +
+    (available.fairLock ? perN * (fairPush ? 3 : 2) : 0) +
     (available.readWriteLock ? perN * (1 + exclusivePeers) : 0)
   );
 }
@@ -57,6 +59,8 @@ export async function runFairAndReadWrite(
   latency: LatencyModel,
   roundTrips: Readonly<Record<Transport, number>>,
   settings: FairAndReadWriteSettings,
+  /** Also run the fair lock with the push hand-off (`edgelock fair push`). */
+  fairPush: boolean,
   onSection: () => void,
 ): Promise<FairAndReadWriteResults> {
   const available = availablePrimitives();
@@ -88,6 +92,7 @@ export async function runFairAndReadWrite(
   if (available.fairLock) {
     for (const n of settings.contenderCounts) {
       fair.push(await run(edgelockFairPeer(env), n, `fair-n${n}`));
+      if (fairPush) fair.push(await run(edgelockFairPeer(env, PUSH_WAIT), n, `fair-push-n${n}`));
       if (plainLock !== undefined) fair.push(await run(plainLock, n, `fair-baseline-n${n}`));
     }
   } else {

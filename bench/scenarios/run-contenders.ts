@@ -88,6 +88,11 @@ export interface ContentionResult {
   /** All requests of the run (acquire polls and releases) / successful acquisitions; minimum 2. */
   readonly requestsPerAcquisition: number;
   readonly bytesPerAcquisition: number;
+  /**
+   * Commands the server ran per acquisition, by name, e.g. `{ evalsha: 2.1, blpop: 0.9 }` (REST:
+   * from the REST server's counters, which count a blocking pop once it returned).
+   */
+  readonly commandsPerAcquisition: Readonly<Record<string, number>>;
   /** Release sent → next holder's acquire resolved, when that holder was already waiting. */
   readonly handoffP50Ms: number;
   readonly handoffP99Ms: number;
@@ -275,6 +280,9 @@ function summarize(
     requests: wire.requests,
     requestsPerAcquisition: wire.requests / acquisitions,
     bytesPerAcquisition: (wire.bytesIn + wire.bytesOut) / acquisitions,
+    commandsPerAcquisition: Object.fromEntries(
+      Object.entries(wire.commandsByName).map(([name, count]) => [name, count / acquisitions]),
+    ),
     handoffP50Ms: percentile(handoffs, 0.5),
     handoffP99Ms: percentile(handoffs, 0.99),
     waitP50Ms: percentile(waits, 0.5),

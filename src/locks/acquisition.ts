@@ -198,14 +198,26 @@ export async function acquireHold(
   } else {
     // Most holds end within half the claim window: their release confirms nothing and costs
     // nothing more. A longer one confirms its lease then.
-    const timer = setTimeout(
-      () => void claimLease(spec, handle, owner, effectiveLease, acquiredAt),
-      Math.max(0, acquiredAt + claim.leaseMs / 2 - Date.now()),
-    );
-    (timer as { unref?: () => void }).unref?.();
-    handle.attachWatchdog(() => clearTimeout(timer));
+    claimLater(spec, handle, owner, effectiveLease, acquiredAt, acquiredAt + claim.leaseMs / 2);
   }
   return { handle };
+}
+
+/** Runs claimLease at `at` (client clock), unless the handle is released first. */
+function claimLater(
+  spec: AcquisitionSpec,
+  handle: LockHandle,
+  owner: string,
+  leaseMs: number,
+  acquiredAt: number,
+  at: number,
+): void {
+  const timer = setTimeout(
+    () => void claimLease(spec, handle, owner, leaseMs, acquiredAt),
+    Math.max(0, at - Date.now()),
+  );
+  (timer as { unref?: () => void }).unref?.();
+  handle.attachWatchdog(() => clearTimeout(timer));
 }
 
 /**
@@ -230,12 +242,7 @@ async function claimLease(
     spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
     const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
     if (retryIn < 10 || handle.released) return;
-    const timer = setTimeout(
-      () => void claimLease(spec, handle, owner, leaseMs, acquiredAt),
-      retryIn,
-    );
-    (timer as { unref?: () => void }).unref?.();
-    handle.attachWatchdog(() => clearTimeout(timer));
+    claimLater(spec, handle, owner, leaseMs, acquiredAt, Date.now() + retryIn);
     return;
   }
   if (handle.released) return;

@@ -58,15 +58,19 @@ export async function callScript(
       if (refused || Date.now() >= deadline) break;
     }
   }
-  // The cause is a sanitized copy: the client's error echoes the command (Lua, owner token).
-  const cause = sanitizedFailure(lastError, [...args, script.source]);
-  const failure = new LockBackendError(
-    `HTTP Redis failed during ${script.name}: ${cause.message}`,
-    {
-      cause,
-    },
-  );
-  throw refused ? failure : markTransient(failure);
+  throw backendFailure(lastError, script.name, [...args, script.source]);
+}
+
+/**
+ * The LockBackendError of a failed call `what`: transient unless refused. Its cause is a
+ * sanitized copy, since the client's error echoes the command (`secrets`: Lua, owner token).
+ */
+function backendFailure(error: unknown, what: string, secrets: readonly string[]): Error {
+  const cause = sanitizedFailure(error, secrets);
+  const failure = new LockBackendError(`HTTP Redis failed during ${what}: ${cause.message}`, {
+    cause,
+  });
+  return classifyFailure(error) === "refused" ? failure : markTransient(failure);
 }
 
 /**
@@ -90,14 +94,7 @@ export async function callBlocking(
     return await settleBy(redis.exec(command), Date.now() + budgetMs, budgetMs, signal);
   } catch (error) {
     if (signal?.aborted) throw error;
-    const cause = sanitizedFailure(error, command);
-    const failure = new LockBackendError(
-      `HTTP Redis failed during ${command[0]}: ${cause.message}`,
-      {
-        cause,
-      },
-    );
-    throw classifyFailure(error) === "refused" ? failure : markTransient(failure);
+    throw backendFailure(error, command[0], command);
   }
 }
 

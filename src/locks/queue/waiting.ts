@@ -85,7 +85,10 @@ export function queuedAttempts(
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
-  const push = plan.mayWait && policy.mode === "push" && canBlock(ctx.redis);
+  // The Redis client that parks, in push mode (the acquisition checked it can block).
+  const blocking =
+    plan.mayWait && policy.mode === "push" && canBlock(ctx.redis) ? ctx.redis : undefined;
+  const push = blocking !== undefined;
   // A parked waiter's place lasts its longest park and the way back to ask again.
   const timeout = !plan.mayWait ? 0 : push ? policy.parkMs + PARK_GRACE_MS : waiterTimeoutMs;
   const pacer = new TurnPacer(policy, Math.floor(waiterTimeoutMs / 3), rule === "fair" ? 1 : 2);
@@ -99,6 +102,7 @@ export function queuedAttempts(
   let lastOperationId = "";
 
   const park = async (
+    redis: NonNullable<typeof blocking>,
     operationId: string,
     wait: AttemptWait,
     view: TurnView,
@@ -111,7 +115,7 @@ export function queuedAttempts(
     let reply: unknown;
     try {
       reply = await callBlocking(
-        ctx.redis as Parameters<typeof callBlocking>[0],
+        redis,
         ["BLPOP", keys.wake(operationId), (parkMs / 1000).toFixed(3)],
         parkMs,
         ctx.retry,
@@ -139,10 +143,10 @@ export function queuedAttempts(
     attempt: async (owner, leaseMs, operationId, wait) => {
       requests += 1;
       lastOperationId = operationId;
-      if (registered !== undefined) {
+      if (registered !== undefined && blocking !== undefined) {
         const { view, sentAt } = registered;
         registered = undefined;
-        return park(operationId, wait, view, sentAt);
+        return park(blocking, operationId, wait, view, sentAt);
       }
       const sentAt = Date.now();
       // The last request the budget allows leaves the queue itself when busy: the wait then

@@ -24,6 +24,7 @@ import {
   checkOwner,
   checkPrefix,
 } from "./validate.js";
+import { RecentContention } from "./wait/contention.js";
 import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
 import { inProcessRenewer } from "./watchdog/in-process.js";
 import { WatchdogRegistry } from "./watchdog/registry.js";
@@ -131,6 +132,7 @@ export class LockClient {
           ? CLIENT_DEFAULTS.watchdogTimeoutMs
           : checkLease(given.watchdogTimeoutMs, "watchdogTimeoutMs"),
       waitPolicy,
+      contention: new RecentContention(),
       watchdogs: new WatchdogRegistry(watchdog),
       events: this.#events,
       resolveOwner: (explicit) =>

@@ -35,23 +35,24 @@ end`;
 
 /**
  * The whole of an exclusive release script (needs the names `lockKey`, `owner` and
- * `operationTtlMs`): drop one hold, delete the owner's field at zero, record
- * the result under `operationKey` and answer {1, holds left}, or {0} when the owner holds nothing.
- * A re-send replays the recorded answer. `whenFreed` runs when the last hold goes (e.g. to learn
- * how long the hold lasted).
+ * `operationTtlMs`): drop one hold, delete the owner's field at zero, record the result under
+ * `operationKey` and answer {1, holds left, others waiting (1/0)}, or {0} when the owner holds
+ * nothing. A re-send replays the recorded answer as {1, holds left}. `whenFreed` runs when the
+ * last hold goes (e.g. to learn how long the hold lasted) and may set `othersWaiting` to 1.
  */
 export function releaseOneHold(operationKey: string, whenFreed: string): string {
   return `local replay = redis.call('GET', ${operationKey})
 if replay then return {1, tonumber(replay)} end
 if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
 local left = redis.call('HINCRBY', lockKey, owner, -1)
+local othersWaiting = 0
 if left <= 0 then
   redis.call('HDEL', lockKey, owner)
   left = 0
 ${whenFreed}
 end
 redis.call('SET', ${operationKey}, left, 'PX', operationTtlMs)
-return {1, left}`;
+return {1, left, othersWaiting}`;
 }
 
 /**

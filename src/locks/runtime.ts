@@ -1,4 +1,5 @@
 import type { LockEvents } from "../events.js";
+import type { RecentContention } from "../wait/contention.js";
 import type { WaitPolicy } from "../wait/policy.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
 import type { OperationContext } from "./context.js";
@@ -9,6 +10,8 @@ export interface LockRuntime {
   readonly prefix: string;
   readonly watchdogTimeoutMs: number;
   readonly waitPolicy: WaitPolicy;
+  /** Lock keys this client recently had to wait on (push mode parks sooner there). */
+  readonly contention: RecentContention;
   readonly watchdogs: WatchdogRegistry;
   readonly events: LockEvents;
   /** The explicit owner if given (validated), else the scope's, else a fresh token. */

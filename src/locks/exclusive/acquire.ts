@@ -8,7 +8,7 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
-import { registerParked } from "../queue/hand-off.js";
+import { endingParkBeside, registerParked } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters, reservedForAnother } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -24,7 +24,8 @@ export type AcquireRule = "plain" | "fair";
  * ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0:
  *       a single attempt, never enqueue; -1: the last attempt of the poll budget, leave the queue
  *       when busy), 6 the waiter's last round trip ms (0: unknown), 7 claim window ms of a
- *       waiter that will park (0: it polls), 8 its operation id (names its wake list)
+ *       waiter that will park (0: it polls), 8 its operation id (names its wake list), 9 "1"
+ *       when the waiter's park is already in flight (see endingParkBeside), else "0"
  * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
  *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
  * The plain lock's KEYS 4–7 are optional (RedLock runs it on three keys): without them nothing
@@ -36,7 +37,7 @@ function acquireScriptLua(rule: AcquireRule): string {
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == owner then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
-  return `${replayAcquisition("operationKey", "leaseMs")}
+  return endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 if queueKey then
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
@@ -74,7 +75,7 @@ if queueKey then
 end
 ${grantExclusiveHold(`if holdStatsKey then
     ${learnHandOff("holdStatsKey", "waited")}
-  end`)}`;
+  end`)}`);
 }
 
 const ACQUIRE_KEYS = [
@@ -95,6 +96,7 @@ const ACQUIRE_ARGS = [
   "roundTripMs",
   "claimMs",
   "parkId",
+  "parkBeside",
 ] as const;
 const ACQUIRE_REPLIES = { 1: [4], 0: [8], [-1]: [1] };
 
@@ -137,6 +139,8 @@ export interface WaiterTerms {
   readonly roundTripMs: number;
   /** Push mode: the claim window of a waiter that will park after a busy reply; 0: it polls. */
   readonly claimMs: number;
+  /** Push mode: the waiter's park was sent beside this attempt and is in flight. */
+  readonly parkBeside?: boolean;
 }
 
 export async function attemptAcquire(
@@ -170,6 +174,7 @@ export async function attemptAcquire(
       roundTripMs: Math.max(0, Math.round(waiter.roundTripMs)),
       claimMs: waiter.claimMs,
       parkId: operationId,
+      parkBeside: waiter.parkBeside ? "1" : "0",
     },
   );
   const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;

@@ -38,7 +38,12 @@ export function exclusiveOperations(
     ),
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
-      release: (operationId) => releaseHold(ctx, keys, owner, operationId),
+      release: async (operationId) => {
+        const result = await releaseHold(ctx, keys, owner, operationId);
+        // Others wait: this client's next acquisition here parks beside its first attempt.
+        if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);
+        return result;
+      },
     }),
     renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
   });

@@ -15,7 +15,8 @@ import type { ReleaseResult } from "../state.js";
 // KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts, 6 fence counter,
 //       7 parked waiters (3–7 optional: see acquire.ts)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
-// Reply: {1, holds left} released one hold; {0} the owner holds nothing.
+// Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
+//        one hold ({1, holds left} replayed); {0} the owner holds nothing.
 // The release that frees the lock folds this hold's length into the average hold and its mean
 // deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
@@ -33,7 +34,7 @@ export const RELEASE = defineScript({
   ],
   optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "fenceKey", "parkedKey"],
   args: ["owner", "operationTtlMs", "paceTtlMs"],
-  replies: { 1: [2], 0: [1] },
+  replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
     `if holdStatsKey then
@@ -46,8 +47,10 @@ export const RELEASE = defineScript({
       ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
     end
     if handedOff then
+      othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true")}
     else
+      if redis.call('EXISTS', queueKey) == 1 then othersWaiting = 1 end
       ${reserveForHead("holdStatsKey", "queueKey")}
     end
   end
@@ -55,13 +58,14 @@ end`,
   ),
 });
 
+/** Releases one hold; `othersWaiting`: the release handed the lock over or others still wait. */
 export async function releaseHold(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
   /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
   operationId: string = newOperationId(),
-): Promise<ReleaseResult> {
+): Promise<ReleaseResult & { readonly othersWaiting?: boolean }> {
   const reply = await runScript(
     ctx,
     RELEASE,
@@ -76,6 +80,7 @@ export async function releaseHold(
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
-  const [status, left] = reply;
-  return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
+  const [status, left, othersWaiting] = reply;
+  if (status !== 1) return { released: false };
+  return { released: true, holdsLeft: left ?? 0, othersWaiting: othersWaiting === 1 };
 }

@@ -9,11 +9,32 @@
  */
 
 /**
- * Registers `owner` as parked, or forgets it (ARGV `claimMs` 0: a polling waiter). Needs `now`,
+ * Runs an acquire script's `body` (which may `return` anywhere) so that a park already in flight
+ * beside the attempt (ARGV `parkBeside` 1: the waiter sent its blocking pop with the attempt, as
+ * it does where it recently had to wait) never blocks for nothing: unless the body registered the
+ * waiter as parked (`registerParked` sets `parkedNow`), `none` is pushed to its wake list, so that
+ * the pop returns at once. The wake list is the one the hand-off pushes to (see LockKeys.wake).
+ */
+export function endingParkBeside(body: string): string {
+  return `local parkedNow = false
+local function attempt()
+${body}
+end
+local reply = attempt()
+if parkBeside == '1' and not parkedNow then
+  redis.call('RPUSH', lockKey .. ':wake:' .. parkId, 'none')
+  redis.call('PEXPIRE', lockKey .. ':wake:' .. parkId, operationTtlMs)
+end
+return reply`;
+}
+
+/**
+ * Registers `owner` as parked (and sets the caller's `parkedNow`), or forgets it (ARGV `claimMs` 0: a polling waiter). Needs `now`,
  * `owner`, `leaseMs`, `claimMs`, `parkId` (the acquisition's operation id) and a local `timeout`.
  */
 export function registerParked(parkedKey: string): string {
   return `if tonumber(claimMs) > 0 then
+  parkedNow = true
   redis.call('HSET', ${parkedKey}, owner, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
 else

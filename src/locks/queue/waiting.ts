@@ -9,6 +9,7 @@ import { callBlocking } from "../../transport/call.js";
 import { shownSafely } from "../../transport/failures.js";
 import { canBlock } from "../../transport/redis-like.js";
 import { checkDuration } from "../../validate.js";
+import type { RecentContention } from "../../wait/contention.js";
 import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
 import { TurnPacer, type TurnView } from "../../wait/turn.js";
 import type { AcquisitionSpec, AttemptOutcome, AttemptWait } from "../acquisition.js";
@@ -47,6 +48,8 @@ export interface WaitPlan {
   readonly mayWait: boolean;
   /** The polling policy the flow will use (the call's `wait` over the client's). */
   readonly policy: WaitPolicy;
+  /** Where the client recently had to wait (push mode parks beside the first attempt there). */
+  readonly contention: RecentContention;
 }
 
 /**
@@ -67,7 +70,7 @@ export function peekWaitPlan(
     // acquireHold rejects the same `wait` before any request.
   }
   const waitMs = given.waitMs === undefined ? defaultWaitMs : given.waitMs;
-  return { mayWait: waitMs !== 0, policy };
+  return { mayWait: waitMs !== 0, policy, contention: runtime.contention };
 }
 
 /**
@@ -75,7 +78,10 @@ export function peekWaitPlan(
  * takes a ticket (unless the call may not wait), and every busy reply either paces the next poll
  * by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park: a blocking
  * pop on the acquisition's wake list that returns when a release hands the lock over
- * (queue/hand-off.ts) or when the turn is overdue. A waiter that gives up leaves the queue.
+ * (queue/hand-off.ts) or when the turn is overdue. Where this client recently had to wait, the
+ * park is sent beside the attempt rather than after its reply (src/wait/contention.ts): the
+ * attempt script wakes it at once unless it registered the waiter. A waiter that gives up leaves
+ * the queue.
  */
 export function queuedAttempts(
   ctx: OperationContext,
@@ -84,7 +90,7 @@ export function queuedAttempts(
   plan: WaitPlan,
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
-  const { policy } = plan;
+  const { policy, contention } = plan;
   // The Redis client that parks, in push mode (the acquisition checked it can block).
   const blocking =
     plan.mayWait && policy.mode === "push" && canBlock(ctx.redis) ? ctx.redis : undefined;
@@ -99,43 +105,65 @@ export function queuedAttempts(
   let requests = 0;
   // Push mode: the busy reply that registered this waiter as parked, and when it was sent.
   let registered: { view: TurnView; sentAt: number } | undefined;
+  // Push mode: the park in flight on this acquisition's wake list, and when its timeout lapses.
+  let parking: { readonly ended: Promise<ParkEnd>; readonly endsAt: number } | undefined;
   let lastOperationId = "";
 
-  const park = async (
+  const startPark = (
+    redis: NonNullable<typeof blocking>,
+    operationId: string,
+    wait: AttemptWait,
+    boundMs: number,
+  ): NonNullable<typeof parking> => {
+    const parkMs = Math.max(
+      MIN_PARK_MS,
+      Math.min(policy.parkMs, wait.deadline - Date.now(), boundMs),
+    );
+    const ended = callBlocking(
+      redis,
+      ["BLPOP", keys.wake(operationId), (parkMs / 1000).toFixed(3)],
+      parkMs,
+      ctx.retry,
+      wait.signal,
+      ctx.observer,
+    )
+      .then(wakeReply)
+      .catch(
+        (error: unknown): ParkEnd =>
+          // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
+          wait.signal?.aborted ? { kind: "woken" } : { kind: "failed", error },
+      );
+    return { ended, endsAt: Date.now() + parkMs };
+  };
+
+  /** Waits on the park in flight for at most the bound `view` sets (it may outlast it). */
+  const awaitPark = async (
     redis: NonNullable<typeof blocking>,
     operationId: string,
     wait: AttemptWait,
     view: TurnView,
     sentAt: number,
   ): Promise<AttemptOutcome> => {
-    const parkMs = Math.max(
-      MIN_PARK_MS,
-      Math.min(policy.parkMs, wait.deadline - Date.now(), parkBoundMs(view, policy.claimMs)),
-    );
-    let reply: unknown;
-    try {
-      reply = await callBlocking(
-        redis,
-        ["BLPOP", keys.wake(operationId), (parkMs / 1000).toFixed(3)],
-        parkMs,
-        ctx.retry,
-        wait.signal,
-        ctx.observer,
-      );
-    } catch (error) {
-      // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
-      if (wait.signal?.aborted) return { kind: "busy", holderTtlMs: null, nextPollMs: 1 };
-      throw error;
-    }
-    if (reply === null) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
-    const grant = parseGrant(reply);
+    const boundAt = sentAt + parkBoundMs(view, policy.claimMs);
+    parking ??= startPark(redis, operationId, wait, boundAt - Date.now());
+    const ended =
+      parking.endsAt <= boundAt
+        ? await parking.ended
+        : await settledWithin(parking.ended, Math.max(MIN_PARK_MS, boundAt - Date.now()));
+    // The park sent beside the attempt outlasts this turn's bound (a holder that died hands
+    // nothing over): ask again, the park still in flight; the attempt wakes it if it acquires.
+    if (ended === undefined) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
+    parking = undefined;
+    if (ended.kind === "failed") throw ended.error;
+    if (ended.kind === "woken")
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     mayBeQueued = false;
     return {
       kind: "acquired",
-      fencingToken: grant.fencingToken,
+      fencingToken: ended.fencingToken,
       // The grant came at least `sinceRegistrationMs` after the registration reached Redis,
       // which was after it was sent: a lower bound of the hold's start on this clock.
-      handOff: { leaseMs: grant.leaseMs, grantedAt: sentAt + grant.sinceRegistrationMs },
+      handOff: { leaseMs: ended.leaseMs, grantedAt: sentAt + ended.sinceRegistrationMs },
     };
   };
 
@@ -146,26 +174,41 @@ export function queuedAttempts(
       if (registered !== undefined && blocking !== undefined) {
         const { view, sentAt } = registered;
         registered = undefined;
-        return park(blocking, operationId, wait, view, sentAt);
+        return awaitPark(blocking, operationId, wait, view, sentAt);
       }
       const sentAt = Date.now();
       // The last request the budget allows leaves the queue itself when busy: the wait then
       // ends in exactly `maxPolls` requests.
       const last = plan.mayWait && requests >= policy.maxPolls;
+      const firstAttempt = requests === 1;
+      if (blocking !== undefined && !last && parking === undefined) {
+        if (!firstAttempt || contention.likely(keys.lock)) {
+          parking = startPark(blocking, operationId, wait, Number.POSITIVE_INFINITY);
+        }
+      }
+      const parkBeside = parking !== undefined;
       if (plan.mayWait) mayBeQueued = true;
       const outcome = await attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
         timeoutMs: last ? -1 : timeout,
         roundTripMs,
         claimMs: push ? policy.claimMs : 0,
+        parkBeside,
       });
       roundTripMs = Date.now() - sentAt;
       if (outcome.kind === "acquired" || last) mayBeQueued = false;
-      if (outcome.kind === "acquired") return outcome;
-      const spent = outcome.operationSpent ? { operationSpent: true } : {};
-      if (push && !last && !outcome.operationSpent && outcome.queue.position >= 0) {
+      const parks = push && !last && outcome.kind === "busy" && !outcome.operationSpent;
+      if (parks && outcome.queue.position >= 0) {
+        contention.saw(keys.lock);
         registered = { view: outcome.queue, sentAt };
         return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
       }
+      // Not registered: the script woke the park in flight, if any, which ends on its own.
+      parking = undefined;
+      if (outcome.kind === "acquired") {
+        if (firstAttempt) contention.freeAtFirstAsk(keys.lock);
+        return outcome;
+      }
+      const spent = outcome.operationSpent ? { operationSpent: true } : {};
       return {
         kind: "busy",
         holderTtlMs: outcome.holderTtlMs,
@@ -184,6 +227,30 @@ export function queuedAttempts(
       if (left === "handedOff") await releaseHold(ctx, keys, owner);
     },
   };
+}
+
+/** How a park ended: a grant (the waiter holds the lock), woken without one, or failed. */
+type ParkEnd =
+  | {
+      readonly kind: "granted";
+      readonly fencingToken: number;
+      readonly leaseMs: number;
+      readonly sinceRegistrationMs: number;
+    }
+  | { readonly kind: "woken" }
+  | { readonly kind: "failed"; readonly error: unknown };
+
+/** `promise`'s value if it settles within `ms`, else undefined (it keeps running). */
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
@@ -212,13 +279,14 @@ export function parkBoundMs(view: TurnView, claimMs: number): number {
   return bound;
 }
 
-/** A hand-off's grant, `grant <fence> <lease ms> <ms since registration>`, from a BLPOP reply. */
-function parseGrant(reply: unknown): {
-  fencingToken: number;
-  leaseMs: number;
-  sinceRegistrationMs: number;
-} {
+/**
+ * A park's reply: null when it timed out; else `[key, message]` with `grant <fence> <lease ms>
+ * <ms since registration>` (a hand-off) or `none` (an attempt beside it did not register it).
+ */
+function wakeReply(reply: unknown): ParkEnd {
+  if (reply === null) return { kind: "woken" };
   const message = Array.isArray(reply) ? reply[1] : undefined;
+  if (message === "none") return { kind: "woken" };
   const match = typeof message === "string" ? /^grant (\d+) (\d+) (\d+)$/.exec(message) : null;
   if (match === null) {
     throw new LockBackendError(
@@ -226,6 +294,7 @@ function parseGrant(reply: unknown): {
     );
   }
   return {
+    kind: "granted",
     fencingToken: Number(match[1]),
     leaseMs: Number(match[2]),
     sinceRegistrationMs: Number(match[3]),

@@ -41,6 +41,7 @@ export async function acquireOn(
       roundTripMs: 0,
       claimMs: 0,
       parkId: operationId,
+      parkBeside: "0",
     },
     { 1: [4], 0: [2], [-1]: [1] },
   );

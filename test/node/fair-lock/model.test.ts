@@ -108,7 +108,8 @@ class Release implements Cmd {
     const result = await releaseHold(r.ctx, r.keys, r.owners[this.who]!);
     if (m.holder === this.who) {
       m.count -= 1;
-      expect(result).toEqual({ released: true, holdsLeft: m.count });
+      // (`othersWaiting` only steers this client's next park; the model does not track it.)
+      expect(result).toMatchObject({ released: true, holdsLeft: m.count });
       if (m.count === 0) m.holder = null;
     } else {
       expect(result).toEqual({ released: false });

@@ -69,14 +69,16 @@ async function lockScripts(): Promise<Script[]> {
 /** Commands that take no key. */
 const KEYLESS = new Set(["TIME", "PING", "ECHO"]);
 
-/** What is wrong with a script's use of keys and code, if anything. */
 /**
  * The one exception: a push hand-off's release writes the woken waiter's operation record and
- * wake list, which it cannot list in KEYS (the releaser does not know who waits). They are the
- * lock key plus a literal suffix and the waiter's id, exactly as LockKeys.operation / .wake
- * name them, so they carry the lock's hash tag: same cluster slot, no key from input.
+ * wake list, which it cannot list in KEYS (the releaser does not know who waits), and an acquire
+ * whose park is in flight beside it wakes its own wake list. They are the lock key plus a
+ * literal suffix and the waiter's operation id, exactly as LockKeys.operation / .wake name them,
+ * so they carry the lock's hash tag: same cluster slot, no key from input.
  */
-const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. id$/;
+const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. (?:id|parkId)$/;
+
+/** What is wrong with a script's use of keys and code, if anything. */
 
 function luaProblems(source: string): string[] {
   const problems: string[] = [];

@@ -12,6 +12,7 @@ import {
   LockWaitTimeoutError,
   type RedisLike,
 } from "../../../src/index.js";
+import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
 
@@ -27,6 +28,56 @@ function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]
     exec: () => {
       dead = true;
       return hang();
+    },
+  };
+}
+
+/**
+ * A Redis client whose scripts can be held back (gate closed) while blocking commands pass; it
+ * counts the parks sent and ended, and the scripts held back.
+ */
+function gatedScripts(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }) {
+  let opened: Promise<void> = Promise.resolve();
+  let openGate = () => {};
+  const state = { parks: 0, parksEnded: 0, heldBack: 0 };
+  const afterGate = async <T>(run: () => Promise<T>): Promise<T> => {
+    const gate = opened;
+    state.heldBack += 1;
+    await gate;
+    state.heldBack -= 1;
+    return run();
+  };
+  const gated: RedisLike = {
+    eval: (script, keys, args) => afterGate(() => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => afterGate(() => redis.evalsha(sha, keys, args)),
+    exec: async (command) => {
+      state.parks += 1;
+      try {
+        return await redis.exec(command);
+      } finally {
+        state.parksEnded += 1;
+      }
+    },
+  };
+  return {
+    redis: gated,
+    get parks() {
+      return state.parks;
+    },
+    get parksEnded() {
+      return state.parksEnded;
+    },
+    get heldBack() {
+      return state.heldBack;
+    },
+    close() {
+      opened = new Promise((resolve) => {
+        openGate = resolve;
+      });
+    },
+    open() {
+      openGate();
+      opened = Promise.resolve();
     },
   };
 }
@@ -81,6 +132,93 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     // release.
     expect(lockCommands() - before).toBe(3 * 3 + 1);
     expect(order.sort()).toEqual([0, 1, 2]);
+  });
+
+  it("where the client recently waited, the park goes out beside the first attempt", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const gate = gatedScripts(bed.redis());
+    const waiter = bed.client({ prefix, redis: gate.redis, wait: PUSH });
+    const parkedCount = () => bed.redis().hlen(`${prefix}:{job}:parked`);
+    // A first, contended acquisition: attempt, then park after its reply.
+    let held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    let waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedCount()) === 1);
+    await held.release();
+    await (await waiting).release();
+    expect(gate.parks).toBe(1);
+
+    // The next one on the same key: while its attempt is held back, its park is already out.
+    held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    gate.close();
+    const before = lockCommands();
+    waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(() => gate.parks === 2 && gate.heldBack === 1);
+    gate.open();
+    await until(async () => (await parkedCount()) === 1);
+    await held.release();
+    const handle = await waiting;
+    // Attempt, park, and the holder's release that handed over.
+    expect(lockCommands() - before).toBe(3);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    await handle.release();
+
+    // Free at the first ask: the park beside it is woken at once, and its wake list is gone.
+    for (let ask = 1; ask <= FREE_ASKS_TO_FORGET; ask++) {
+      const free = lockCommands();
+      const again = await waiter.lock("job").acquire({ leaseMs: 10_000 });
+      expect(gate.parks).toBe(2 + ask);
+      await until(() => gate.parksEnded === 2 + ask);
+      expect(lockCommands() - free).toBe(2);
+      expect(await bed.redis().keys(`${prefix}:{job}:wake:*`)).toEqual([]);
+      await again.release();
+    }
+    // Free that many times in a row: no longer contended as far as this client knows, and an
+    // acquisition is one request again.
+    const quiet = lockCommands();
+    await (await waiter.lock("job").acquire({ leaseMs: 10_000 })).release();
+    expect(lockCommands() - quiet).toBe(2);
+    expect(gate.parks).toBe(2 + FREE_ASKS_TO_FORGET);
+  });
+
+  it("a release that hands over marks the lock contended for the releaser's next acquisition", async () => {
+    const prefix = freshPrefix();
+    const gate = gatedScripts(bed.redis());
+    const holder = bed.client({ prefix, redis: gate.redis, wait: PUSH });
+    const waiter = bed.client({ prefix, wait: PUSH });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await held.release();
+    // The holder never waited, but its release handed over: its next attempt parks beside.
+    const handle = await waiting;
+    expect(gate.parks).toBe(0);
+    gate.close();
+    const next = holder.lock("job").acquire({ leaseMs: 10_000 });
+    await until(() => gate.parks === 1 && gate.heldBack === 1);
+    gate.open();
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await handle.release();
+    await (await next).release();
+  });
+
+  it("a park sent beside the attempt still takes a dead holder's lock when its lease ends", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const waiter = bed.client({ prefix, wait: PUSH });
+    let held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await held.release();
+    await (await waiting).release();
+    // The holder dies holding a 600 ms lease; the waiter's park (up to 5 s) is already out.
+    held = await holder.lock("job").acquire({ leaseMs: 600 });
+    const started = Date.now();
+    const handle = await waiter.lock("job").acquire({ leaseMs: 10_000 });
+    // It asked again when the lease ended, instead of sitting out the whole park.
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    await handle.release();
   });
 
   it("a parked waiter whose answer is lost still acquires exactly once (its attempt replays)", async () => {

@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "e9acc587c5ecf7115f1c14de0cc74bf4cf7572d4"],
+  ["lock.acquire", "9aa8043e3a869b8339fb74d50b3f7871253391d1"],
   ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "3e40f6dae0dd314ab784f12ac117cb1ea56e4008"],
-  ["fairLock.acquire", "754cbbdde46ba331feed70af236d546972d7d56e"],
+  ["lock.release", "e117e8a4abf263565f1c563a2cc4a695bf1d4486"],
+  ["fairLock.acquire", "57769d958612097673f68c784e8817c39a06015d"],
   ["queue.leave", "d375918dff57b2f9f4e40255ec808f227fdbe037"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],

@@ -1,0 +1,241 @@
+/**
+ * The client side of push hand-off (`wait.mode: "push"`), shared by every kind that parks (plain,
+ * fair and write locks): the one blocking pop in flight on an acquisition's wake list, when to
+ * send it (after a busy reply that registered the waiter, or beside the first attempt where the
+ * client recently had to wait: src/wait/contention.ts), how long to wait on it, and what its reply
+ * means. The scripts' side is queue/hand-off.ts.
+ */
+import { LockBackendError } from "../../errors.js";
+import { callBlocking } from "../../transport/call.js";
+import { shownSafely } from "../../transport/failures.js";
+import { canBlock, type RedisLike } from "../../transport/redis-like.js";
+import type { RecentContention } from "../../wait/contention.js";
+import type { WaitPolicy } from "../../wait/policy.js";
+import type { TurnView } from "../../wait/turn.js";
+import type { AttemptOutcome, AttemptWait } from "../acquisition.js";
+import type { OperationContext } from "../context.js";
+import type { LockKeys } from "../keys.js";
+
+/** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
+const MIN_PARK_MS = 10;
+/** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
+export const PARK_GRACE_MS = 1_000;
+/** A park at the head ends this long after the holder's lease would (ms): then it is free. */
+const PARK_PAST_LEASE_MS = 25;
+
+/**
+ * How long a waiter that got `view` parks at most: at the head, until just after the holder's
+ * lease ends (a holder that crashed hands nothing over); behind it, until well after its turn is
+ * expected (the claim window after it), so that a grant to a waiter that died while parked is
+ * noticed soon after its claim window ran out.
+ */
+export function parkBoundMs(view: TurnView, claimMs: number): number {
+  let bound = Number.POSITIVE_INFINITY;
+  if (view.holderTtlMs !== null) {
+    bound = view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS;
+  }
+  if (view.position >= 1 && view.holdMs !== null) {
+    const cycle = view.cycleMs ?? view.holdMs;
+    const current = view.locked ? Math.max(0, view.holdMs - (view.heldForMs ?? 0)) : 0;
+    bound = Math.min(bound, current + view.position * cycle + claimMs);
+  }
+  return bound;
+}
+
+/** How a park ended: a grant (the waiter holds the lock), woken without one, or failed. */
+type ParkEnd =
+  | {
+      readonly kind: "granted";
+      readonly fencingToken: number;
+      readonly leaseMs: number;
+      readonly sinceRegistrationMs: number;
+    }
+  | { readonly kind: "woken" }
+  | { readonly kind: "failed"; readonly error: unknown };
+
+type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
+
+/**
+ * The parking of an acquisition that may wait in push mode (undefined otherwise: it polls).
+ * `plan` is the acquisition's WaitPlan (queue/waiting.ts).
+ */
+export function parkingFor(
+  ctx: OperationContext,
+  keys: LockKeys,
+  plan: {
+    readonly mayWait: boolean;
+    readonly policy: WaitPolicy;
+    readonly contention: RecentContention;
+  },
+): Parking | undefined {
+  if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
+  return new Parking(ctx, ctx.redis, keys, plan.policy, plan.contention);
+}
+
+/** A park in flight, and when its timeout lapses (client clock). */
+interface ParkInFlight {
+  readonly ended: Promise<ParkEnd>;
+  readonly endsAt: number;
+}
+
+/** The parking of one acquisition. */
+export class Parking {
+  readonly #ctx: OperationContext;
+  readonly #redis: BlockingRedis;
+  readonly #keys: LockKeys;
+  readonly #policy: WaitPolicy;
+  readonly #contention: RecentContention;
+  // The busy reply that registered this waiter as parked: its view, and when it was sent.
+  #registered: { readonly view: TurnView; readonly sentAt: number } | undefined;
+  // The park in flight on this acquisition's wake list.
+  #inFlight: ParkInFlight | undefined;
+
+  constructor(
+    ctx: OperationContext,
+    redis: BlockingRedis,
+    keys: LockKeys,
+    policy: WaitPolicy,
+    contention: RecentContention,
+  ) {
+    this.#ctx = ctx;
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#policy = policy;
+    this.#contention = contention;
+  }
+
+  /** The claim window this waiter registers with (ARGV `claimMs` of the acquire scripts). */
+  get claimMs(): number {
+    return this.#policy.claimMs;
+  }
+
+  /** How long a parked waiter's place lasts: its longest park and the way back to ask again. */
+  get placeMs(): number {
+    return this.#policy.parkMs + PARK_GRACE_MS;
+  }
+
+  /** True when the last reply registered this waiter: the next step is to wait on the park. */
+  get registered(): boolean {
+    return this.#registered !== undefined;
+  }
+
+  /**
+   * Before an attempt: sends the park beside it unless it is the budget's last, where this is
+   * not the acquisition's first attempt or the client recently waited on this lock. Returns
+   * whether a park is in flight (ARGV `parkBeside` of the acquire scripts).
+   */
+  beforeAttempt(operationId: string, wait: AttemptWait, first: boolean, last: boolean): boolean {
+    if (
+      this.#inFlight === undefined &&
+      !last &&
+      (!first || this.#contention.likely(this.#keys.lock))
+    ) {
+      this.#inFlight = this.#start(operationId, wait, Number.POSITIVE_INFINITY);
+    }
+    return this.#inFlight !== undefined;
+  }
+
+  /** After a busy reply that registered the waiter as parked (sent at `sentAt`). */
+  registeredBy(view: TurnView, sentAt: number): void {
+    this.#contention.saw(this.#keys.lock);
+    this.#registered = { view, sentAt };
+  }
+
+  /**
+   * After a reply that did not register the waiter: the script woke the park in flight, if any,
+   * which then ends on its own. `acquiredAtFirst`: that reply took the lock at the first ask.
+   */
+  notRegistered(acquiredAtFirst: boolean): void {
+    this.#inFlight = undefined;
+    if (acquiredAtFirst) this.#contention.freeAtFirstAsk(this.#keys.lock);
+  }
+
+  /**
+   * Waits on the park (sending it now if none is in flight) for at most the bound the
+   * registering reply sets. A park sent beside the attempt may outlast that bound (a holder that
+   * died hands nothing over): the waiter then asks again while it stays open.
+   */
+  async awaitPark(operationId: string, wait: AttemptWait): Promise<AttemptOutcome> {
+    const registered = this.#registered;
+    if (registered === undefined) throw new Error("awaitPark before a registering reply");
+    this.#registered = undefined;
+    const { view, sentAt } = registered;
+    const boundAt = sentAt + parkBoundMs(view, this.#policy.claimMs);
+    this.#inFlight ??= this.#start(operationId, wait, boundAt - Date.now());
+    const park = this.#inFlight;
+    const ended =
+      park.endsAt <= boundAt
+        ? await park.ended
+        : await settledWithin(park.ended, Math.max(MIN_PARK_MS, boundAt - Date.now()));
+    if (ended === undefined) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
+    this.#inFlight = undefined;
+    if (ended.kind === "failed") throw ended.error;
+    if (ended.kind === "woken") {
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
+    }
+    return {
+      kind: "acquired",
+      fencingToken: ended.fencingToken,
+      // The grant came at least `sinceRegistrationMs` after the registration reached Redis,
+      // which was after it was sent: a lower bound of the hold's start on this clock.
+      handOff: { leaseMs: ended.leaseMs, grantedAt: sentAt + ended.sinceRegistrationMs },
+    };
+  }
+
+  #start(operationId: string, wait: AttemptWait, boundMs: number): ParkInFlight {
+    const parkMs = Math.max(
+      MIN_PARK_MS,
+      Math.min(this.#policy.parkMs, wait.deadline - Date.now(), boundMs),
+    );
+    const ended = callBlocking(
+      this.#redis,
+      ["BLPOP", this.#keys.wake(operationId), (parkMs / 1000).toFixed(3)],
+      parkMs,
+      this.#ctx.retry,
+      wait.signal,
+      this.#ctx.observer,
+    )
+      .then(wakeReply)
+      .catch(
+        (error: unknown): ParkEnd =>
+          // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
+          wait.signal?.aborted ? { kind: "woken" } : { kind: "failed", error },
+      );
+    return { ended, endsAt: Date.now() + parkMs };
+  }
+}
+
+/** `promise`'s value if it settles within `ms`, else undefined (it keeps running). */
+async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A park's reply: null when it timed out; else `[key, message]` with `grant <fence> <lease ms>
+ * <ms since registration>` (a hand-off) or `none` (an attempt beside it did not register it).
+ */
+function wakeReply(reply: unknown): ParkEnd {
+  if (reply === null) return { kind: "woken" };
+  const message = Array.isArray(reply) ? reply[1] : undefined;
+  if (message === "none") return { kind: "woken" };
+  const match = typeof message === "string" ? /^grant (\d+) (\d+) (\d+)$/.exec(message) : null;
+  if (match === null) {
+    throw new LockBackendError(
+      `The wake list of a parked waiter held an unexpected reply: ${shownSafely(reply)}.`,
+    );
+  }
+  return {
+    kind: "granted",
+    fencingToken: Number(match[1]),
+    leaseMs: Number(match[2]),
+    sinceRegistrationMs: Number(match[3]),
+  };
+}

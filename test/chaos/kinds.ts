@@ -52,6 +52,12 @@ export const KINDS = {
     databases: 1,
     create: (env) => readWriteLockPrimitive(env.prefix, env.observer),
   },
+  "rw-push": {
+    name: "read-write lock (push)",
+    databases: 1,
+    create: (env, config) =>
+      readWriteLockPrimitive(env.prefix, env.observer, pushWaiting(env, config)),
+  },
   multi: {
     name: "multi-lock",
     databases: 1,

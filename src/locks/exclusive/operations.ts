@@ -18,6 +18,8 @@ export function exclusiveOperations(
   runtime: LockRuntime,
   name: string,
   keys: LockKeys,
+  /** The write lock's read holds: a release hands over only once none is live. */
+  readsKey?: string,
 ): LockOperations & { acquisition(options?: unknown, defaultWaitMs?: number): AcquisitionSpec } {
   const { ctx } = runtime;
   // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
@@ -39,7 +41,7 @@ export function exclusiveOperations(
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
       release: async (operationId) => {
-        const result = await releaseHold(ctx, keys, owner, operationId);
+        const result = await releaseHold(ctx, keys, owner, operationId, readsKey);
         // Others wait: this client's next acquisition here parks beside its first attempt.
         if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);
         return result;
@@ -53,6 +55,6 @@ export function exclusiveOperations(
     acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
     forceRelease: () => forceRelease(ctx, keys),
-    release: (owner) => releaseHold(ctx, keys, owner),
+    release: (owner) => releaseHold(ctx, keys, owner, undefined, readsKey),
   };
 }

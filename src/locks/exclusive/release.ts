@@ -13,7 +13,8 @@ import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts, 6 fence counter,
-//       7 parked waiters (3–7 optional: see acquire.ts)
+//       7 parked waiters (3–7 optional: see acquire.ts), 8 a read-write lock's read holds (the
+//       write lock: no hand-off while any is live)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
@@ -31,8 +32,9 @@ export const RELEASE = defineScript({
     "timeoutsKey",
     "fenceKey",
     "parkedKey",
+    "readsKey",
   ],
-  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "fenceKey", "parkedKey"],
+  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "fenceKey", "parkedKey", "readsKey"],
   args: ["owner", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
@@ -43,7 +45,7 @@ export const RELEASE = defineScript({
   if queueKey then
     ${pruneDeadWaiters("queueKey", "timeoutsKey")}
     local handedOff = false
-    if parkedKey then
+    if parkedKey and not (readsKey and redis.call('ZCOUNT', readsKey, '(' .. now, '+inf') > 0) then
       ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
     end
     if handedOff then
@@ -65,6 +67,8 @@ export async function releaseHold(
   owner: string,
   /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
   operationId: string = newOperationId(),
+  /** The write lock's: its read holds, which must all have ended before a hand-off. */
+  readsKey?: string,
 ): Promise<ReleaseResult & { readonly othersWaiting?: boolean }> {
   const reply = await runScript(
     ctx,
@@ -77,6 +81,7 @@ export async function releaseHold(
       timeoutsKey: keys.timeouts,
       fenceKey: keys.fence,
       parkedKey: keys.parked,
+      readsKey,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

@@ -8,17 +8,19 @@ import type { OperationContext } from "../context.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers);
-//       push mode adds the parked waiters, the lock hash and the acquisition's operation record
+//       push mode adds the parked waiters, the lock hash and the acquisition's operation record,
+//       and for a parked writer its registration as a waiting writer
 // ARGV: 1 owner. Reply: {1} was waiting; {0} was not; {2} a hand-off made it the holder before
 // it left (its operation record names it, and it holds the lock).
 export const LEAVE_QUEUE = defineScript({
   name: "queue.leave",
-  keys: ["waitersKey", "deadlinesKey", "parkedKey", "lockKey", "operationKey"],
-  optionalKeys: ["deadlinesKey", "parkedKey", "lockKey", "operationKey"],
+  keys: ["waitersKey", "deadlinesKey", "parkedKey", "lockKey", "operationKey", "writersKey"],
+  optionalKeys: ["deadlinesKey", "parkedKey", "lockKey", "operationKey", "writersKey"],
   args: ["owner"],
   replies: { 1: [1], 0: [1], 2: [1] },
   lua: `local removed = redis.call('ZREM', waitersKey, owner)
 if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, owner) end
+if writersKey then removed = removed + redis.call('ZREM', writersKey, owner) end
 if parkedKey then
   redis.call('HDEL', parkedKey, owner)
   if redis.call('EXISTS', operationKey) == 1 and redis.call('HEXISTS', lockKey, owner) == 1 then
@@ -40,7 +42,7 @@ export async function leaveQueue(
   ctx: OperationContext,
   waiterKeys: string[],
   owner: string,
-  parked?: { parkedKey: string; lockKey: string; operationKey: string },
+  parked?: { parkedKey: string; lockKey: string; operationKey: string; writersKey?: string },
 ): Promise<LeftQueue> {
   const reply = await runScript(
     ctx,
@@ -51,6 +53,7 @@ export async function leaveQueue(
       parkedKey: parked?.parkedKey,
       lockKey: parked?.lockKey,
       operationKey: parked?.operationKey,
+      writersKey: parked?.writersKey,
     },
     { owner },
   );

@@ -6,16 +6,30 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { handOffToParkedHead } from "../queue/hand-off.js";
+import { pruneDeadWaiters } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 
-// KEYS: 1 reads, 2 readers, 3 operation record
+// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 queue of parked
+//       writers, 7 their deadlines, 8 parked waiters
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
+// The release of the last live read hold, while nobody writes, hands the lock to the head of the
+// parked writers (push mode, queue/hand-off.ts).
 export const READ_RELEASE = defineScript({
   name: "readWriteLock.releaseRead",
-  keys: ["readsKey", "readersKey", "operationKey"],
+  keys: [
+    "readsKey",
+    "readersKey",
+    "operationKey",
+    "lockKey",
+    "fenceKey",
+    "queueKey",
+    "timeoutsKey",
+    "parkedKey",
+  ],
   args: ["owner", "holdId", "operationTtlMs"],
   replies: { 1: [2], 0: [1] },
   lua: `local replay = redis.call('GET', operationKey)
@@ -41,6 +55,11 @@ if left <= 0 then
   redis.call('HDEL', readersKey, owner)
   left = 0
 end
+if redis.call('ZCARD', readsKey) == 0 and redis.call('EXISTS', lockKey) == 0 then
+  ${pruneDeadWaiters("queueKey", "timeoutsKey")}
+  local handedOff = false
+  ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
+end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,
 });
@@ -56,7 +75,16 @@ export async function releaseReadHold(
   const reply = await runScript(
     ctx,
     READ_RELEASE,
-    { readsKey: keys.reads, readersKey: keys.readers, operationKey: keys.operation(operationId) },
+    {
+      readsKey: keys.reads,
+      readersKey: keys.readers,
+      operationKey: keys.operation(operationId),
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
+    },
     { owner, holdId: holdId ?? "", operationTtlMs: ctx.operationTtlMs },
   );
   const [status, left] = reply;

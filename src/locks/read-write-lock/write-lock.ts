@@ -6,17 +6,20 @@
  */
 
 import { LockUpgradeError } from "../../errors.js";
+import { newOperationId } from "../../ids.js";
 import { nextPollDelay } from "../../wait/policy.js";
-import type { AcquireOptions, AcquisitionSpec, AttemptOutcome } from "../acquisition.js";
+import type { TurnView } from "../../wait/turn.js";
+import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import { exclusiveOperations } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { leaveQueue } from "../queue/leave.js";
+import { parkingFor } from "../queue/parking.js";
 import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
-import { attemptWriteAcquire } from "./write-acquire.js";
+import { attemptWriteAcquire, type WriteAttemptOutcome } from "./write-acquire.js";
 
 /*
  * Deliberately not a subclass of Lock, although it has the same methods: a Lock's plain
@@ -28,7 +31,8 @@ export class WriteLock extends SingleNameLock {
 
   /** @internal Use `client.readWriteLock(name).writeLock()`. */
   constructor({ runtime, keys, name, settings }: ReadWriteSide) {
-    const base = exclusiveOperations(runtime, name, keys);
+    // Its release hands over to a parked writer only once no read hold is live.
+    const base = exclusiveOperations(runtime, name, keys, keys.reads);
     super(runtime, name, {
       ...base,
       kind: "writeLock",
@@ -61,25 +65,43 @@ export class WriteLock extends SingleNameLock {
     const { ctx } = runtime;
     const { writerPreference, waiterTimeoutMs } = this.#settings;
     const plan = peekWaitPlan(options, runtime, defaultWaitMs);
-    // Only a writer that will poll again registers, and only when readers must defer to it.
+    // Push mode: the writer parks, queued in arrival order, and a release hands the lock over.
+    const parking = parkingFor(ctx, keys, plan);
+    // Only a writer that will ask again registers, and only when readers must defer to it.
     const registers = plan.mayWait && writerPreference;
     const refreshMs = Math.floor(waiterTimeoutMs / 3);
     let polls = 0;
-    // Whether the server may list this writer as waiting: true from the first registering
-    // request until a reply says otherwise (acquired, or refused as an upgrade).
+    // Whether the server may list this writer as waiting or parked: true from the first
+    // registering request until a reply says otherwise (acquired, or refused as an upgrade).
     let mayBeWaiting = false;
+    let lastOperationId = "";
     return {
       ...base,
-      attempt: async (owner, leaseMs, operationId) => {
-        if (registers) mayBeWaiting = true;
-        let outcome: AttemptOutcome;
+      attempt: async (owner, leaseMs, operationId, wait) => {
+        polls += 1;
+        lastOperationId = operationId;
+        if (parking?.registered) {
+          const outcome = await parking.awaitPark(operationId, wait);
+          if (outcome.kind === "acquired") mayBeWaiting = false;
+          return outcome;
+        }
+        if (registers || parking !== undefined) mayBeWaiting = true;
+        const sentAt = Date.now();
+        const last = polls >= plan.policy.maxPolls;
+        const beside = parking?.beforeAttempt(operationId, wait, polls === 1, last) ?? false;
+        let outcome: WriteAttemptOutcome;
         try {
           outcome = await attemptWriteAcquire(
             ctx,
             keys,
             owner,
             leaseMs,
-            registers ? waiterTimeoutMs : 0,
+            {
+              waiterTimeoutMs: registers ? (parking?.placeMs ?? waiterTimeoutMs) : 0,
+              ...(parking && !last
+                ? { park: { claimMs: parking.claimMs, placeMs: parking.placeMs, beside } }
+                : {}),
+            },
             this.name,
             operationId,
           );
@@ -88,9 +110,15 @@ export class WriteLock extends SingleNameLock {
           throw error;
         }
         if (outcome.kind === "acquired") mayBeWaiting = false;
+        if (parking !== undefined) {
+          if (outcome.kind === "busy" && outcome.position >= 0 && !outcome.operationSpent) {
+            parking.registeredBy(writerView(outcome.holderTtlMs, outcome.position), sentAt);
+            return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
+          }
+          parking.notRegistered(outcome.kind === "acquired" && polls === 1);
+        }
         if (outcome.kind === "acquired" || !registers) return outcome;
         // A registered writer must poll often enough to keep its registration alive.
-        polls += 1;
         const backoff = nextPollDelay(
           plan.policy,
           polls,
@@ -100,8 +128,36 @@ export class WriteLock extends SingleNameLock {
         return { ...outcome, nextPollMs: Math.min(backoff, refreshMs) };
       },
       gaveUp: async (owner) => {
-        if (mayBeWaiting) await leaveQueue(ctx, [keys.writers], owner);
+        if (!mayBeWaiting) return;
+        if (parking === undefined) {
+          await leaveQueue(ctx, [keys.writers], owner);
+          return;
+        }
+        const left = await leaveQueue(ctx, [keys.queue, keys.timeouts], owner, {
+          parkedKey: keys.parked,
+          lockKey: keys.lock,
+          operationKey: keys.operation(lastOperationId),
+          writersKey: keys.writers,
+        });
+        // A hand-off reached this writer as it gave up: pass the lock on.
+        if (left === "handedOff") await base.control(owner).release(newOperationId());
       },
     };
   }
+}
+
+/**
+ * A parked writer's view of its turn: the holders' leases end in `busyForMs` (a holder that
+ * died hands nothing over), and `position` parked writers are ahead of it.
+ */
+function writerView(busyForMs: number | null, position: number): TurnView {
+  return {
+    position,
+    locked: true,
+    holderTtlMs: busyForMs,
+    holdMs: null,
+    holdDeviationMs: null,
+    cycleMs: null,
+    heldForMs: null,
+  };
 }

@@ -76,6 +76,7 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
       timeoutsKey: undefined,
       fenceKey: undefined,
       parkedKey: undefined,
+      readsKey: undefined,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

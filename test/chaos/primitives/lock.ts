@@ -108,6 +108,7 @@ export function fairLockPrimitive(
 export function readWriteLockPrimitive(
   prefix: string,
   observer: Observer,
+  push?: PushWaiting,
   sharedRate = 0.6,
 ): ChaosPrimitive {
   return lockFamily(
@@ -129,6 +130,6 @@ export function readWriteLockPrimitive(
       ]);
       return writing || reading;
     },
-    { sharedRate },
+    { sharedRate, push },
   );
 }

@@ -120,7 +120,7 @@ class WaitToWrite implements Cmd {
       r.keys,
       r.owners[this.who]!,
       20_000,
-      20_000,
+      { waiterTimeoutMs: 20_000 },
       "model",
       newOperationId(),
     );

@@ -1,0 +1,126 @@
+/**
+ * Push hand-off on the write lock (`wait: { mode: "push" }`): a waiting writer parks, queued in
+ * arrival order, and the release that frees the lock (the writer's, or the last live read hold's)
+ * hands it over inside Redis. Real redis-server and the embedded engine behind the local REST
+ * server, the real @upstash/redis client.
+ */
+import { describe, expect, it } from "vitest";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+
+const PUSH = { mode: "push" } as const;
+
+describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) => {
+  const bed = useTestBed(kind);
+  /** Scripts and blocking pops the server ran: every request a lock makes. */
+  const lockCommands = () => {
+    const { eval: evals = 0, evalsha = 0, blpop = 0 } = bed.server.stats.snapshot().commandsByName;
+    return evals + evalsha + blpop;
+  };
+  const parkedWriters = (prefix: string) => bed.redis().hlen(`${prefix}:{doc}:parked`);
+
+  it("a writer's release hands the lock to the parked writer, with the next fencing token", async () => {
+    const prefix = freshPrefix();
+    const first = bed.client({ prefix }).readWriteLock("doc").writeLock();
+    const second = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const held = await first.acquire({ leaseMs: 10_000 });
+    const waiting = second.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    await sleepMs(50);
+    const before = bed.requests();
+    await held.release();
+    const handle = await waiting;
+    // The release handed over: the parked writer sent nothing more.
+    expect(bed.requests() - before).toBe(1);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(await second.holdCount(handle.owner)).toBe(1);
+    await handle.release();
+    expect(await second.isLocked()).toBe(false);
+  });
+
+  it("the last read hold's release hands the lock to the parked writer", async () => {
+    const prefix = freshPrefix();
+    const rw = bed.client({ prefix }).readWriteLock("doc");
+    const writer = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const reads = await Promise.all([
+      rw.readLock().acquire({ leaseMs: 10_000 }),
+      rw.readLock().acquire({ leaseMs: 10_000 }),
+    ]);
+    const waiting = writer.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    // One read hold left: nothing is handed over yet.
+    await reads[0]?.release();
+    await sleepMs(100);
+    expect(await writer.isLocked()).toBe(false);
+    expect(await parkedWriters(prefix)).toBe(1);
+    const before = bed.requests();
+    await reads[1]?.release();
+    const handle = await waiting;
+    expect(bed.requests() - before).toBe(1);
+    expect(await writer.holdCount(handle.owner)).toBe(1);
+    // Writer preference: a new reader waits behind the writer's hold.
+    expect(await rw.readLock().tryAcquire({ leaseMs: 10_000 })).toBeNull();
+    await handle.release();
+  });
+
+  it("a writer that downgraded hands over only when its read hold ends too", async () => {
+    const prefix = freshPrefix();
+    const rw = bed.client({ prefix }).readWriteLock("doc");
+    const writer = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const write = await rw.writeLock().acquire({ leaseMs: 10_000 });
+    const read = await rw.readLock().acquire({ leaseMs: 10_000, owner: write.owner });
+    const waiting = writer.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    // The write lock is released, the read hold is live: no hand-off.
+    await write.release();
+    await sleepMs(100);
+    expect(await writer.isLocked()).toBe(false);
+    expect(await rw.readLock().holdCount(write.owner)).toBe(1);
+    await read.release();
+    const handle = await waiting;
+    expect(handle.fencingToken).toBe(write.fencingToken + 1);
+    expect(await rw.readLock().isLocked()).toBe(false);
+    await handle.release();
+  });
+
+  it("parked writers are handed the lock in arrival order, attempt + park + release each", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix }).readWriteLock("doc").writeLock();
+    const writers = [0, 1, 2].map(() =>
+      bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock(),
+    );
+    const held = await holder.acquire({ leaseMs: 10_000 });
+    const before = lockCommands();
+    const order: number[] = [];
+    const runs: Promise<void>[] = [];
+    for (const [index, writer] of writers.entries()) {
+      runs.push(
+        (async () => {
+          const handle = await writer.acquire({ leaseMs: 10_000 });
+          order.push(index);
+          await sleepMs(20);
+          await handle.release();
+        })(),
+      );
+      await until(async () => (await parkedWriters(prefix)) === index + 1);
+    }
+    await held.release();
+    await Promise.all(runs);
+    expect(order).toEqual([0, 1, 2]);
+    expect(lockCommands() - before).toBe(3 * 3 + 1);
+  });
+
+  it("a parked writer that gives up leaves the queue and its registration", async () => {
+    const prefix = freshPrefix();
+    const rw = bed.client({ prefix }).readWriteLock("doc");
+    const writer = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const held = await rw.writeLock().acquire({ leaseMs: 10_000 });
+    await expect(writer.acquire({ leaseMs: 10_000, waitMs: 300 })).rejects.toThrow();
+    expect(await parkedWriters(prefix)).toBe(0);
+    expect(await bed.redis().zcard(`${prefix}:{doc}:queue`)).toBe(0);
+    expect(await bed.redis().zcard(`${prefix}:{doc}:writers`)).toBe(0);
+    await held.release();
+    // Nothing was handed to the writer that left.
+    expect(await rw.writeLock().isLocked()).toBe(false);
+  });
+});

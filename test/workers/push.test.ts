@@ -1,7 +1,8 @@
 /**
  * Push hand-off (`wait: { mode: "push" }`) inside workerd, through @upstash/redis/cloudflare
  * against the local server: a parked waiter's blocking pop returns holding the lock, with the next
- * fencing token, both with the in-process watchdog and beside the Durable Object watchdog.
+ * fencing token (plain, fair and write locks), both with the in-process watchdog and beside the
+ * Durable Object watchdog.
  */
 
 import { env } from "cloudflare:workers";
@@ -66,6 +67,26 @@ describe.each(servers)("push hand-off in workerd on $kind", (server) => {
       expect(await holder[kind]("job").isLocked()).toBe(false);
     },
   );
+});
+
+describe.each(servers)("write lock push hand-off in workerd on $kind", (server) => {
+  it("the last read hold's release wakes the parked writer holding the lock", async () => {
+    const { holder, waiter, parked } = contenders(server);
+    const read = await holder.readWriteLock("doc").readLock().acquire({ leaseMs: 10_000 });
+    const writing = waiter
+      .readWriteLock("doc")
+      .writeLock()
+      .acquire({ leaseMs: 10_000, waitMs: 8_000 });
+    await until(async () => (await parked("doc")) === 1);
+    const releasedAt = Date.now();
+    await read.release();
+    const handle = await writing;
+    expect(Date.now() - releasedAt).toBeLessThan(5_000);
+    expect(await holder.readWriteLock("doc").writeLock().isHeldBy(handle.owner)).toBe(true);
+    expect(await parked("doc")).toBe(0);
+    await handle.release();
+    expect(await holder.readWriteLock("doc").writeLock().isLocked()).toBe(false);
+  });
 });
 
 describe(`push hand-off beside the Durable Object watchdog on ${watchdogServer.kind}`, () => {

@@ -214,7 +214,7 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | un
   try {
     return await Promise.race([promise, late]);
   } finally {
-    clearTimeout(timer);
+    if (timer !== undefined) clearTimeout(timer);
   }
 }
 

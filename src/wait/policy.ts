@@ -39,8 +39,8 @@ export interface WaitOptions {
    */
   outageMs?: number;
   /**
-   * `"poll"`: a waiter asks again when its turn is expected. `"push"` (the plain and fair
-   * locks): a waiter parks on a blocking list pop (`BLPOP` over REST, through the Redis client's
+   * `"poll"`: a waiter asks again when its turn is expected. `"push"` (the plain, fair and
+   * write locks): a waiter parks on a blocking list pop (`BLPOP` over REST, through the Redis client's
    * `exec`), and the holder's release hands the lock over inside Redis and wakes it already
    * holding the lock: one round trip per hand-off, about three requests per contended
    * acquisition. Push needs a server that keeps a request open for `parkMs` (Upstash does;

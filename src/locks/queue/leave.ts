@@ -5,6 +5,7 @@
  */
 
 import type { OperationContext } from "../context.js";
+import type { LockKeys } from "../keys.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers);
@@ -58,4 +59,26 @@ export async function leaveQueue(
     { owner },
   );
   return reply[0] === 2 ? "handedOff" : reply[0] === 1 ? "left" : "notWaiting";
+}
+
+/**
+ * Leaves as a waiter that may be parked (push mode): out of the queue of `keys` (and, for a
+ * writer, out of the waiting writers: `writersKey`). A hand-off that made it the holder first is
+ * released at once by `passOn`, so the lock goes to the next waiter.
+ */
+export async function leaveParkedQueue(
+  ctx: OperationContext,
+  keys: LockKeys,
+  owner: string,
+  operationId: string,
+  passOn: () => Promise<unknown>,
+  writersKey?: string,
+): Promise<void> {
+  const left = await leaveQueue(ctx, [keys.queue, keys.timeouts], owner, {
+    parkedKey: keys.parked,
+    lockKey: keys.lock,
+    operationKey: keys.operation(operationId),
+    ...(writersKey === undefined ? {} : { writersKey }),
+  });
+  if (left === "handedOff") await passOn();
 }

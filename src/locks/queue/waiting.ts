@@ -14,7 +14,7 @@ import { type AcquireRule, attemptAcquire } from "../exclusive/acquire.js";
 import { releaseHold } from "../exclusive/release.js";
 import type { LockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
-import { leaveQueue } from "./leave.js";
+import { leaveParkedQueue } from "./leave.js";
 import { parkingFor } from "./parking.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
@@ -144,13 +144,9 @@ export function queuedAttempts(
     },
     gaveUp: async (owner) => {
       if (!mayBeQueued) return;
-      const left = await leaveQueue(ctx, [keys.queue, keys.timeouts], owner, {
-        parkedKey: keys.parked,
-        lockKey: keys.lock,
-        operationKey: keys.operation(lastOperationId),
-      });
-      // A hand-off reached this waiter as it gave up: pass the lock on.
-      if (left === "handedOff") await releaseHold(ctx, keys, owner);
+      await leaveParkedQueue(ctx, keys, owner, lastOperationId, () =>
+        releaseHold(ctx, keys, owner),
+      );
     },
   };
 }

@@ -13,7 +13,7 @@ import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import { exclusiveOperations } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
-import { leaveQueue } from "../queue/leave.js";
+import { leaveParkedQueue, leaveQueue } from "../queue/leave.js";
 import { parkingFor } from "../queue/parking.js";
 import { peekWaitPlan } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
@@ -133,14 +133,14 @@ export class WriteLock extends SingleNameLock {
           await leaveQueue(ctx, [keys.writers], owner);
           return;
         }
-        const left = await leaveQueue(ctx, [keys.queue, keys.timeouts], owner, {
-          parkedKey: keys.parked,
-          lockKey: keys.lock,
-          operationKey: keys.operation(lastOperationId),
-          writersKey: keys.writers,
-        });
-        // A hand-off reached this writer as it gave up: pass the lock on.
-        if (left === "handedOff") await base.control(owner).release(newOperationId());
+        await leaveParkedQueue(
+          ctx,
+          keys,
+          owner,
+          lastOperationId,
+          () => base.control(owner).release(newOperationId()),
+          keys.writers,
+        );
       },
     };
   }

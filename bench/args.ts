@@ -25,8 +25,9 @@ export const USAGE = `npm run bench -- [options]
   --peers LIST         edgelock,upstash-lock,redlock,redis-semaphore (default: all)
   --variants LIST      extra edgelock polling policies "initial/max[/maxPolls]", e.g. 5/100,20/500
   --no-blind           leave out "edgelock blind" (pace hints hidden: the backoff alone)
-  --no-push            leave out "edgelock push" and "edgelock fair push" (scenario 4): the push
-                       hand-off, waiters parked on BLPOP and woken by the release (not in 6)
+  --no-push            leave out "edgelock push" ("edgelock fair push" in scenario 4, the
+                       /edgelock-push route in 6): the push hand-off, waiters parked on
+                       BLPOP and woken by the release
   --upstash-delays LIST  extra @upstash/lock retry delays in ms, e.g. 10,50
   --json PATH          results (default bench/results/latest.json; --quick: quick.tmp.json)
   --svg PATH           chart (default docs/bench-contention.svg; --quick: none)

@@ -116,7 +116,7 @@ const variableHoldSettings = {
 };
 const workerSettings = {
   requests: args.workerRequests,
-  libraries: workerLibraries(args.peers, args.blind),
+  libraries: workerLibraries(args.peers, args.blind, args.push),
 };
 const opsAt = (latency: LatencyModel) =>
   latency.latencyMs === 0

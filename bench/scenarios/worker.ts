@@ -71,6 +71,7 @@ export interface WorkerResult {
 
 const LABELS: Record<WorkerLibrary, string> = {
   edgelock: "edgelock withLock()",
+  "edgelock-push": "edgelock push",
   "edgelock-blind": "edgelock blind",
   "upstash-lock": "@upstash/lock",
 };
@@ -81,11 +82,20 @@ export const SUBREQUEST_LIMIT = 50;
 /** A request that keeps getting 409 gives up after this many re-sends (counted as an error). */
 const MAX_RESENDS = 50;
 
-/** The libraries of the Worker scenario among the bench's peers (`--peers`, `--no-blind`). */
-export function workerLibraries(peers: readonly string[], blind: boolean): WorkerLibrary[] {
-  return WORKER_LIBRARIES.filter((library) =>
-    library === "edgelock-blind" ? blind && peers.includes("edgelock") : peers.includes(library),
-  );
+/**
+ * The libraries of the Worker scenario among the bench's peers (`--peers`, `--no-blind`,
+ * `--no-push`).
+ */
+export function workerLibraries(
+  peers: readonly string[],
+  blind: boolean,
+  push: boolean,
+): WorkerLibrary[] {
+  return WORKER_LIBRARIES.filter((library) => {
+    if (library === "edgelock-blind") return blind && peers.includes("edgelock");
+    if (library === "edgelock-push") return push && peers.includes("edgelock");
+    return peers.includes(library);
+  });
 }
 
 export async function runWorkerScenario(

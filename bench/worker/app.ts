@@ -4,6 +4,7 @@
  * The same app takes the lock three ways, so that the bench compares them in one Worker:
  *
  *   POST /edgelock/:counter        withLock() from edgelock/hono, library defaults (paced)
+ *   POST /edgelock-push/:counter   the same with `wait: { mode: "push" }` (parked, handed over)
  *   POST /edgelock-blind/:counter  the same, the pace hints of busy replies hidden (backoff only)
  *   POST /upstash-lock/:counter    @upstash/lock around the handler
  *
@@ -47,9 +48,13 @@ const countLockCommand = () => {
   if (store !== undefined) store.lockCommands += 1;
 };
 
-/** Counts the commands edgelock sends (it sends only EVAL and EVALSHA). */
-function countedRedis(redis: RedisLike): RedisLike {
+/** Counts the commands edgelock sends (EVAL and EVALSHA; push mode's BLPOP through exec). */
+function countedRedis(redis: Redis): RedisLike {
   return {
+    exec: (command) => {
+      countLockCommand();
+      return redis.exec(command);
+    },
     eval: (script, keys, args) => {
       countLockCommand();
       return redis.eval(script, keys, args);
@@ -80,6 +85,7 @@ interface IsolateClients {
   readonly redis: Redis;
   readonly upstashLockRedis: LockRedis;
   readonly paced: LockClient;
+  readonly pushed: LockClient;
   readonly blind: LockClient;
 }
 
@@ -95,6 +101,11 @@ function clientsFor(env: BenchWorkerBindings): IsolateClients {
       redis,
       upstashLockRedis: countedLockRedis(redis),
       paced: new LockClient({ redis: countedRedis(redis), prefix: "bench-worker" }),
+      pushed: new LockClient({
+        redis: countedRedis(redis),
+        prefix: "bench-worker",
+        wait: { mode: "push" },
+      }),
       blind: new LockClient({ redis: blindRedis(countedRedis(redis)), prefix: "bench-worker" }),
     };
   }
@@ -137,15 +148,16 @@ export function createBenchWorkerApp(): Hono<BenchWorkerEnv> {
     await invocation.run(store, next);
     c.header(LOCK_COMMANDS_HEADER, String(store.lockCommands));
   });
-  const edgelock = (blind: boolean) =>
+  const edgelock = (mode: "paced" | "pushed" | "blind") =>
     withLock<BenchWorkerEnv>({
-      client: (c) => (blind ? clientsFor(c.env).blind : clientsFor(c.env).paced),
+      client: (c) => clientsFor(c.env)[mode],
       key: lockName,
       waitMs: WORKER_WAIT_MS,
       leaseMs: WORKER_LEASE_MS,
     });
-  app.post("/edgelock/:counter", edgelock(false), increment);
-  app.post("/edgelock-blind/:counter", edgelock(true), increment);
+  app.post("/edgelock/:counter", edgelock("paced"), increment);
+  app.post("/edgelock-push/:counter", edgelock("pushed"), increment);
+  app.post("/edgelock-blind/:counter", edgelock("blind"), increment);
   app.post("/upstash-lock/:counter", upstashLock, increment);
   return app;
 }

@@ -1,7 +1,12 @@
 /** The bench Worker's routes, one per library: shared by the Worker (app.ts) and the bench. */
 
 /** `POST /<library>/:counter` increments the counter under that library's lock. */
-export const WORKER_LIBRARIES = ["edgelock", "edgelock-blind", "upstash-lock"] as const;
+export const WORKER_LIBRARIES = [
+  "edgelock",
+  "edgelock-push",
+  "edgelock-blind",
+  "upstash-lock",
+] as const;
 export type WorkerLibrary = (typeof WORKER_LIBRARIES)[number];
 
 /** Key of a counter's value in Redis. */

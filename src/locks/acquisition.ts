@@ -193,8 +193,17 @@ export async function acquireHold(
     if (renewing) watch(spec, handle, owner, acquiredAt);
   } else if (renewing && !runtime.watchdogs.renewsInProcess) {
     // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
-    // timers would not confirm the claim in time: confirm it now.
-    await claimLease(spec, handle, owner, effectiveLease, acquiredAt);
+    // timers would not confirm the claim in time: confirm it now, trying again within the claim
+    // window before the handle is returned (no timer of this invocation outlives it).
+    while ((await claimLease(spec, handle, owner, effectiveLease, acquiredAt)) === "failed") {
+      const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
+      if (retryIn < 10) break;
+      await new Promise((resolve) => setTimeout(resolve, retryIn));
+    }
+  } else if (renewing) {
+    // The in-process watchdog's first renewal, by half the claim window, confirms it: the
+    // claim lives and dies with the process's other renewals.
+    watch(spec, handle, owner, acquiredAt, claim.leaseMs);
   } else {
     // Most holds end within half the claim window: their release confirms nothing and costs
     // nothing more. A longer one confirms its lease then.
@@ -213,7 +222,11 @@ function claimLater(
   at: number,
 ): void {
   const timer = setTimeout(
-    () => void claimLease(spec, handle, owner, leaseMs, acquiredAt),
+    async () => {
+      if ((await claimLease(spec, handle, owner, leaseMs, acquiredAt)) !== "failed") return;
+      const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
+      if (retryIn >= 10) claimLater(spec, handle, owner, leaseMs, acquiredAt, Date.now() + retryIn);
+    },
     Math.max(0, at - Date.now()),
   );
   (timer as { unref?: () => void }).unref?.();
@@ -222,8 +235,8 @@ function claimLater(
 
 /**
  * Confirms a handed-off hold's own lease (`leaseMs` from its start, or the watchdog's) before the
- * claim window ends; then the watchdog, if any, takes over. A hold found gone is lost; a failed
- * request is tried again while the claim window lasts.
+ * claim window ends; then the watchdog, if any, takes over. A hold found gone is lost. "failed":
+ * the request failed, and the caller may try again while the claim window lasts.
  */
 async function claimLease(
   spec: AcquisitionSpec,
@@ -231,8 +244,8 @@ async function claimLease(
   owner: string,
   leaseMs: number,
   acquiredAt: number,
-): Promise<void> {
-  if (handle.released) return;
+): Promise<"done" | "failed"> {
+  if (handle.released) return "done";
   const sentAt = Date.now();
   const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);
   let held: boolean;
@@ -240,18 +253,16 @@ async function claimLease(
     held = await spec.renew(owner, lease);
   } catch (error) {
     spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
-    const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
-    if (retryIn < 10 || handle.released) return;
-    claimLater(spec, handle, owner, leaseMs, acquiredAt, Date.now() + retryIn);
-    return;
+    return handle.released ? "done" : "failed";
   }
-  if (handle.released) return;
+  if (handle.released) return "done";
   if (!held) {
     handle.claimFailed("it was gone when its claim window was confirmed");
-    return;
+    return "done";
   }
   handle.claimed(sentAt, lease);
   if (handle.renewing) watch(spec, handle, owner, sentAt);
+  return "done";
 }
 
 /** acquire(): the handle, or LockWaitTimeoutError. */
@@ -270,8 +281,19 @@ export async function acquireOrNull(
   return "handle" in outcome ? outcome.handle : null;
 }
 
-function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirmedAt: number) {
+/**
+ * Joins the watchdog. `claimLeaseMs`: a handed-off hold's claim window, which its first renewal
+ * confirms (see RenewalTarget.firstLeaseMs).
+ */
+function watch(
+  spec: AcquisitionSpec,
+  handle: LockHandle,
+  owner: string,
+  confirmedAt: number,
+  claimLeaseMs?: number,
+) {
   const { runtime, name } = spec;
+  const leaseMs = runtime.watchdogTimeoutMs;
   const leave = runtime.watchdogs.join(
     registryKey(spec.watch),
     handle,
@@ -279,8 +301,14 @@ function watch(spec: AcquisitionSpec, handle: LockHandle, owner: string, confirm
       name,
       owner,
       ...("lockKey" in spec.watch ? { key: spec.watch.lockKey } : {}),
-      leaseMs: runtime.watchdogTimeoutMs,
-      renew: () => spec.renew(owner, runtime.watchdogTimeoutMs),
+      leaseMs,
+      ...(claimLeaseMs === undefined ? {} : { firstLeaseMs: claimLeaseMs }),
+      renew: async () => {
+        const sentAt = Date.now();
+        const held = await spec.renew(owner, leaseMs);
+        if (held && handle.claimPending) handle.claimed(sentAt, leaseMs);
+        return held;
+      },
       failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),
       lost: (reason, cause) => emitLost(spec, owner, reason, cause),
     },

@@ -83,6 +83,11 @@ export class LockHandle implements HeldLock, WatchedHold {
     if (!this.renewing || this.#claimPending) this.#armExpiry();
   }
 
+  /** @internal True while a handed-off hold's own lease is not confirmed yet. */
+  get claimPending(): boolean {
+    return this.#claimPending;
+  }
+
   /** The lease in ms: as acquired or last extended (watchdog mode: the watchdog timeout). */
   get leaseMs(): number {
     return this.#leaseMs;

@@ -34,11 +34,11 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
       // Loss is driven by the clock, not by replies: the hold is lost at its last confirmed end
       // (lease counted from when the confirming request was sent), whatever is still in flight.
       let lastFailure: unknown;
-      const confirm = (sentAt: number) => {
+      const confirm = (sentAt: number, leaseMs = target.leaseMs) => {
         cancel(deadline);
         deadline = unrefTimer(
           () => end("no renewal was confirmed before the lease had passed", lastFailure),
-          Math.max(0, sentAt + target.leaseMs - Date.now()),
+          Math.max(0, sentAt + leaseMs - Date.now()),
         );
       };
 
@@ -70,8 +70,10 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
         schedule(interval);
       }
 
-      confirm(confirmedAt);
-      schedule(Math.max(0, confirmedAt + interval - Date.now()));
+      // A handed-off hold has only its claim window yet: renew by half of it.
+      const firstLeaseMs = Math.min(target.firstLeaseMs ?? target.leaseMs, target.leaseMs);
+      confirm(confirmedAt, firstLeaseMs);
+      schedule(Math.max(0, confirmedAt + Math.min(interval, firstLeaseMs / 2) - Date.now()));
       return {
         stop() {
           stopped = true;

@@ -14,6 +14,13 @@ export interface RenewalTarget {
   readonly key?: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
   readonly leaseMs: number;
+  /**
+   * The lease the hold has at `confirmedAt` when it is shorter than `leaseMs`: a push hand-off
+   * grants only its claim window until the hold's own lease is confirmed. An in-process renewer
+   * renews by half of it and counts the hold lost at its end; a renewer elsewhere never sees such
+   * a hold (the acquisition confirms it at once). Default: `leaseMs`.
+   */
+  readonly firstLeaseMs?: number;
   /** Re-arms the lease: true when re-armed, false when the owner no longer holds the lock. */
   renew(): Promise<boolean>;
   /** Renewal has ended because the lock is lost. Called at most once. */

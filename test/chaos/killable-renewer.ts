@@ -92,6 +92,11 @@ export class KillableRenewer implements Renewer {
     this.#remote = remote;
   }
 
+  /** As the renewer it wraps: the library picks how a handed-off hold is confirmed by it. */
+  get inProcess(): boolean | undefined {
+    return this.#inner.inProcess;
+  }
+
   start(target: RenewalTarget, confirmedAt: number): Renewal {
     const record: RenewalRecord = {
       confirmedSentAt: confirmedAt,

@@ -5,12 +5,14 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  inProcessRenewer,
   LockAbortedError,
   LockClient,
   type LockClientOptions,
   LockInputError,
   LockWaitTimeoutError,
   type RedisLike,
+  type Renewer,
 } from "../../../src/index.js";
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
@@ -331,6 +333,39 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
       expect(handle.signal.aborted).toBe(false);
       await handle.release();
     }
+  });
+
+  it("in watchdog mode the in-process watchdog confirms the claim: when its renewals die, so does the claim", async () => {
+    const prefix = freshPrefix();
+    // The in-process renewer, with a switch that stops every renewal, as the end of a Workers
+    // invocation stops its timers.
+    const renewals: { stop(): void }[] = [];
+    const inner = inProcessRenewer();
+    const dying: Renewer = {
+      inProcess: true,
+      start: (target, confirmedAt) => {
+        const renewal = inner.start(target, confirmedAt);
+        renewals.push(renewal);
+        return renewal;
+      },
+    };
+    const holder = bed.client({ prefix });
+    const waiter = bed.client({
+      prefix,
+      watchdog: dying,
+      watchdogTimeoutMs: 5_000,
+      wait: { mode: "push", claimMs: 400 },
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire();
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(renewals).toHaveLength(1);
+    for (const renewal of renewals) renewal.stop();
+    // Nothing confirms the claim window (400 ms): the lock is free soon after, not in 5 s.
+    await until(async () => !(await holder.lock("job").isLocked()), 2_000);
+    expect(handle.signal.aborted).toBe(true);
   });
 
   it("a grant to a waiter that died while parked passes on after the claim window", async () => {

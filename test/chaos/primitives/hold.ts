@@ -175,6 +175,8 @@ export class HandleHold implements ChaosHold {
   }
 
   crash(): void {
-    if (this.#handle.renewing) this.#isolate.renewer.kill(this.owner);
+    // Every renewal of the owner dies with its process: also an inner hold's in watchdog mode
+    // inside an outer one with a fixed lease (they share the owner).
+    this.#isolate.renewer.kill(this.owner);
   }
 }

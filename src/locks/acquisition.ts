@@ -105,8 +105,16 @@ export interface AcquisitionSpec {
   ): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
   control(owner: string): HoldControl;
-  /** Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. */
-  renew(owner: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. With
+   * `claim` (kinds that hand off: a push hand-off's claim window and the hold's lease from the
+   * grant), the server counts the lease from the grant while nothing re-armed the hold since.
+   */
+  renew(
+    owner: string,
+    leaseMs: number,
+    claim?: { readonly claimMs: number; readonly grantLeaseMs: number },
+  ): Promise<boolean>;
   /** Called when a wait ends without the lock (timeout, abort, budget), e.g. to leave a queue. */
   gaveUp?(owner: string): Promise<void>;
 }
@@ -195,7 +203,7 @@ export async function acquireHold(
     // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
     // timers would not confirm the claim in time: confirm it now, trying again within the claim
     // window before the handle is returned (no timer of this invocation outlives it).
-    while ((await claimLease(spec, handle, owner, effectiveLease, acquiredAt)) === "failed") {
+    while ((await claimLease(spec, handle, owner, effectiveLease, acquiredAt, 0)) === "failed") {
       const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
       if (retryIn < 10) break;
       await new Promise((resolve) => setTimeout(resolve, retryIn));
@@ -207,7 +215,8 @@ export async function acquireHold(
   } else {
     // Most holds end within half the claim window: their release confirms nothing and costs
     // nothing more. A longer one confirms its lease then.
-    claimLater(spec, handle, owner, effectiveLease, acquiredAt, acquiredAt + claim.leaseMs / 2);
+    const claimAt = acquiredAt + claim.leaseMs / 2;
+    claimLater(spec, handle, owner, effectiveLease, acquiredAt, claim.leaseMs, claimAt);
   }
   return { handle };
 }
@@ -219,13 +228,16 @@ function claimLater(
   owner: string,
   leaseMs: number,
   acquiredAt: number,
+  claimMs: number,
   at: number,
 ): void {
   const timer = setTimeout(
     async () => {
-      if ((await claimLease(spec, handle, owner, leaseMs, acquiredAt)) !== "failed") return;
+      if ((await claimLease(spec, handle, owner, leaseMs, acquiredAt, claimMs)) !== "failed")
+        return;
       const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
-      if (retryIn >= 10) claimLater(spec, handle, owner, leaseMs, acquiredAt, Date.now() + retryIn);
+      if (retryIn < 10) return;
+      claimLater(spec, handle, owner, leaseMs, acquiredAt, claimMs, Date.now() + retryIn);
     },
     Math.max(0, at - Date.now()),
   );
@@ -244,13 +256,18 @@ async function claimLease(
   owner: string,
   leaseMs: number,
   acquiredAt: number,
+  /** The claim window the hand-off granted, for a fixed lease (0 in watchdog mode). */
+  claimMs: number,
 ): Promise<"done" | "failed"> {
   if (handle.released) return "done";
   const sentAt = Date.now();
   const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);
   let held: boolean;
   try {
-    held = await spec.renew(owner, lease);
+    // A fixed lease counts from the grant: the server anchors it there (see lock.extend).
+    held = await (handle.renewing
+      ? spec.renew(owner, lease)
+      : spec.renew(owner, lease, { claimMs, grantLeaseMs: leaseMs }));
   } catch (error) {
     spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
     return handle.released ? "done" : "failed";

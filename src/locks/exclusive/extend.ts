@@ -10,27 +10,46 @@ import type { LockKeys } from "../keys.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 lock hash. ARGV: 1 owner, 2 lease ms
+// KEYS: 1 lock hash. ARGV: 1 owner, 2 lease ms, 3 the claim window a push hand-off granted
+//       (0: none), 4 the hold's lease counted from that grant. While the TTL is still within
+//       the claim window (nothing re-armed it since the grant), it grows by (4 - 3), so the hold
+//       ends exactly that lease after the grant however late this request arrives; else 2 from
+//       now, as without a claim window.
 // Reply: {1} re-armed (or already ending later); {0} the owner holds nothing (released, expired or taken).
 export const EXTEND = defineScript({
   name: "lock.extend",
   keys: ["lockKey"],
-  args: ["owner", "leaseMs"],
+  args: ["owner", "leaseMs", "claimMs", "grantLeaseMs"],
   replies: YES_OR_NO,
   lua: `if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
-if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
+local pttl = redis.call('PTTL', lockKey)
+local claim = tonumber(claimMs)
+local fromGrant = tonumber(grantLeaseMs)
+if claim > 0 and pttl >= 0 and pttl <= claim then
+  if fromGrant > claim then redis.call('PEXPIRE', lockKey, pttl + fromGrant - claim) end
+elseif pttl < tonumber(leaseMs) then
   redis.call('PEXPIRE', lockKey, leaseMs)
 end
 return {1}`,
 });
 
-/** True when the lease was re-armed, false when the owner no longer holds the lock. */
+/**
+ * True when the lease was re-armed, false when the owner no longer holds the lock.
+ * @param claim a push hand-off's claim window and the hold's lease counted from that grant,
+ *   which the server anchors at the grant while nothing re-armed the hold since
+ */
 export async function extendLease(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
   leaseMs: number,
+  claim?: { readonly claimMs: number; readonly grantLeaseMs: number },
 ): Promise<boolean> {
-  const reply = await runScript(ctx, EXTEND, { lockKey: keys.lock }, { owner, leaseMs });
+  const reply = await runScript(
+    ctx,
+    EXTEND,
+    { lockKey: keys.lock },
+    { owner, leaseMs, claimMs: claim?.claimMs ?? 0, grantLeaseMs: claim?.grantLeaseMs ?? 0 },
+  );
   return reply[0] === 1;
 }

@@ -47,7 +47,7 @@ export function exclusiveOperations(
         return result;
       },
     }),
-    renew: (owner, leaseMs) => extendLease(ctx, keys, owner, leaseMs),
+    renew: (owner, leaseMs, claim) => extendLease(ctx, keys, owner, leaseMs, claim),
   });
   return {
     kind: "lock",

@@ -335,6 +335,37 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     }
   });
 
+  it("a fixed lease confirmed after a hand-off ends one lease after the grant, however late the claim arrives", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const gate = gatedScripts(bed.redis());
+    const waiter = bed.client({
+      prefix,
+      redis: gate.redis,
+      wait: { mode: "push", claimMs: 1_000 },
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 3_000 });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    // The claim (sent at half the window) is held back 400 ms on its way to Redis.
+    gate.close();
+    await until(() => gate.heldBack === 1, 2_000);
+    await sleepMs(400);
+    gate.open();
+    await until(() => gate.heldBack === 0);
+    await sleepMs(50);
+    const pttl = await bed.redis().pttl(`${prefix}:{job}`);
+    // The grant came after `releasedAt`: the hold ends 3 s after it, not 3 s after the claim
+    // reached Redis (which would be ~400 ms later).
+    expect(pttl).toBeGreaterThan(0);
+    expect(Date.now() + pttl).toBeLessThanOrEqual(releasedAt + 3_000 + 100);
+    expect(handle.signal.aborted).toBe(false);
+    await handle.release();
+  });
+
   it("in watchdog mode the in-process watchdog confirms the claim: when its renewals die, so does the claim", async () => {
     const prefix = freshPrefix();
     // The in-process renewer, with a switch that stops every renewal, as the end of a Workers

@@ -7,7 +7,7 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "9aa8043e3a869b8339fb74d50b3f7871253391d1"],
-  ["lock.extend", "e8723ae7d69e18533bcc29cab305c04ec30b3b21"],
+  ["lock.extend", "30b7a8cb93a95743afab3f4943ba815359e6b90a"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "7144cfb778d64104bb73eeca701822655867edec"],

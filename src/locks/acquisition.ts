@@ -39,16 +39,22 @@ export interface AcquireOptions {
 const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
 
 /** The result of one attempt at the server. */
+/**
+ * A release handed the lock over (push mode): the lease the hand-off granted (the claim window,
+ * or the waiter's own lease if shorter) and the earliest moment, on this clock, the grant can
+ * have been made.
+ */
+export interface HandOff {
+  readonly leaseMs: number;
+  readonly grantedAt: number;
+}
+
 export type AttemptOutcome =
   | {
       readonly kind: "acquired";
       readonly fencingToken: number;
-      /**
-       * Set when a release handed the lock over (push mode): the lease the hand-off granted
-       * (the claim window, or the waiter's own lease if shorter) and the earliest moment, on
-       * this clock, the grant can have been made.
-       */
-      readonly handOff?: { readonly leaseMs: number; readonly grantedAt: number };
+      /** Set when a release handed the lock over (push mode). */
+      readonly handOff?: HandOff;
     }
   | {
       readonly kind: "busy";
@@ -148,7 +154,7 @@ export async function acquireHold(
 
   let operationId = newOperationId();
   let sentAt = 0;
-  let handOff: { readonly leaseMs: number; readonly grantedAt: number } | undefined;
+  let handOff: HandOff | undefined;
   const wait: AttemptWait = { signal, deadline: Date.now() + waitMs };
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
   try {
@@ -199,66 +205,79 @@ export async function acquireHold(
   });
   if (claim === undefined) {
     if (renewing) watch(spec, handle, owner, acquiredAt);
-  } else if (renewing && !runtime.watchdogs.renewsInProcess) {
-    // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
-    // timers would not confirm the claim in time: confirm it now, trying again within the claim
-    // window before the handle is returned (no timer of this invocation outlives it).
-    while ((await claimLease(spec, handle, owner, effectiveLease, acquiredAt, 0)) === "failed") {
-      const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
-      if (retryIn < 10) break;
-      await new Promise((resolve) => setTimeout(resolve, retryIn));
-    }
-  } else if (renewing) {
+    return { handle };
+  }
+  if (renewing && runtime.watchdogs.renewsInProcess) {
     // The in-process watchdog's first renewal, by half the claim window, confirms it: the
     // claim lives and dies with the process's other renewals.
     watch(spec, handle, owner, acquiredAt, claim.leaseMs);
+    return { handle };
+  }
+  const pending: PendingClaim = {
+    spec,
+    handle,
+    owner,
+    leaseMs: effectiveLease,
+    acquiredAt,
+    claimMs: claim.leaseMs,
+  };
+  if (renewing) {
+    // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
+    // timers would not confirm the claim in time: confirm it now, trying again within the claim
+    // window before the handle is returned (no timer of this invocation outlives it).
+    while ((await claimLease(pending)) === "failed") {
+      const retryIn = claimRetryInMs(handle);
+      if (retryIn === undefined) break;
+      await new Promise((resolve) => setTimeout(resolve, retryIn));
+    }
   } else {
     // Most holds end within half the claim window: their release confirms nothing and costs
     // nothing more. A longer one confirms its lease then.
-    const claimAt = acquiredAt + claim.leaseMs / 2;
-    claimLater(spec, handle, owner, effectiveLease, acquiredAt, claim.leaseMs, claimAt);
+    claimLater(pending, acquiredAt + claim.leaseMs / 2 - Date.now());
   }
   return { handle };
 }
 
-/** Runs claimLease at `at` (client clock), unless the handle is released first. */
-function claimLater(
-  spec: AcquisitionSpec,
-  handle: LockHandle,
-  owner: string,
-  leaseMs: number,
-  acquiredAt: number,
-  claimMs: number,
-  at: number,
-): void {
+/** A handed-off hold whose own lease is still to be confirmed. */
+interface PendingClaim {
+  readonly spec: AcquisitionSpec;
+  readonly handle: LockHandle;
+  readonly owner: string;
+  /** The hold's own lease: fixed, counted from the grant, or the watchdog's. */
+  readonly leaseMs: number;
+  /** The earliest moment the grant can have been made (client clock). */
+  readonly acquiredAt: number;
+  /** The claim window the hand-off granted. */
+  readonly claimMs: number;
+}
+
+/** How long to wait before a failed claim is tried again: half the window left, if enough is. */
+function claimRetryInMs(handle: LockHandle): number | undefined {
+  const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
+  return retryIn < 10 ? undefined : retryIn;
+}
+
+/** Runs claimLease in `delayMs` (again, if it fails), unless the handle is released first. */
+function claimLater(claim: PendingClaim, delayMs: number): void {
   const timer = setTimeout(
     async () => {
-      if ((await claimLease(spec, handle, owner, leaseMs, acquiredAt, claimMs)) !== "failed")
-        return;
-      const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
-      if (retryIn < 10) return;
-      claimLater(spec, handle, owner, leaseMs, acquiredAt, claimMs, Date.now() + retryIn);
+      if ((await claimLease(claim)) !== "failed") return;
+      const retryIn = claimRetryInMs(claim.handle);
+      if (retryIn !== undefined) claimLater(claim, retryIn);
     },
-    Math.max(0, at - Date.now()),
+    Math.max(0, delayMs),
   );
   (timer as { unref?: () => void }).unref?.();
-  handle.attachWatchdog(() => clearTimeout(timer));
+  claim.handle.attachWatchdog(() => clearTimeout(timer));
 }
 
 /**
- * Confirms a handed-off hold's own lease (`leaseMs` from its start, or the watchdog's) before the
- * claim window ends; then the watchdog, if any, takes over. A hold found gone is lost. "failed":
- * the request failed, and the caller may try again while the claim window lasts.
+ * Confirms a handed-off hold's own lease (a fixed lease counted from the grant, or the
+ * watchdog's) before the claim window ends; then the watchdog, if any, takes over. A hold found
+ * gone is lost. "failed": the request failed, and the caller may try again while the window lasts.
  */
-async function claimLease(
-  spec: AcquisitionSpec,
-  handle: LockHandle,
-  owner: string,
-  leaseMs: number,
-  acquiredAt: number,
-  /** The claim window the hand-off granted, for a fixed lease (0 in watchdog mode). */
-  claimMs: number,
-): Promise<"done" | "failed"> {
+async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
+  const { spec, handle, owner, leaseMs, acquiredAt, claimMs } = claim;
   if (handle.released) return "done";
   const sentAt = Date.now();
   const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);

@@ -87,11 +87,7 @@ function gatedScripts(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> 
 describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
   const bed = useTestBed(kind);
   afterEach(() => bed.server.faults.disable());
-  /** Scripts and blocking pops the server ran: every request a lock makes. */
-  const lockCommands = () => {
-    const { eval: evals = 0, evalsha = 0, blpop = 0 } = bed.server.stats.snapshot().commandsByName;
-    return evals + evalsha + blpop;
-  };
+  const lockCommands = () => bed.lockCommands();
 
   it("wakes a parked waiter already holding the lock, with the next fencing token", async () => {
     const prefix = freshPrefix();

@@ -17,6 +17,11 @@ export interface TestBed {
   client(options?: Partial<LockClientOptions>): LockClient;
   /** HTTP requests the server received so far. */
   requests(): number;
+  /**
+   * Scripts and blocking pops the server ran so far: every request a lock makes (a blocking pop
+   * counts once it returns).
+   */
+  lockCommands(): number;
 }
 
 let prefixCounter = 0;
@@ -42,6 +47,12 @@ export function useTestBed(kind: BackendKind, options: DevServerOptions = {}): T
     client: (overrides = {}) =>
       new LockClient({ redis: bed.redis(), prefix: freshPrefix(), ...overrides }),
     requests: () => bed.server.stats.snapshot().requests,
+    lockCommands: () => {
+      const { commandsByName } = bed.server.stats.snapshot();
+      return (
+        (commandsByName.eval ?? 0) + (commandsByName.evalsha ?? 0) + (commandsByName.blpop ?? 0)
+      );
+    },
   };
   return bed;
 }

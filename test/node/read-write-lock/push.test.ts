@@ -12,11 +12,7 @@ const PUSH = { mode: "push" } as const;
 
 describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) => {
   const bed = useTestBed(kind);
-  /** Scripts and blocking pops the server ran: every request a lock makes. */
-  const lockCommands = () => {
-    const { eval: evals = 0, evalsha = 0, blpop = 0 } = bed.server.stats.snapshot().commandsByName;
-    return evals + evalsha + blpop;
-  };
+  const lockCommands = () => bed.lockCommands();
   const parkedWriters = (prefix: string) => bed.redis().hlen(`${prefix}:{doc}:parked`);
 
   it("a writer's release hands the lock to the parked writer, with the next fencing token", async () => {
@@ -108,6 +104,23 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     await Promise.all(runs);
     expect(order).toEqual([0, 1, 2]);
     expect(lockCommands() - before).toBe(3 * 3 + 1);
+  });
+
+  it("after a wait, a writer's park goes out beside its attempt and is woken at once when the lock is free", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix }).readWriteLock("doc").writeLock();
+    const writer = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const held = await holder.acquire({ leaseMs: 10_000 });
+    const waiting = writer.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    await held.release();
+    await (await waiting).release();
+    // The lock is free: the attempt takes it and wakes the park sent beside it (5 s otherwise).
+    const before = lockCommands();
+    const handle = await writer.acquire({ leaseMs: 10_000 });
+    await until(() => lockCommands() - before === 2, 2_000);
+    expect(await bed.redis().keys(`${prefix}:{doc}:wake:*`)).toEqual([]);
+    await handle.release();
   });
 
   it("a parked writer that gives up leaves the queue and its registration", async () => {

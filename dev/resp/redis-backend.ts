@@ -26,6 +26,12 @@ export interface RedisUrlBackendOptions {
 }
 
 const CLIENT_NAME = "edgelock-dev";
+/**
+ * Connections kept open for the next blocking command once theirs returned: opening one per
+ * blocked request (and waiting for its close) put a connect and a close on every parked waiter's
+ * way, a few ms each on a busy machine. Each blocked request still has a connection of its own.
+ */
+const IDLE_BLOCKING_CONNECTIONS = 64;
 
 /**
  * Connects to `redis://[user:password@]host:port[/db]` (or `rediss://` for TLS), sending AUTH and
@@ -63,6 +69,8 @@ class RedisBackend implements Backend {
   private closing: Promise<void> | undefined;
   /** Connections opened for blocking commands; dropped on close so nothing waits forever. */
   private readonly dedicated = new Set<RespConnection>();
+  /** Dedicated connections whose blocking command returned, ready for the next one. */
+  private readonly idleBlocking: RespConnection[] = [];
 
   constructor(
     private readonly pool: RespPool,
@@ -160,11 +168,41 @@ class RedisBackend implements Backend {
     if (commands.length === 0) return [];
     if (this.closing !== undefined) throw new Error("backend is closed");
     if (!blocking) return (await this.pool.acquire()).send(commands);
-    const dedicated = await this.openDedicated(signal);
+    const connection = this.idleBlocking.pop() ?? (await this.openBlocking());
+    // The HTTP client went away: Redis drops the blocked command with its connection.
+    const onAbort = () => connection.destroy();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted || this.closing !== undefined) connection.destroy();
     try {
-      return await dedicated.send(commands);
+      return await connection.send(commands);
     } finally {
-      await dedicated.close();
+      signal?.removeEventListener("abort", onAbort);
+      this.afterBlocking(connection);
+    }
+  }
+
+  /** A new connection for blocking commands, forgotten (and never reused) once it closes. */
+  private async openBlocking(): Promise<RespConnection> {
+    const connection = await this.pool.openDedicated();
+    this.dedicated.add(connection);
+    connection.onClose(() => {
+      this.dedicated.delete(connection);
+      const index = this.idleBlocking.indexOf(connection);
+      if (index >= 0) this.idleBlocking.splice(index, 1);
+    });
+    return connection;
+  }
+
+  /** Keeps a blocking command's connection for the next one, or closes it (not waited for). */
+  private afterBlocking(connection: RespConnection): void {
+    if (
+      connection.isOpen &&
+      this.closing === undefined &&
+      this.idleBlocking.length < IDLE_BLOCKING_CONNECTIONS
+    ) {
+      this.idleBlocking.push(connection);
+    } else {
+      void connection.close();
     }
   }
 

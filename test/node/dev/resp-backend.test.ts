@@ -175,6 +175,29 @@ describe.skipIf(findRedisServerBinary() === undefined)(
       expect(await blocked).toEqual({ type: "array", value: null });
     });
 
+    it("reuses a blocking command's connection once it returned, never while it blocks", async () => {
+      const connectionsReceived = async () => {
+        const info = await backend.command(["INFO", "stats"]);
+        const text = info.type === "bulk" ? Buffer.from(info.value ?? []).toString() : "";
+        return Number(/total_connections_received:(\d+)/.exec(text)?.[1]);
+      };
+      const before = await connectionsReceived();
+      for (let i = 0; i < 10; i++) {
+        await backend.command(["RPUSH", "reused-list", String(i)]);
+        expect(await backend.command(["BLPOP", "reused-list", "1"])).toMatchObject({ type: "array" });
+      }
+      // One connection opened for the first pop, none for the nine after it.
+      expect((await connectionsReceived()) - before).toBeLessThanOrEqual(1);
+      // Two blocked at once each have their own: both wake.
+      const first = backend.command(["BLPOP", "reused-a", "2"]);
+      const second = backend.command(["BLPOP", "reused-b", "2"]);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await backend.command(["RPUSH", "reused-b", "b"]);
+      await backend.command(["RPUSH", "reused-a", "a"]);
+      const replies = await Promise.all([first, second]);
+      expect(replies.map((r) => (r.type === "array" ? r.value?.length : -1))).toEqual([2, 2]);
+    });
+
     it("replaces connections that Redis closed", async () => {
       await backend
         .command(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"])

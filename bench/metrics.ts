@@ -27,15 +27,18 @@ export function jainIndex(values: readonly number[]): number {
 /**
  * The ideal serial time of critical sections on one lock: each costs its hold plus one round
  * trip, the time for the next acquire to reach Redis right after the release and its reply to
- * come back (DESIGN.md: "hold + one round trip"). The bench uses the holds as the timers delivered
- * them (measured, acquire resolved → release called) and the transport's uncontended round trip
- * under the latency model (median of sequential one-command requests, measured before the runs).
+ * come back (DESIGN.md: "hold + one round trip"), and the run one round trip more: S sections
+ * pay the first acquire's round trip, S − 1 hand-offs and the last release's round trip, which
+ * no lock can save (a perfect lock scored 96 % at 20 sections of 27 ms without it). The bench
+ * uses the holds as the timers delivered them (measured, acquire resolved → release called) and
+ * the transport's uncontended round trip under the latency model (median of sequential
+ * one-command requests, measured before the runs).
  *
- *   ideal = Σ holds + sections × round trip
+ *   ideal = Σ holds + (sections + 1) × round trip
  *
- * With a fixed hold H this is sections × (mean hold + round trip); with varying holds it is the
- * same bound, since the lock can hand off no faster whatever each hold is.
+ * With a fixed hold H this is sections × (mean hold + round trip) + round trip; with varying
+ * holds it is the same bound, since the lock can hand off no faster whatever each hold is.
  */
 export function idealSerialMs(holdsMs: readonly number[], roundTripMs: number): number {
-  return holdsMs.reduce((sum, hold) => sum + hold, 0) + holdsMs.length * roundTripMs;
+  return holdsMs.reduce((sum, hold) => sum + hold, 0) + (holdsMs.length + 1) * roundTripMs;
 }

@@ -2,7 +2,7 @@
  * An experiment beside scenario 2: the same contention on one key (K sections of a fixed hold per
  * contender, 20 ± 5 ms round trips on the bench backend), but each contender in a process of its
  * own, as Workers' isolates are, instead of all of them on the bench's one event loop. It prints
- * the same efficiency (ideal / elapsed, ideal = Σ holds + sections × R) for edgelock push and
+ * the same efficiency (ideal / elapsed, ideal as bench/metrics.ts) for edgelock push and
  * polling, so that what the shared event loop costs at small N can be told apart from the
  * protocol. Overlaps are checked on one clock (the parent's), from the contenders' reports.
  *
@@ -14,6 +14,7 @@ import { parseArgs } from "node:util";
 import { Redis } from "@upstash/redis";
 import { LockClient, type WaitOptions } from "../../src/index.js";
 import { startBenchBackend } from "../backend/backend.js";
+import { idealSerialMs } from "../metrics.js";
 import { measureRoundTrips } from "../scenarios/round-trip.js";
 
 interface Assignment {
@@ -96,7 +97,7 @@ async function runOnce(
   const elapsed = Math.max(...sections.map((section) => section.releasedAt)) - start;
   for (const child of children) child.kill();
   const holds = sections.map((section) => section.releaseAt - section.acquiredAt);
-  const ideal = holds.reduce((sum, hold) => sum + hold, 0) + sections.length * roundTripMs;
+  const ideal = idealSerialMs(holds, roundTripMs);
   // Holds seen from the client: acquire resolved → release sent. Two may not intersect.
   const sorted = [...sections].sort((a, b) => a.acquiredAt - b.acquiredAt);
   let overlaps = 0;
@@ -125,7 +126,7 @@ async function main(): Promise<void> {
   const backend = await startBenchBackend();
   try {
     await backend.setLatency({ name: "20±5 ms", latencyMs: 20, jitterMs: 5 });
-    const roundTripMs = (await measureRoundTrips(backend, 50)).REST;
+    const roundTripMs = (await measureRoundTrips(backend)).REST;
     console.log(`R = ${roundTripMs.toFixed(1)} ms; K = ${k}, hold ${holdMs} ms, ${runs} runs each`);
     console.log("mode  N  efficiency % per run            overlaps");
     for (const mode of ["push", "poll"] as const) {

@@ -1,6 +1,6 @@
 /**
  * Scenario 3, many keys: N contenders spread round-robin over M keys (contender i on key i mod M),
- * K sections each. The ideal is the busiest key's serial time: ceil(N/M) × K × (hold + R).
+ * K sections each. The ideal is the busiest key's serial time: ceil(N/M) × K × (hold + R) + R.
  */
 import type { BenchBackend } from "../backend/backend.js";
 import type { LatencyModel } from "../backend/protocol.js";

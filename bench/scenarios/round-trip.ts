@@ -8,9 +8,15 @@ import { percentile } from "../metrics.js";
 import type { Transport } from "../peers/peer.js";
 import { connectTcp } from "../peers/tcp.js";
 
+/**
+ * Samples of R: the median of 50 moved by about a millisecond from one measurement to the next
+ * (a few % of efficiency at N = 2); 200 halve that, for about 4 s per transport at 20 ms.
+ */
+export const ROUND_TRIP_SAMPLES = 200;
+
 export async function measureRoundTrips(
   backend: BenchBackend,
-  samples: number,
+  samples: number = ROUND_TRIP_SAMPLES,
 ): Promise<Record<Transport, number>> {
   const rest = new Redis({ url: backend.restUrl, token: backend.token });
   const tcp = await connectTcp({ ...backend, leaseMs: 0 });

@@ -80,7 +80,7 @@ export interface ContentionResult {
   readonly roundTripMs: number;
   /** Mean duration of this run's releases (one request each): the round trip under its load. */
   readonly releaseRoundTripMs: number;
-  /** ideal = max over keys of (Σ measured holds on the key + sections on the key × R). */
+  /** ideal = max over keys of (Σ measured holds on the key + (sections on the key + 1) × R). */
   readonly idealMs: number;
   /** ideal / elapsed. */
   readonly efficiency: number;

@@ -184,7 +184,9 @@ describe.skipIf(findRedisServerBinary() === undefined)(
       const before = await connectionsReceived();
       for (let i = 0; i < 10; i++) {
         await backend.command(["RPUSH", "reused-list", String(i)]);
-        expect(await backend.command(["BLPOP", "reused-list", "1"])).toMatchObject({ type: "array" });
+        expect(await backend.command(["BLPOP", "reused-list", "1"])).toMatchObject({
+          type: "array",
+        });
       }
       // One connection opened for the first pop, none for the nine after it.
       expect((await connectionsReceived()) - before).toBeLessThanOrEqual(1);

@@ -296,6 +296,9 @@ async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
     handle.claimFailed("it was gone when its claim window was confirmed");
     return "done";
   }
+  // Lost meanwhile (the window ran out before the answer came): what the claim found may be a
+  // later hold of the same owner, not this one.
+  if (handle.signal.aborted) return "done";
   handle.claimed(sentAt, lease);
   if (handle.renewing) watch(spec, handle, owner, sentAt);
   return "done";

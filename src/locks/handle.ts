@@ -149,6 +149,8 @@ export class LockHandle implements HeldLock, WatchedHold {
    * from then (a fixed lease), or the watchdog's, which takes over.
    */
   claimed(sentAt: number, leaseMs: number): void {
+    // A hold already known lost stays lost: the owner's hold the claim found may be a later one.
+    if (this.#lost.signal.aborted) return;
     this.#claimPending = false;
     this.#expiresAt = sentAt + leaseMs;
     if (this.renewing) {
@@ -231,16 +233,20 @@ export class LockHandle implements HeldLock, WatchedHold {
 
   #armExpiry(): void {
     if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
-    const timer = setTimeout(
-      () => {
-        if (!this.#lost.signal.aborted) {
-          this.#lost.abort(new LockLostError(`The lease of lock "${this.name}" expired.`));
-        }
-      },
-      Math.max(0, this.#expiresAt - Date.now()),
-    );
+    if (this.#expiresAt <= Date.now()) {
+      // Already over (an answer slower than the lease): lost now, not on the next tick.
+      this.#expireNow();
+      return;
+    }
+    const timer = setTimeout(() => this.#expireNow(), this.#expiresAt - Date.now());
     (timer as { unref?: () => void }).unref?.();
     this.#expiryTimer = timer;
+  }
+
+  #expireNow(): void {
+    if (!this.#lost.signal.aborted) {
+      this.#lost.abort(new LockLostError(`The lease of lock "${this.name}" expired.`));
+    }
   }
 
   #stopTracking(): void {

@@ -9,7 +9,7 @@ import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
-import { KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
+import { type ArmingRequest, KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
 import type { ChaosIsolate } from "./primitive.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
@@ -150,6 +150,8 @@ export function createIsolate(
   renewal?: { readonly inner: Renewer; readonly remote?: RemoteRenewals },
 ): ChaosIsolate {
   const renewer = new KillableRenewer(renewal?.inner, renewal?.remote);
+  const crashed = new Set<string>();
+  const requests: OwnerRequests = new Map();
   const connections = env.databases.map(({ proxy, server }) => {
     // The client gives up on a request (a hang) after requestTimeoutMs.
     const redis = new Redis({
@@ -159,7 +161,7 @@ export function createIsolate(
       signal: () => AbortSignal.timeout(options.requestTimeoutMs),
     });
     const client = new LockClient({
-      redis: countingParks(redis, env.parks),
+      redis: isolateTransport(redis, env.parks, crashed, requests),
       prefix: env.prefix,
       watchdogTimeoutMs: options.watchdogTimeoutMs,
       wait: { ...options.wait, maxPolls: 10_000 },
@@ -174,14 +176,57 @@ export function createIsolate(
     client: first.client,
     clients: connections.map((each) => each.client),
     renewer,
+    crash(owner) {
+      crashed.add(owner);
+      renewer.kill(owner);
+    },
+    track(owner) {
+      if (!requests.has(owner)) requests.set(owner, []);
+    },
+    requestsOf(owner) {
+      return requests.get(owner) ?? [];
+    },
   };
 }
 
-/** `redis` for a LockClient, counting its blocking pops in `counts`. */
-function countingParks(redis: Redis, counts: ParkCounts): RedisLike {
+/** The scripts an isolate sent that name a tracked owner (any request may re-arm its lease). */
+type OwnerRequests = Map<string, ArmingRequest[]>;
+
+/**
+ * `redis` for a LockClient: counts its blocking pops in `counts`, times every script that names a
+ * tracked owner (in `requests`), and sends none that names an owner in `crashed`: a crashed
+ * process's timers (a claim, a renewal) die with it, so nothing it would still send reaches
+ * Redis.
+ */
+function isolateTransport(
+  redis: Redis,
+  counts: ParkCounts,
+  crashed: ReadonlySet<string>,
+  requests: OwnerRequests,
+): RedisLike {
+  const timed = async <T>(args: readonly unknown[], send: () => Promise<T>): Promise<T> => {
+    const owners = args.filter(
+      (arg): arg is string => typeof arg === "string" && requests.has(arg),
+    );
+    if (owners.some((owner) => crashed.has(owner))) {
+      throw new Error("chaos: the owner's process crashed, this request never left it");
+    }
+    const request: ArmingRequest = {
+      sentAt: Date.now(),
+      settledAt: undefined,
+      leaseMs: 0,
+      confirmed: false,
+    };
+    for (const owner of owners) requests.get(owner)!.push(request);
+    try {
+      return await send();
+    } finally {
+      request.settledAt = Date.now();
+    }
+  };
   return {
-    eval: (script, keys, args) => redis.eval(script, keys, args),
-    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
+    eval: (script, keys, args) => timed(args, () => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => timed(args, () => redis.evalsha(sha, keys, args)),
     async exec(command) {
       const parking = command[0] === "BLPOP";
       try {

@@ -6,7 +6,7 @@
  */
 import type { Redis } from "@upstash/redis";
 import type { LockClient, Renewer } from "../../src/index.js";
-import type { KillableRenewer, RemoteRenewals } from "./killable-renewer.js";
+import type { ArmingRequest, KillableRenewer, RemoteRenewals } from "./killable-renewer.js";
 import type { KeyState } from "./server-state.js";
 
 /** One simulated isolate: its own HTTP Redis client, LockClient and renewer. */
@@ -18,6 +18,15 @@ export interface ChaosIsolate {
   /** One LockClient per database of the run (the first is `client`). */
   readonly clients: readonly LockClient[];
   readonly renewer: KillableRenewer;
+  /**
+   * Kills `owner` as a crashed process: its renewals stop, and no request naming it leaves the
+   * isolate any more (its pending timers would have died with the process).
+   */
+  crash(owner: string): void;
+  /** Times from now on every request of this isolate that names `owner` (see requestsOf). */
+  track(owner: string): void;
+  /** The requests naming a tracked `owner`: when each was sent and settled. */
+  requestsOf(owner: string): readonly ArmingRequest[];
 }
 
 /** How one critical section asks for its hold. */

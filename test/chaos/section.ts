@@ -9,6 +9,7 @@ import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
 import type { FencedStore, WriteResult } from "./fenced-store.js";
 import type { DeathCause, Journal } from "./journal.js";
+import { settledBefore } from "./killable-renewer.js";
 import type { OperationRunner } from "./operations.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive, HoldPlan } from "./primitive.js";
 
@@ -92,6 +93,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   const { key, plan } = script;
   const keys = primitive.keysOf?.(key) ?? [key];
   journal.planned.set(plan.owner, keys);
+  isolate.track(plan.owner);
 
   const acquired = await operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
     primitive.acquire(isolate, key, plan),
@@ -117,8 +119,14 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     { once: true },
   );
   recordToken(journal, key, hold);
+  // Besides the hold's own arming requests, any request the library sent for the owner (a
+  // handed-off hold's claim is one of its own).
   const armedSettledAt = (inner: ChaosHold | undefined, diedAt: number) =>
-    Math.max(hold.lastArmedSettledAt(diedAt), inner?.lastArmedSettledAt(diedAt) ?? 0);
+    Math.max(
+      hold.lastArmedSettledAt(diedAt),
+      inner?.lastArmedSettledAt(diedAt) ?? 0,
+      settledBefore(isolate.requestsOf(hold.owner), diedAt),
+    );
 
   await probe(ctx, keys);
 

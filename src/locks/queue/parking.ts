@@ -173,12 +173,17 @@ export class Parking {
     if (ended.kind === "woken") {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
+    const grantedAt = grantedAtOrBefore(sentAt, ended);
+    if (grantedAt + ended.leaseMs <= Date.now()) {
+      // The grant reached this waiter after its claim window may have run out (a slow answer):
+      // the hold may be gone, and the lock someone else's. The next attempt (same operation id)
+      // asks Redis: it replays the hold with a lease from its own send, or finds it gone.
+      return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
+    }
     return {
       kind: "acquired",
       fencingToken: ended.fencingToken,
-      // The grant came at least `sinceRegistrationMs` after the registration reached Redis,
-      // which was after it was sent: a lower bound of the hold's start on this clock.
-      handOff: { leaseMs: ended.leaseMs, grantedAt: sentAt + ended.sinceRegistrationMs },
+      handOff: { leaseMs: ended.leaseMs, grantedAt },
     };
   }
 
@@ -203,6 +208,22 @@ export class Parking {
       );
     return { ended, endsAt: Date.now() + parkMs };
   }
+}
+
+/**
+ * A moment no later than the start of the hold's lease on the server, on this client's clock:
+ * the registration was sent at `sentAt` and reached Redis after that; the grant came
+ * `sinceRegistrationMs` later by the server's clock (`TIME`, read in the grant script), but
+ * Redis counts the lease from the script's start (its time is frozen while a script runs),
+ * which can fall in the millisecond before that reading. The hold's lease (and its claim
+ * window) counts from here. (Without the 1 ms, a chaos run saw a woken waiter trust its hold
+ * for 1 ms after the server had let it go.)
+ */
+export function grantedAtOrBefore(
+  sentAt: number,
+  grant: { readonly sinceRegistrationMs: number },
+): number {
+  return sentAt + Math.max(0, grant.sinceRegistrationMs - 1);
 }
 
 /** `promise`'s value if it settles within `ms`, else undefined (it keeps running). */

@@ -175,8 +175,9 @@ export class HandleHold implements ChaosHold {
   }
 
   crash(): void {
-    // Every renewal of the owner dies with its process: also an inner hold's in watchdog mode
-    // inside an outer one with a fixed lease (they share the owner).
-    this.#isolate.renewer.kill(this.owner);
+    // Everything of the owner dies with its process: every renewal (also an inner hold's in
+    // watchdog mode inside an outer one with a fixed lease: they share the owner) and whatever
+    // its timers would still send (a handed-off hold's claim).
+    this.#isolate.crash(this.owner);
   }
 }

@@ -19,6 +19,19 @@ describe.each(backendKindsUnderTest())("leases and the watchdog on %s", (kind) =
     await next?.release();
   });
 
+  it("a hold whose answer came after its lease ends is lost when acquire returns, not later", async () => {
+    const client = bed.client();
+    bed.server.faults.configure({ latencyMs: 300, commands: ["eval", "evalsha"] });
+    try {
+      const held = await client.lock("slow-answer").acquire({ leaseMs: 100 });
+      expect(held.expiresAt).toBeLessThanOrEqual(Date.now());
+      expect(held.signal.aborted).toBe(true);
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+    } finally {
+      bed.server.faults.disable();
+    }
+  });
+
   it("keeps a lock in watchdog mode past several timeouts, and stops after release", async () => {
     const client = bed.client({ watchdogTimeoutMs: 300 });
     const lock = client.lock("watched");

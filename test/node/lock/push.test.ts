@@ -427,6 +427,38 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     await handle.release();
   });
 
+  it("a grant that reaches its waiter after the claim window is not trusted: the waiter asks again", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    // The waiter's park will be answered 800 ms after it pops: past its 300 ms claim window.
+    bed.server.faults.configure({ latencyMs: 800, commands: ["blpop"] });
+    const waiter = bed.client({ prefix, wait: { mode: "push", claimMs: 300 } });
+    let resolvedAt = 0;
+    const waiting = waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000 })
+      .then((handle) => {
+        resolvedAt = Date.now();
+        return handle;
+      });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await held.release(); // hands the lock to the waiter; its park's answer is on its way
+    await sleepMs(450);
+    bed.server.faults.disable();
+    // The window ran out unclaimed: the lock came free, and someone else took it.
+    const intruder = await bed.client({ prefix }).lock("job").tryAcquire({ leaseMs: 10_000 });
+    expect(intruder?.fencingToken).toBe(held.fencingToken + 2);
+    await sleepMs(900); // the late grant has reached the waiter by now
+    expect(resolvedAt).toBe(0); // it does not hold the lock beside the intruder
+    await intruder?.release();
+    const handle = await waiting;
+    expect(handle.fencingToken).toBe(held.fencingToken + 3);
+    expect(handle.signal.aborted).toBe(false);
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
+  });
+
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();
     const scriptsOnly = {

@@ -1,6 +1,7 @@
 /** Queue-directed polling as a pure function: given a busy reply, the delay before the next poll. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { grantedAtOrBefore } from "../../../src/locks/queue/parking.js";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import {
   aimAfterMs,
@@ -143,6 +144,37 @@ describe("turnDelay (plain lock: two waiters per release)", () => {
           if (position === 0 && holderTtlMs !== null) {
             expect(delay).toBeLessThanOrEqual(Math.max(1, holderTtlMs + 1));
           }
+        },
+      ),
+    );
+  });
+});
+
+describe("grantedAtOrBefore (push hand-off)", () => {
+  it("never lets a handed-off hold's lease end later on the client than on the server", () => {
+    const leaseMs = 200;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 10_000 }), // µs from the send to the registration's arrival
+        fc.integer({ min: 0, max: 10_000_000 }), // µs from the registration to the grant
+        fc.integer({ min: 0, max: 999 }), // µs into the client's millisecond at the send
+        fc.integer({ min: -5_000, max: 5_000 }), // ms the server's clock is ahead (same phase)
+        fc.integer({ min: 0, max: 999 }), // µs the grant script ran before it read TIME
+        (transitUs, waitedUs, phaseUs, serverAheadMs, scriptUs) => {
+          const sentAtUs = 1_000_000_000 + phaseUs;
+          const registeredUs = sentAtUs + transitUs;
+          const grantedUs = registeredUs + waitedUs;
+          // The server reports the difference of two whole-ms readings of its clock (TIME)…
+          const serverMs = (us: number) => Math.floor(us / 1000) + serverAheadMs;
+          const since = serverMs(grantedUs) - serverMs(registeredUs);
+          // …and ends the lease a lease after the grant script's start (frozen script time).
+          // (The grant script starts after the registration's script ended.)
+          const scriptStartUs = Math.max(registeredUs, grantedUs - scriptUs);
+          const serverEndUs = (serverMs(scriptStartUs) + leaseMs - serverAheadMs) * 1000;
+          const clientSentAt = Math.floor(sentAtUs / 1000);
+          const clientEnd =
+            grantedAtOrBefore(clientSentAt, { sinceRegistrationMs: since }) + leaseMs;
+          expect(clientEnd * 1000).toBeLessThanOrEqual(serverEndUs);
         },
       ),
     );

@@ -89,6 +89,9 @@ export class Parking {
   #registered: { readonly view: TurnView; readonly sentAt: number } | undefined;
   // The park in flight on this acquisition's wake list.
   #inFlight: ParkInFlight | undefined;
+  // The operation id of the latest attempt, and when its first attempt was sent: any
+  // registration a grant counts from was made no earlier.
+  #operation: { readonly id: string; readonly firstSentAt: number } | undefined;
 
   constructor(
     ctx: OperationContext,
@@ -124,7 +127,15 @@ export class Parking {
    * not the acquisition's first attempt or the client recently waited on this lock. Returns
    * whether a park is in flight (ARGV `parkBeside` of the acquire scripts).
    */
-  beforeAttempt(operationId: string, wait: AttemptWait, first: boolean, last: boolean): boolean {
+  beforeAttempt(
+    operationId: string,
+    wait: AttemptWait,
+    first: boolean,
+    last: boolean,
+    sentAt: number,
+  ): boolean {
+    if (this.#operation?.id !== operationId)
+      this.#operation = { id: operationId, firstSentAt: sentAt };
     if (
       this.#inFlight === undefined &&
       !last &&
@@ -133,6 +144,30 @@ export class Parking {
       this.#inFlight = this.#start(operationId, wait, Number.POSITIVE_INFINITY);
     }
     return this.#inFlight !== undefined;
+  }
+
+  /**
+   * Awaits `attempt` (sent with a park beside it), unless the park comes back with a grant first:
+   * the attempt registered the waiter and a release handed it the lock while the attempt's own
+   * answer is still on its way (or slower). Then the hold is this acquisition's at once, and
+   * the attempt's answer, whatever it says (busy, or a replay of this very hold), is ignored.
+   * Returns undefined when the attempt answered first (or the park ended without a grant).
+   */
+  async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
+    const park = this.#inFlight;
+    const operation = this.#operation;
+    if (park === undefined || operation === undefined) return undefined;
+    const answered = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    const granted = park.ended.then((end) => (end.kind === "granted" ? end : answered));
+    const end = await Promise.race([granted, answered]);
+    if (end === undefined) return undefined;
+    attempt.catch(() => {}); // its answer no longer matters
+    this.#inFlight = undefined;
+    this.#contention.saw(this.#keys.lock);
+    return this.#acquiredBy(end, operation.firstSentAt);
   }
 
   /** After a busy reply that registered the waiter as parked (sent at `sentAt`). */
@@ -173,8 +208,13 @@ export class Parking {
     if (ended.kind === "woken") {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
-    const grantedAt = grantedAtOrBefore(sentAt, ended);
-    if (grantedAt + ended.leaseMs <= Date.now()) {
+    return this.#acquiredBy(ended, sentAt);
+  }
+
+  /** The outcome of a grant to a waiter whose registering request was sent at `sentAt`. */
+  #acquiredBy(grant: Extract<ParkEnd, { kind: "granted" }>, sentAt: number): AttemptOutcome {
+    const grantedAt = grantedAtOrBefore(sentAt, grant);
+    if (grantedAt + grant.leaseMs <= Date.now()) {
       // The grant reached this waiter after its claim window may have run out (a slow answer):
       // the hold may be gone, and the lock someone else's. The next attempt (same operation id)
       // asks Redis: it replays the hold with a lease from its own send, or finds it gone.
@@ -182,8 +222,8 @@ export class Parking {
     }
     return {
       kind: "acquired",
-      fencingToken: ended.fencingToken,
-      handOff: { leaseMs: ended.leaseMs, grantedAt },
+      fencingToken: grant.fencingToken,
+      handOff: { leaseMs: grant.leaseMs, grantedAt },
     };
   }
 

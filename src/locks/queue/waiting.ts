@@ -111,14 +111,23 @@ export function queuedAttempts(
       // The last request the budget allows leaves the queue itself when busy: the wait then
       // ends in exactly `maxPolls` requests.
       const last = plan.mayWait && requests >= policy.maxPolls;
-      const parkBeside = parking?.beforeAttempt(operationId, wait, requests === 1, last) ?? false;
+      const parkBeside =
+        parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
       if (plan.mayWait) mayBeQueued = true;
-      const outcome = await attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
+      const attempt = attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
         timeoutMs: last ? -1 : timeout,
         roundTripMs,
         claimMs: parking?.claimMs ?? 0,
         parkBeside,
       });
+      if (parking !== undefined && parkBeside) {
+        const granted = await parking.grantBeforeAttempt(attempt);
+        if (granted !== undefined) {
+          if (granted.kind === "acquired") mayBeQueued = false;
+          return granted;
+        }
+      }
+      const outcome = await attempt;
       roundTripMs = Date.now() - sentAt;
       if (outcome.kind === "acquired" || last) mayBeQueued = false;
       if (parking !== undefined) {

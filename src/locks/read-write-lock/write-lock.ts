@@ -88,10 +88,11 @@ export class WriteLock extends SingleNameLock {
         if (registers || parking !== undefined) mayBeWaiting = true;
         const sentAt = Date.now();
         const last = polls >= plan.policy.maxPolls;
-        const beside = parking?.beforeAttempt(operationId, wait, polls === 1, last) ?? false;
+        const beside =
+          parking?.beforeAttempt(operationId, wait, polls === 1, last, sentAt) ?? false;
         let outcome: WriteAttemptOutcome;
         try {
-          outcome = await attemptWriteAcquire(
+          const attempt = attemptWriteAcquire(
             ctx,
             keys,
             owner,
@@ -105,6 +106,14 @@ export class WriteLock extends SingleNameLock {
             this.name,
             operationId,
           );
+          if (parking !== undefined && beside) {
+            const granted = await parking.grantBeforeAttempt(attempt);
+            if (granted !== undefined) {
+              if (granted.kind === "acquired") mayBeWaiting = false;
+              return granted;
+            }
+          }
+          outcome = await attempt;
         } catch (error) {
           if (error instanceof LockUpgradeError) mayBeWaiting = false;
           throw error;

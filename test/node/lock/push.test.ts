@@ -34,6 +34,23 @@ function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]
   };
 }
 
+/** A Redis client whose scripts' answers come back `delayMs` late (as set when each was sent). */
+function slowScriptAnswers(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }) {
+  const state = { delayMs: 0 };
+  const late = async <T>(sent: Promise<T>): Promise<T> => {
+    const delayMs = state.delayMs;
+    const answer = await sent;
+    if (delayMs > 0) await sleepMs(delayMs);
+    return answer;
+  };
+  const slow: RedisLike = {
+    eval: (script, keys, args) => late(redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => late(redis.evalsha(sha, keys, args)),
+    exec: (command) => redis.exec(command),
+  };
+  return { redis: slow, state };
+}
+
 /**
  * A Redis client whose scripts can be held back (gate closed) while blocking commands pass; it
  * counts the parks sent and ended, and the scripts held back.
@@ -425,6 +442,35 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     expect(passedOnAfter).toBeLessThan(500 + 1_500);
     expect(handle.fencingToken).toBe(held.fencingToken + 2);
     await handle.release();
+  });
+
+  it("a grant that comes back before the attempt's own answer is taken at once", async () => {
+    const prefix = freshPrefix();
+    const parked = async () => bed.redis().hlen(`${prefix}:{job}:parked`);
+    const holder = bed.client({ prefix });
+    const slow = slowScriptAnswers(bed.redis());
+    const waiter = bed.client({ prefix, wait: PUSH, redis: slow.redis });
+    // The waiter waits once, so that its next acquisition parks beside its first attempt.
+    const first = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waited = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(async () => (await parked()) === 1);
+    await first.release();
+    await (await waited).release();
+
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    slow.state.delayMs = 1_500; // the attempt's answer (busy) comes back 1.5 s late
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
+    await until(async () => (await parked()) === 1); // it ran: the waiter is registered
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    slow.state.delayMs = 0;
+    // Woken by the grant, not by the attempt's late answer.
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
+    expect(await holder.lock("job").isLocked()).toBe(false);
   });
 
   it("a grant that reaches its waiter after the claim window is not trusted: the waiter asks again", async () => {

@@ -16,7 +16,7 @@ import {
 } from "../../../src/index.js";
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
+import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "./testbed.js";
 
 const PUSH = { mode: "push" } as const;
 
@@ -32,23 +32,6 @@ function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]
       return hang();
     },
   };
-}
-
-/** A Redis client whose scripts' answers come back `delayMs` late (as set when each was sent). */
-function slowScriptAnswers(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }) {
-  const state = { delayMs: 0 };
-  const late = async <T>(sent: Promise<T>): Promise<T> => {
-    const delayMs = state.delayMs;
-    const answer = await sent;
-    if (delayMs > 0) await sleepMs(delayMs);
-    return answer;
-  };
-  const slow: RedisLike = {
-    eval: (script, keys, args) => late(redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => late(redis.evalsha(sha, keys, args)),
-    exec: (command) => redis.exec(command),
-  };
-  return { redis: slow, state };
 }
 
 /**

@@ -5,7 +5,7 @@
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import { type DevServer, type DevServerOptions, startDevServer } from "../../../dev/index.js";
-import { LockClient, type LockClientOptions } from "../../../src/index.js";
+import { LockClient, type LockClientOptions, type RedisLike } from "../../../src/index.js";
 
 export type BackendKind = "redis-server" | "embedded";
 
@@ -69,3 +69,20 @@ export async function until(
 }
 
 export const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A Redis client whose scripts' answers come back `delayMs` late (as set when each was sent). */
+export function slowScriptAnswers(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }) {
+  const state = { delayMs: 0 };
+  const late = async <T>(sent: Promise<T>): Promise<T> => {
+    const delayMs = state.delayMs;
+    const answer = await sent;
+    if (delayMs > 0) await sleepMs(delayMs);
+    return answer;
+  };
+  const slow: RedisLike = {
+    eval: (script, keys, args) => late(redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => late(redis.evalsha(sha, keys, args)),
+    exec: (command) => redis.exec(command),
+  };
+  return { redis: slow, state };
+}

@@ -147,7 +147,8 @@ export class Parking {
   }
 
   /**
-   * Awaits `attempt` (sent with a park beside it), unless the park comes back with a grant first:
+   * Awaits `attempt` when a park is in flight beside it (else returns undefined at once), unless
+   * the park comes back with a grant first:
    * the attempt registered the waiter and a release handed it the lock while the attempt's own
    * answer is still on its way (or slower). Then the hold is this acquisition's at once, and
    * the attempt's answer, whatever it says (busy, or a replay of this very hold), is ignored.

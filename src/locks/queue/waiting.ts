@@ -120,12 +120,10 @@ export function queuedAttempts(
         claimMs: parking?.claimMs ?? 0,
         parkBeside,
       });
-      if (parking !== undefined && parkBeside) {
-        const granted = await parking.grantBeforeAttempt(attempt);
-        if (granted !== undefined) {
-          if (granted.kind === "acquired") mayBeQueued = false;
-          return granted;
-        }
+      const granted = await parking?.grantBeforeAttempt(attempt);
+      if (granted !== undefined) {
+        if (granted.kind === "acquired") mayBeQueued = false;
+        return granted;
       }
       const outcome = await attempt;
       roundTripMs = Date.now() - sentAt;

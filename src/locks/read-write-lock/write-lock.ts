@@ -106,12 +106,10 @@ export class WriteLock extends SingleNameLock {
             this.name,
             operationId,
           );
-          if (parking !== undefined && beside) {
-            const granted = await parking.grantBeforeAttempt(attempt);
-            if (granted !== undefined) {
-              if (granted.kind === "acquired") mayBeWaiting = false;
-              return granted;
-            }
+          const granted = await parking?.grantBeforeAttempt(attempt);
+          if (granted !== undefined) {
+            if (granted.kind === "acquired") mayBeWaiting = false;
+            return granted;
           }
           outcome = await attempt;
         } catch (error) {

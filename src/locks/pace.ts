@@ -12,7 +12,9 @@ export const PACE_TTL_MS = 3_600_000;
  * Folds `sample` (a Lua expression, ms) into the moving average `field` of hash `statsKey`
  * (weight 1/4). A sample is counted as at most twice the average, so that one unusually long
  * hold does not make every waiter sleep too long. With `deviationField`, the mean deviation
- * from the previous average is kept the same way.
+ * from the previous average is kept the same way. The averages keep their fractions: rounding
+ * each step to whole ms would hold a deviation of a few ms at 0 (a step under 4 ms rounds to
+ * nothing), and waiters that believe holds never vary aim at the release with no margin.
  */
 export function learnAverage(
   statsKey: string,
@@ -25,7 +27,7 @@ export function learnAverage(
   local sample = math.max(1, ${sample})
   local average = tonumber(redis.call('HGET', ${statsKey}, '${field}') or '0')
   if average <= 0 then average = sample
-  else average = average + math.floor((math.min(sample, 2 * average) - average) / 4) end
+  else average = average + (math.min(sample, 2 * average) - average) / 4 end
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average))
 end`;
   }
@@ -37,8 +39,8 @@ end`;
   if average <= 0 then average = sample
   else
     sample = math.min(sample, 2 * average)
-    deviation = deviation + math.floor((math.abs(sample - average) - deviation) / 4)
-    average = average + math.floor((sample - average) / 4)
+    deviation = deviation + (math.abs(sample - average) - deviation) / 4
+    average = average + (sample - average) / 4
   end
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average), '${deviationField}', math.max(0, deviation))
 end`;
@@ -79,12 +81,12 @@ end`;
 /**
  * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
  * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
- * (-1: unknown). Needs `now`, `pttl` and `position`.
+ * (-1: unknown; the averages rounded to whole ms). Needs `now`, `pttl` and `position`.
  */
 export function busyTurnReply(statsKey: string, queueKey: string): string {
   return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle')
 local heldFor = -1
 if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
-return {0, pttl, position, tonumber(pace[2] or '-1'), tonumber(pace[3] or '-1'),
-  tonumber(pace[4] or '-1'), heldFor, redis.call('ZCARD', ${queueKey})}`;
+local function ms(value) if value then return math.floor(tonumber(value) + 0.5) end return -1 end
+return {0, pttl, position, ms(pace[2]), ms(pace[3]), ms(pace[4]), heldFor, redis.call('ZCARD', ${queueKey})}`;
 }

@@ -60,12 +60,13 @@ export interface TurnState {
 export const DIRECT_AIM_RELEASES = 1;
 
 /**
- * How late after the expected release a waiter aims, in ms: two mean deviations of the hold
- * (plus one ms), growing with the square root of the releases still ahead. Arriving late costs
- * its lateness; arriving early costs a request and a round trip.
+ * How late after the expected release a waiter aims, in ms: one mean deviation of the hold (plus
+ * one ms), growing with the square root of the releases still ahead. Arriving late costs its
+ * lateness; arriving early costs a request and a round trip. (Two deviations, the aim before
+ * the statistics kept their fractions, measured 2–3 points slower: docs/benchmarks.md.)
  */
 export function aimLateMs(holdDeviationMs: number, releasesAhead: number): number {
-  return 1 + 2 * holdDeviationMs * Math.sqrt(releasesAhead + 1);
+  return 1 + holdDeviationMs * Math.sqrt(releasesAhead + 1);
 }
 
 /** Which of the waiters aiming at one release this one is. */
@@ -117,24 +118,20 @@ export function turnDelay(
       // lock is free, the next holder is taking it now.
       const firstRelease = view.locked ? Math.max(0, -overrun) : hold + late;
       const side: AimSide = !paired ? "only" : early ? "early" : "late";
-      // The early side cannot reach a release that will be over before its poll gets there:
-      // it aims at the next one (the late side still catches this one).
-      const reachable =
-        side !== "early" ||
-        release > 0 ||
-        firstRelease + aimAfterMs(deviation, 0, side) >= roundTripMs;
-      const aimed = reachable ? release : release + 1;
-      const expected = firstRelease + aimed * cycle;
+      const expected = firstRelease + release * cycle;
       const arrival =
-        aimed <= DIRECT_AIM_RELEASES
-          ? expected + aimAfterMs(deviation, aimed, side)
+        release <= DIRECT_AIM_RELEASES
+          ? expected + aimAfterMs(deviation, release, side)
           : // Come closer first: to just after the release before its own, when it is next in
             // line with time left to aim its last poll.
             expected -
             cycle +
-            Math.min(aimLateMs(deviation, aimed - 1), Math.max(0, cycle - roundTripMs - late));
+            Math.min(aimLateMs(deviation, release - 1), Math.max(0, cycle - roundTripMs - late));
       // The server computed the view about a round trip ago (its reply's way back, or half of
-      // it) and the request needs the rest to get there: aim its arrival, not its start.
+      // it) and the request needs the rest to get there: aim its arrival, not its start. An
+      // arrival that is already out of reach is polled at once (the 1 ms floor below): the
+      // release may not have come yet, and leaving it to the late side alone, as the head once
+      // did, cost about 8 ms more per such hand-off.
       delay = arrival - roundTripMs;
     }
     if (release <= 0 && view.holderTtlMs !== null) {

@@ -54,7 +54,7 @@ export function reserveForHead(statsKey: string, queueKey: string): string {
 if heads[1] then
   local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
   local window = ${RESERVATION_MS.unknown}
-  if rtt > 0 then window = math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt)) end
+  if rtt > 0 then window = math.floor(math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt))) end
   redis.call('HSET', ${statsKey}, 'for', heads[1], 'for2', heads[2] or heads[1], 'until', now + window)
   redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;

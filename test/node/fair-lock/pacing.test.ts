@@ -30,8 +30,8 @@ const top = () => 1;
 
 describe("queue-directed polling of the fair lock", () => {
   it("sends the head's poll to land just after the holder's expected release", () => {
-    // Release expected in 60 ms; a little late (1 + 2 × 4); minus one round trip.
-    expect(turnDelay(busy, fair, top)).toBe(60 + 9 - 10);
+    // Release expected in 60 ms; a little late (1 + 4, one deviation); minus one round trip.
+    expect(turnDelay(busy, fair, top)).toBe(60 + 5 - 10);
   });
 
   it("sends the second straight at the release after next, later by its larger uncertainty", () => {
@@ -52,7 +52,7 @@ describe("queue-directed polling of the fair lock", () => {
     // At the head, refused (a reservation for someone else): the first backoff ceiling.
     expect(turnDelay(free, fair, top)).toBe(DEFAULT_WAIT_POLICY.initialDelayMs);
     // Second in line: the head takes it now; aim at its expected release.
-    expect(turnDelay({ ...free, position: 1 }, fair, top)).toBe(100 + 9 + 9 - 10);
+    expect(turnDelay({ ...free, position: 1 }, fair, top)).toBe(100 + 5 + 5 - 10);
   });
 
   it("never sleeps past a third of the waiter timeout, nor past the holder's lease at the head", () => {
@@ -66,6 +66,6 @@ describe("queue-directed polling of the fair lock", () => {
     const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
     expect(pacer.next(fresh, 10)).toBe(10);
     expect(pacer.next(fresh, 10)).toBe(20);
-    expect(pacer.next(busy, 10)).toBe(59);
+    expect(pacer.next(busy, 10)).toBe(55);
   });
 });

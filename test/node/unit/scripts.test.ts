@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "9aa8043e3a869b8339fb74d50b3f7871253391d1"],
+  ["lock.acquire", "e5d6f6e9b99f35e2343e64dc930b36263d8d8e7c"],
   ["lock.extend", "30b7a8cb93a95743afab3f4943ba815359e6b90a"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "7144cfb778d64104bb73eeca701822655867edec"],
-  ["fairLock.acquire", "57769d958612097673f68c784e8817c39a06015d"],
+  ["lock.release", "51a61a300e621f7b6aca0ae9a4a226e929b09eba"],
+  ["fairLock.acquire", "2b926785a6c329d1e796e0b777b1e81199160443"],
   ["queue.leave", "ee0a74df2022cc194f3e032304b3ab1c0edea753"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],

@@ -1,0 +1,59 @@
+/**
+ * The hold statistics that pace queued waiters (src/locks/pace.ts), folded in Redis itself: the
+ * same Lua fragment the release and acquire scripts use, fed known samples. Holds that vary by a
+ * few ms must show a deviation of a few ms, or waiters aim at the release with no margin.
+ */
+import { describe, expect, it } from "vitest";
+import { learnAverage } from "../../../src/locks/pace.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, useTestBed } from "./testbed.js";
+
+/** Folds every ARGV sample into `avg`/`dev` of KEYS[1]; answers both ×100, rounded. */
+const FOLD_SAMPLES = `for i = 1, #ARGV do
+  local sample = tonumber(ARGV[i])
+  ${learnAverage("KEYS[1]", "avg", "sample", "dev")}
+end
+local stats = redis.call('HMGET', KEYS[1], 'avg', 'dev')
+return {math.floor(tonumber(stats[1]) * 100 + 0.5), math.floor(tonumber(stats[2]) * 100 + 0.5)}`;
+
+const FOLD_AVERAGE = `for i = 1, #ARGV do
+  local sample = tonumber(ARGV[i])
+  ${learnAverage("KEYS[1]", "avg", "sample")}
+end
+return math.floor(tonumber(redis.call('HGET', KEYS[1], 'avg')) * 100 + 0.5)`;
+
+describe.each(backendKindsUnderTest())("hold statistics on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  async function fold(script: string, samples: readonly number[]): Promise<unknown> {
+    return bed.redis().eval(script, [`${freshPrefix()}:holds`], samples.map(String));
+  }
+
+  it("holds of 22 and 28 ms in turn average 25 ms with a deviation of 3 ms", async () => {
+    const samples = Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? 22 : 28));
+    const [average, deviation] = (await fold(FOLD_SAMPLES, samples)) as [number, number];
+    // Rounding every step to whole ms held these at 22–23 ms and 1–2 ms.
+    expect(average / 100).toBeGreaterThan(24);
+    expect(average / 100).toBeLessThan(26);
+    expect(deviation / 100).toBeGreaterThan(2.5);
+    expect(deviation / 100).toBeLessThan(3.5);
+  });
+
+  it("a steady hold keeps its exact average and no deviation", async () => {
+    const [average, deviation] = (await fold(FOLD_SAMPLES, Array(12).fill(25))) as [number, number];
+    expect(average).toBe(2500);
+    expect(deviation).toBe(0);
+  });
+
+  it("an average without deviation follows samples a little above it", async () => {
+    // 30 samples of 27 after one of 25: each step closes a quarter of a 2 ms gap, which whole-ms
+    // steps rounded away entirely (the average stayed at 25).
+    const average = (await fold(FOLD_AVERAGE, [25, ...Array(30).fill(27)])) as number;
+    expect(average / 100).toBeGreaterThan(26.9);
+  });
+
+  it("one unusually long hold counts as at most twice the average", async () => {
+    const [average] = (await fold(FOLD_SAMPLES, [20, 10_000])) as [number, number];
+    expect(average).toBe(2500); // 20 + (40 − 20) / 4
+  });
+});

@@ -142,9 +142,16 @@ export function turnDelay(
   return Math.max(1, Math.min(Math.ceil(delay), state.refreshMs));
 }
 
-/** The pacing of one acquisition: counts its polls. */
+/**
+ * The pacing of one acquisition: counts its polls, and backs off when the lock stays free for
+ * somebody else. A free lock this waiter may not take, seen again on its next poll, is owed to a
+ * waiter that is not taking it (crashed, until the queue prunes it after the waiter timeout):
+ * polling on at hand-off pace there spent the whole poll budget (100 requests) within a 1 s
+ * waiter timeout on a loaded machine.
+ */
 export class TurnPacer {
   #poll = 0;
+  #freeInARow = 0;
 
   constructor(
     private readonly policy: WaitPolicy,
@@ -159,7 +166,8 @@ export class TurnPacer {
    */
   next(view: TurnView, roundTripMs: number): number {
     this.#poll += 1;
-    return turnDelay(
+    this.#freeInARow = view.locked || view.position < 0 ? 0 : this.#freeInARow + 1;
+    const delay = turnDelay(
       view,
       {
         policy: this.policy,
@@ -170,6 +178,16 @@ export class TurnPacer {
       },
       this.random,
     );
+    if (this.#freeInARow < 2) return delay;
+    // Full jitter under a ceiling that doubles with every such poll, within the refresh bound.
+    const backoff = nextPollDelay(
+      this.policy,
+      this.#freeInARow - 1,
+      null,
+      this.refreshMs,
+      this.random,
+    );
+    return Math.max(delay, backoff);
   }
 }
 

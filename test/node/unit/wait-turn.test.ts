@@ -6,6 +6,7 @@ import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import {
   aimAfterMs,
   aimLateMs,
+  TurnPacer,
   type TurnState,
   type TurnView,
   turnDelay,
@@ -177,5 +178,38 @@ describe("grantedAtOrBefore (push hand-off)", () => {
         },
       ),
     );
+  });
+});
+
+describe("TurnPacer: a lock that stays free for somebody else", () => {
+  const free: TurnView = {
+    position: 1,
+    locked: false,
+    holderTtlMs: null,
+    holdMs: 2,
+    holdDeviationMs: 0,
+    cycleMs: 3,
+    heldForMs: null,
+  };
+
+  it("backs off, doubling, when the waiter owed the lock does not take it (crashed)", () => {
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
+    const delays = Array.from({ length: 8 }, () => pacer.next(free, 1));
+    // The first sight is the usual hand-off aim (the head is taking it now); after that the
+    // ceiling doubles from initialDelayMs up to maxDelayMs, so a dead head's waiter timeout
+    // (pruned after 1 s here) costs a handful of polls, not the whole budget.
+    expect(delays[0]).toBeLessThan(DEFAULT_WAIT_POLICY.initialDelayMs);
+    expect(delays.slice(1)).toEqual([10, 20, 40, 80, 160, 250, 250]);
+    let elapsed = 0;
+    const pollsInOneSecond = delays.filter((delay) => (elapsed += delay) <= 1_000).length;
+    expect(pollsInOneSecond).toBeLessThan(10);
+  });
+
+  it("paces as usual again once a holder is seen", () => {
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
+    for (let i = 0; i < 5; i++) pacer.next(free, 1);
+    const held: TurnView = { ...free, locked: true, holderTtlMs: 30_000, heldForMs: 0 };
+    const state: TurnState = { ...plain, perRelease: 1, roundTripMs: 1, poll: 6 };
+    expect(pacer.next(held, 1)).toBe(turnDelay(held, state, top));
   });
 });

@@ -54,6 +54,12 @@ export interface TurnState {
    * little late, so that a release off its expected time still finds a poll right after it).
    */
   readonly perRelease: 1 | 2;
+  /**
+   * Busy replies in a row, up to this one, that showed the lock free for somebody else. From the
+   * second, that waiter is not taking it (crashed, until the queue prunes it after the waiter
+   * timeout) and the poll backs off. Default 0.
+   */
+  readonly freeInARow?: number;
 }
 
 /** Releases this close (0: the next one) are aimed at straight; further ones are come closer to. */
@@ -139,16 +145,21 @@ export function turnDelay(
       delay = Math.min(delay, view.holderTtlMs + 1);
     }
   }
+  const freeInARow = state.freeInARow ?? 0;
+  if (freeInARow >= 2) {
+    // Full jitter under a ceiling that doubles with every such poll: polling on at hand-off pace
+    // behind a dead head spent the whole poll budget (100 requests) within a 1 s waiter timeout
+    // on a loaded machine.
+    delay = Math.max(
+      delay,
+      nextPollDelay(policy, freeInARow - 1, null, Number.POSITIVE_INFINITY, random),
+    );
+  }
   return Math.max(1, Math.min(Math.ceil(delay), state.refreshMs));
 }
 
-/**
- * The pacing of one acquisition: counts its polls, and backs off when the lock stays free for
- * somebody else. A free lock this waiter may not take, seen again on its next poll, is owed to a
- * waiter that is not taking it (crashed, until the queue prunes it after the waiter timeout):
- * polling on at hand-off pace there spent the whole poll budget (100 requests) within a 1 s
- * waiter timeout on a loaded machine.
- */
+/** The pacing of one acquisition: counts its polls, and the busy replies in a row that showed
+ * the lock free for somebody else. */
 export class TurnPacer {
   #poll = 0;
   #freeInARow = 0;
@@ -167,7 +178,7 @@ export class TurnPacer {
   next(view: TurnView, roundTripMs: number): number {
     this.#poll += 1;
     this.#freeInARow = view.locked || view.position < 0 ? 0 : this.#freeInARow + 1;
-    const delay = turnDelay(
+    return turnDelay(
       view,
       {
         policy: this.policy,
@@ -175,19 +186,10 @@ export class TurnPacer {
         poll: this.#poll,
         roundTripMs,
         perRelease: this.perRelease,
+        freeInARow: this.#freeInARow,
       },
       this.random,
     );
-    if (this.#freeInARow < 2) return delay;
-    // Full jitter under a ceiling that doubles with every such poll, within the refresh bound.
-    const backoff = nextPollDelay(
-      this.policy,
-      this.#freeInARow - 1,
-      null,
-      this.refreshMs,
-      this.random,
-    );
-    return Math.max(delay, backoff);
   }
 }
 

@@ -182,15 +182,15 @@ describe("grantedAtOrBefore (push hand-off)", () => {
 });
 
 describe("TurnPacer: a lock that stays free for somebody else", () => {
-  const free: TurnView = {
+  const free = view({
     position: 1,
     locked: false,
     holderTtlMs: null,
+    heldForMs: null,
     holdMs: 2,
     holdDeviationMs: 0,
     cycleMs: 3,
-    heldForMs: null,
-  };
+  });
 
   it("backs off, doubling, when the waiter owed the lock does not take it (crashed)", () => {
     const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
@@ -209,7 +209,7 @@ describe("TurnPacer: a lock that stays free for somebody else", () => {
     const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
     for (let i = 0; i < 5; i++) pacer.next(free, 1);
     const held: TurnView = { ...free, locked: true, holderTtlMs: 30_000, heldForMs: 0 };
-    const state: TurnState = { ...plain, perRelease: 1, roundTripMs: 1, poll: 6 };
+    const state: TurnState = { ...plain, perRelease: 1, roundTripMs: 1, poll: 6, freeInARow: 0 };
     expect(pacer.next(held, 1)).toBe(turnDelay(held, state, top));
   });
 });

@@ -4,7 +4,9 @@
  * request runs on Redis when it is sent) with every script call of every contender traced. For
  * each hand-off it reports how late the winning poll reached Redis after the release, and what
  * the other polls of that gap were (early: sent before the release; losers: sent after it but
- * not granted). A tool for tuning src/wait/turn.ts, not a benchmark.
+ * not granted); how each cycle divides into the holder's grant reply, its hold and that
+ * lateness; and the early polls by the queue position they had. A tool for tuning
+ * src/wait/turn.ts, not a benchmark.
  *
  * Usage: npx tsx bench/micro/trace-polling.ts [--n 8] [--k 10] [--hold 5] [--fair]
  *          [--sequences]      each acquisition's polls: the positions of its busy replies, then G
@@ -106,7 +108,10 @@ try {
   const elapsed = now() - started;
 
   const releases = calls.filter((call) => call.release).sort((a, b) => a.sentAt - b.sentAt);
-  const grants = calls.filter((call) => call.outcome === "granted");
+  const grants = calls
+    .filter((call) => call.outcome === "granted")
+    .sort((a, b) => a.sentAt - b.sentAt);
+  const fmt = (ms: number) => ms.toFixed(1);
   const lateness: number[] = [];
   let early = 0;
   let losers = 0;
@@ -134,9 +139,36 @@ try {
     const position = previous?.outcome === "busy" ? previous.position : -1;
     winnerPositions.set(position, (winnerPositions.get(position) ?? 0) + 1);
   }
+  // The cycle, taken apart: the holder's grant reply (Redis → holder), its hold (reply → its
+  // release reaching Redis), and the next grant's lateness; and the early polls by position.
+  const replyMs: number[] = [];
+  const heldMs: number[] = [];
+  const earlyByPosition = new Map<number, number>();
+  for (const release of releases) {
+    const grant = grants
+      .filter((g) => g.contender === release.contender && g.sentAt <= release.sentAt)
+      .at(-1);
+    if (grant === undefined) continue;
+    replyMs.push(grant.answeredAt - grant.sentAt);
+    heldMs.push(release.sentAt - grant.answeredAt);
+    const next = grants.find((g) => g.sentAt >= release.sentAt - 0.5);
+    for (const call of calls) {
+      if (call.release || call.outcome !== "busy") continue;
+      if (call.answeredAt <= release.sentAt || call.sentAt >= release.sentAt) continue;
+      if (next !== undefined && call.answeredAt >= next.answeredAt + 1) continue;
+      earlyByPosition.set(call.position, (earlyByPosition.get(call.position) ?? 0) + 1);
+    }
+  }
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+  console.log(
+    `cycle parts (mean): holder's grant reply ${fmt(mean(replyMs))} ms, hold to release ${fmt(mean(heldMs))} ms (p90 ${fmt(percentile(heldMs, 0.9))})`,
+  );
+  console.log(
+    "early polls by their position:",
+    [...earlyByPosition.entries()].sort((a, b) => a[0] - b[0]),
+  );
   const acquisitions = grants.length;
   const busy = calls.filter((call) => call.outcome === "busy").length;
-  const fmt = (ms: number) => ms.toFixed(1);
   console.log(
     `N ${contenders}, K ${sections}, hold ${holdMs} ms${values.fair ? ", fair" : ""}: ` +
       `${acquisitions} acquisitions in ${fmt(elapsed)} ms, ` +

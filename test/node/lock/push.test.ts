@@ -16,9 +16,15 @@ import {
 } from "../../../src/index.js";
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "./testbed.js";
+import {
+  grantBeforeAttemptAnswer,
+  lateGrantNotTrusted,
+  type ParkingKind,
+} from "./push-scenarios.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
 
 const PUSH = { mode: "push" } as const;
+const PLAIN_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.lock("job") };
 
 /** A Redis client whose process "dies" once it has parked: every later request hangs. */
 function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }): RedisLike {
@@ -427,66 +433,11 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     await handle.release();
   });
 
-  it("a grant that comes back before the attempt's own answer is taken at once", async () => {
-    const prefix = freshPrefix();
-    const parked = async () => bed.redis().hlen(`${prefix}:{job}:parked`);
-    const holder = bed.client({ prefix });
-    const slow = slowScriptAnswers(bed.redis());
-    const waiter = bed.client({ prefix, wait: PUSH, redis: slow.redis });
-    // The waiter waits once, so that its next acquisition parks beside its first attempt.
-    const first = await holder.lock("job").acquire({ leaseMs: 10_000 });
-    const waited = waiter.lock("job").acquire({ leaseMs: 10_000 });
-    await until(async () => (await parked()) === 1);
-    await first.release();
-    await (await waited).release();
+  it("a grant that comes back before the attempt's own answer is taken at once", () =>
+    grantBeforeAttemptAnswer(bed, PLAIN_LOCK));
 
-    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
-    slow.state.delayMs = 1_500; // the attempt's answer (busy) comes back 1.5 s late
-    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000 });
-    await until(async () => (await parked()) === 1); // it ran: the waiter is registered
-    const releasedAt = Date.now();
-    await held.release();
-    const handle = await waiting;
-    slow.state.delayMs = 0;
-    // Woken by the grant, not by the attempt's late answer.
-    expect(Date.now() - releasedAt).toBeLessThan(1_000);
-    expect(handle.fencingToken).toBe(held.fencingToken + 1);
-    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
-    await handle.release();
-    expect(await holder.lock("job").isLocked()).toBe(false);
-  });
-
-  it("a grant that reaches its waiter after the claim window is not trusted: the waiter asks again", async () => {
-    const prefix = freshPrefix();
-    const holder = bed.client({ prefix });
-    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
-    // The waiter's park will be answered 800 ms after it pops: past its 300 ms claim window.
-    bed.server.faults.configure({ latencyMs: 800, commands: ["blpop"] });
-    const waiter = bed.client({ prefix, wait: { mode: "push", claimMs: 300 } });
-    let resolvedAt = 0;
-    const waiting = waiter
-      .lock("job")
-      .acquire({ leaseMs: 10_000 })
-      .then((handle) => {
-        resolvedAt = Date.now();
-        return handle;
-      });
-    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
-    await held.release(); // hands the lock to the waiter; its park's answer is on its way
-    await sleepMs(450);
-    bed.server.faults.disable();
-    // The window ran out unclaimed: the lock came free, and someone else took it.
-    const intruder = await bed.client({ prefix }).lock("job").tryAcquire({ leaseMs: 10_000 });
-    expect(intruder?.fencingToken).toBe(held.fencingToken + 2);
-    await sleepMs(900); // the late grant has reached the waiter by now
-    expect(resolvedAt).toBe(0); // it does not hold the lock beside the intruder
-    await intruder?.release();
-    const handle = await waiting;
-    expect(handle.fencingToken).toBe(held.fencingToken + 3);
-    expect(handle.signal.aborted).toBe(false);
-    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
-    await handle.release();
-  });
+  it("a grant that reaches its waiter after the claim window is not trusted: the waiter asks again", () =>
+    lateGrantNotTrusted(bed, PLAIN_LOCK));
 
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();

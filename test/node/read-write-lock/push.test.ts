@@ -6,9 +6,18 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "../lock/testbed.js";
+import {
+  grantBeforeAttemptAnswer,
+  lateGrantNotTrusted,
+  type ParkingKind,
+} from "../lock/push-scenarios.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 const PUSH = { mode: "push" } as const;
+const WRITE_LOCK: ParkingKind = {
+  name: "doc",
+  lockOf: (client) => client.readWriteLock("doc").writeLock(),
+};
 
 describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) => {
   const bed = useTestBed(kind);
@@ -124,69 +133,11 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     await handle.release();
   });
 
-  it("a grant that comes back before the writer's attempt answers is taken at once", async () => {
-    const prefix = freshPrefix();
-    const holder = bed.client({ prefix }).readWriteLock("doc").writeLock();
-    const slow = slowScriptAnswers(bed.redis());
-    const waiter = bed.client({ prefix, wait: PUSH, redis: slow.redis }).readWriteLock("doc");
-    // The writer waits once, so that its next acquisition parks beside its first attempt.
-    const first = await holder.acquire({ leaseMs: 10_000 });
-    const waited = waiter.writeLock().acquire({ leaseMs: 10_000 });
-    await until(async () => (await parkedWriters(prefix)) === 1);
-    await first.release();
-    await (await waited).release();
+  it("a grant that comes back before the writer's attempt answers is taken at once", () =>
+    grantBeforeAttemptAnswer(bed, WRITE_LOCK));
 
-    const held = await holder.acquire({ leaseMs: 10_000 });
-    slow.state.delayMs = 1_500; // the attempt's answer (busy) comes back 1.5 s late
-    const waiting = waiter.writeLock().acquire({ leaseMs: 10_000 });
-    await until(async () => (await parkedWriters(prefix)) === 1);
-    const releasedAt = Date.now();
-    await held.release();
-    const handle = await waiting;
-    slow.state.delayMs = 0;
-    expect(Date.now() - releasedAt).toBeLessThan(1_000);
-    expect(handle.fencingToken).toBe(held.fencingToken + 1);
-    expect(await holder.holdCount(handle.owner)).toBe(1);
-    await handle.release();
-    expect(await holder.isLocked()).toBe(false);
-  });
-
-  it("a grant that reaches a parked writer after its claim window is not trusted", async () => {
-    const prefix = freshPrefix();
-    const holder = bed.client({ prefix }).readWriteLock("doc").writeLock();
-    const held = await holder.acquire({ leaseMs: 10_000 });
-    // The writer's park will be answered 800 ms after it pops: past its 300 ms claim window.
-    bed.server.faults.configure({ latencyMs: 800, commands: ["blpop"] });
-    const waiter = bed.client({ prefix, wait: { mode: "push", claimMs: 300 } });
-    let resolvedAt = 0;
-    const waiting = waiter
-      .readWriteLock("doc")
-      .writeLock()
-      .acquire({ leaseMs: 10_000 })
-      .then((handle) => {
-        resolvedAt = Date.now();
-        return handle;
-      });
-    await until(async () => (await parkedWriters(prefix)) === 1);
-    await held.release(); // hands the lock to the writer; its park's answer is on its way
-    await sleepMs(450);
-    bed.server.faults.disable();
-    // The window ran out unclaimed: the lock came free, and someone else took it.
-    const intruder = await bed
-      .client({ prefix })
-      .readWriteLock("doc")
-      .writeLock()
-      .tryAcquire({ leaseMs: 10_000 });
-    expect(intruder?.fencingToken).toBe(held.fencingToken + 2);
-    await sleepMs(900); // the late grant has reached the writer by now
-    expect(resolvedAt).toBe(0); // it does not hold the lock beside the intruder
-    await intruder?.release();
-    const handle = await waiting;
-    expect(handle.fencingToken).toBe(held.fencingToken + 3);
-    expect(handle.signal.aborted).toBe(false);
-    expect(await holder.holdCount(handle.owner)).toBe(1);
-    await handle.release();
-  });
+  it("a grant that reaches a parked writer after its claim window is not trusted", () =>
+    lateGrantNotTrusted(bed, WRITE_LOCK));
 
   it("a parked writer that gives up leaves the queue and its registration", async () => {
     const prefix = freshPrefix();

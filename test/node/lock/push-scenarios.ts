@@ -1,0 +1,91 @@
+/**
+ * Push hand-off scenarios that every exclusive kind which parks must pass the same way (the
+ * plain lock, the write lock): each takes the kind's lock from a client and runs the scenario
+ * on a test bed. The test files of the kinds call them, one `it` each.
+ */
+import { expect } from "vitest";
+import type { LockClient, LockHandle } from "../../../src/index.js";
+import { freshPrefix, sleepMs, slowScriptAnswers, type TestBed, until } from "./testbed.js";
+
+/** What the scenarios use of a lock of the kind. */
+interface ExclusiveLock {
+  acquire(options: { leaseMs: number }): Promise<LockHandle>;
+  tryAcquire(options: { leaseMs: number }): Promise<LockHandle | null>;
+  holdCount(owner: string): Promise<number>;
+  isLocked(): Promise<boolean>;
+}
+
+/** A kind under test: its lock from a client, and the name in its keys. */
+export interface ParkingKind {
+  readonly name: string;
+  lockOf(client: LockClient): ExclusiveLock;
+}
+
+const parkedCount = (bed: TestBed, prefix: string, kind: ParkingKind) =>
+  bed.redis().hlen(`${prefix}:{${kind.name}}:parked`);
+
+/**
+ * A waiter whose attempt registered it, but whose answer (busy) comes back 1.5 s late, is
+ * woken by the release's grant and holds the lock at once.
+ */
+export async function grantBeforeAttemptAnswer(bed: TestBed, kind: ParkingKind): Promise<void> {
+  const prefix = freshPrefix();
+  const holder = kind.lockOf(bed.client({ prefix }));
+  const slow = slowScriptAnswers(bed.redis());
+  const waiter = kind.lockOf(bed.client({ prefix, wait: { mode: "push" }, redis: slow.redis }));
+  // The waiter waits once, so that its next acquisition parks beside its first attempt.
+  const first = await holder.acquire({ leaseMs: 10_000 });
+  const waited = waiter.acquire({ leaseMs: 10_000 });
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 1);
+  await first.release();
+  await (await waited).release();
+
+  const held = await holder.acquire({ leaseMs: 10_000 });
+  slow.state.delayMs = 1_500; // the attempt's answer (busy) comes back 1.5 s late
+  const waiting = waiter.acquire({ leaseMs: 10_000 });
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 1); // it ran: registered
+  const releasedAt = Date.now();
+  await held.release();
+  const handle = await waiting;
+  slow.state.delayMs = 0;
+  // Woken by the grant, not by the attempt's late answer.
+  expect(Date.now() - releasedAt).toBeLessThan(1_000);
+  expect(handle.fencingToken).toBe(held.fencingToken + 1);
+  expect(await holder.holdCount(handle.owner)).toBe(1);
+  await handle.release();
+  expect(await holder.isLocked()).toBe(false);
+}
+
+/**
+ * A grant whose answer reaches the parked waiter after its claim window (300 ms) is not
+ * trusted: the lock came free meanwhile and an intruder took it; the waiter asks again and gets
+ * the lock only after the intruder.
+ */
+export async function lateGrantNotTrusted(bed: TestBed, kind: ParkingKind): Promise<void> {
+  const prefix = freshPrefix();
+  const holder = kind.lockOf(bed.client({ prefix }));
+  const held = await holder.acquire({ leaseMs: 10_000 });
+  // The waiter's park will be answered 800 ms after it pops: past its 300 ms claim window.
+  bed.server.faults.configure({ latencyMs: 800, commands: ["blpop"] });
+  const waiter = kind.lockOf(bed.client({ prefix, wait: { mode: "push", claimMs: 300 } }));
+  let resolvedAt = 0;
+  const waiting = waiter.acquire({ leaseMs: 10_000 }).then((handle) => {
+    resolvedAt = Date.now();
+    return handle;
+  });
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 1);
+  await held.release(); // hands the lock to the waiter; its park's answer is on its way
+  await sleepMs(450);
+  bed.server.faults.disable();
+  // The window ran out unclaimed: the lock came free, and someone else took it.
+  const intruder = await kind.lockOf(bed.client({ prefix })).tryAcquire({ leaseMs: 10_000 });
+  expect(intruder?.fencingToken).toBe(held.fencingToken + 2);
+  await sleepMs(900); // the late grant has reached the waiter by now
+  expect(resolvedAt).toBe(0); // it does not hold the lock beside the intruder
+  await intruder?.release();
+  const handle = await waiting;
+  expect(handle.fencingToken).toBe(held.fencingToken + 3);
+  expect(handle.signal.aborted).toBe(false);
+  expect(await holder.holdCount(handle.owner)).toBe(1);
+  await handle.release();
+}

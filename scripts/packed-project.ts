@@ -27,15 +27,20 @@ export interface PackedProject {
   remove(): void;
 }
 
-/** Packs edgelock and installs the tarball into a fresh temp project. */
-export function createPackedProject(): PackedProject {
-  const dir = mkdtempSync(join(tmpdir(), "edgelock-packed-"));
+/** `npm pack` (which builds dist/) into `dir`; returns the tarball's path. */
+export function packTarball(dir: string): string {
   const packOutput = execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], {
     cwd: REPO_ROOT,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const tarball = join(dir, packOutput.trim().split("\n").at(-1) ?? "");
+  return join(dir, packOutput.trim().split("\n").at(-1) ?? "");
+}
+
+/** Packs edgelock and installs the tarball into a fresh temp project. */
+export function createPackedProject(): PackedProject {
+  const dir = mkdtempSync(join(tmpdir(), "edgelock-packed-"));
+  const tarball = packTarball(dir);
   const target = join(dir, "node_modules", "edgelock");
   mkdirSync(target, { recursive: true });
   execFileSync("tar", ["-xzf", tarball, "-C", target, "--strip-components=1"]);

@@ -112,11 +112,11 @@ async function instantiateLuaApi(): Promise<LuaApi> {
   try {
     wasmoon = await import("wasmoon");
   } catch (cause) {
+    // wasmoon is a dependency of edgelock: missing, the install is incomplete (or pruned).
     throw new Error(
-      "the embedded engine needs the optional peer dependency 'wasmoon' (npm install wasmoon)",
-      {
-        cause,
-      },
+      "the embedded engine needs edgelock's dependency 'wasmoon', which is not installed " +
+        "(run npm install again; with --omit or a pruned node_modules, npm install wasmoon)",
+      { cause },
     );
   }
   const factory = new wasmoon.LuaFactory();

@@ -1,0 +1,373 @@
+/**
+ * The installed package as a user meets it at run time (check:snippets covers its types): the
+ * packed tarball installed with `npm install` into a scratch project, whose PATH has no
+ * `redis-server` and whose environment has no `REDIS_URL`, then used the way the docs say:
+ *
+ * 1. `npx edgelock --version` and `npx edgelock dev --port 0 --dev-vars .dev.vars` (embedded
+ *    engine), a Node script locking through it with the installed `edgelock` and the real
+ *    `@upstash/redis`, and Ctrl-C (the served-requests summary, exit 0);
+ * 2. "Testing your Worker" (docs/testing.md): its vitest config and its test, extracted from the
+ *    guide, run against a small Hono Worker inside workerd through `@cloudflare/vitest-plugin`;
+ * 3. the watchdog Worker template from `node_modules/edgelock/templates`: type-checked under its
+ *    own tsconfig and bundled by `wrangler deploy --dry-run`.
+ *
+ * `npm install` resolves edgelock's own dependencies from the registry (or npm's cache), so a
+ * dependency missing from package.json fails here. The user's dev tools (vitest, the vitest
+ * plugin, wrangler, TypeScript, the Workers types) are linked from this repository.
+ *
+ * Usage: npx tsx scripts/check-installed.ts [--keep]   (--keep leaves the scratch project)
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { extractSnippets } from "./check-snippets.js";
+import { packTarball, REPO_ROOT } from "./packed-project.js";
+
+/** The user's own dev tools, linked from this repository's node_modules. */
+const LINKED_DEV_TOOLS = [
+  "vitest",
+  "@cloudflare/vitest-plugin",
+  "@cloudflare/workers-types",
+  "typescript",
+  "wrangler",
+];
+
+/** Installed for real, at the versions this repository tests with (npm's cache has them). */
+const USER_DEPENDENCIES = ["@upstash/redis", "hono"];
+
+const STEP_TIMEOUT_MS = 120_000;
+
+function repoVersion(name: string): string {
+  const manifest = JSON.parse(
+    readFileSync(join(REPO_ROOT, "node_modules", name, "package.json"), "utf8"),
+  ) as { version: string };
+  return manifest.version;
+}
+
+/** Terminal colour codes (vitest colours its summary even when told not to). */
+function stripColours(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape character is the point
+  return text.replace(/\u001b\[[0-9;]*m/g, "");
+}
+
+interface Run {
+  readonly code: number | null;
+  readonly output: string;
+}
+
+/** Runs a command to its end (or the timeout), collecting stdout and stderr together. */
+function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
+  return new Promise<Run>((done) => {
+    const child = spawn(command, args, {
+      cwd,
+      env: { ...env, PWD: cwd },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), STEP_TIMEOUT_MS);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      done({ code: null, output: `${output}${String(error)}` });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      done({ code, output: stripColours(output) });
+    });
+  });
+}
+
+/** Resolves with the output so far once `pattern` appears in it, or rejects after 30 s. */
+function waitForOutput(child: ChildProcess, pattern: RegExp): Promise<string> {
+  return new Promise((found, failed) => {
+    let output = "";
+    const timer = setTimeout(
+      () => failed(new Error(`timed out waiting for ${pattern}:\n${output}`)),
+      30_000,
+    );
+    const listen = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (pattern.test(output)) {
+        clearTimeout(timer);
+        found(output);
+      }
+    };
+    child.stdout?.on("data", listen);
+    child.stderr?.on("data", listen);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      failed(new Error(`exited ${code} before ${pattern}:\n${output}`));
+    });
+  });
+}
+
+/** The environment of a user's shell without Redis: `node` on PATH and nothing else. */
+function userEnvironment(scratch: string): NodeJS.ProcessEnv {
+  const bin = join(scratch, ".user-bin");
+  mkdirSync(bin);
+  symlinkSync(process.execPath, join(bin, "node"));
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: bin, WRANGLER_SEND_METRICS: "false" };
+  for (const name of ["REDIS_URL", "EDGELOCK_DEV_TOKEN", "NODE_OPTIONS"]) delete env[name];
+  for (const name of Object.keys(env)) if (name.startsWith("npm_")) delete env[name];
+  return env;
+}
+
+/** A Node script as a user writes it against the installed package and a running dev server. */
+const USE_LOCKS_SCRIPT = `import { readFileSync } from "node:fs";
+import { Redis } from "@upstash/redis";
+import { LockClient } from "edgelock";
+import { LockClient as PlainLockClient } from "edgelock/lock";
+
+const vars = Object.fromEntries(
+  readFileSync(".dev.vars", "utf8").trim().split("\\n").map((line) => {
+    const at = line.indexOf("=");
+    return [line.slice(0, at), JSON.parse(line.slice(at + 1))];
+  }),
+);
+const redis = new Redis({ url: vars.UPSTASH_REDIS_REST_URL, token: vars.UPSTASH_REDIS_REST_TOKEN });
+const client = new LockClient({ redis });
+const other = new PlainLockClient({ redis });
+const check = (ok, what) => { if (!ok) throw new Error("failed: " + what); };
+
+const lock = client.lock("orders:1");
+const outer = await lock.acquire({ leaseMs: 10_000 });
+const inner = await lock.acquire({ leaseMs: 10_000, owner: outer.owner });
+check((await lock.holdCount(outer.owner)) === 2, "the same owner re-enters");
+check(inner.fencingToken === outer.fencingToken, "a re-entry keeps the fencing token");
+check((await other.lock("orders:1").tryAcquire()) === null, "another owner is refused");
+const waiting = other.lock("orders:1").acquire({ waitMs: 5_000 });
+await inner.release();
+await outer.release();
+const next = await waiting;
+check(next.fencingToken === outer.fencingToken + 1, "the next holder gets the next token");
+await next.release();
+
+const fair = await client.fairLock("queue:1").acquire({ leaseMs: 5_000 });
+await fair.release();
+const read = await client.readWriteLock("doc:1").readLock().acquire({ leaseMs: 5_000 });
+await read.release();
+check(!(await lock.isLocked()), "every lock is free at the end");
+console.log("locked and released through the installed package");
+`;
+
+/** The Worker the testing guide's test reaches: POST /webhook under withLock(). */
+const GUIDE_WORKER = `import { Redis } from "@upstash/redis/cloudflare";
+import { Hono } from "hono";
+import { LockClient } from "edgelock";
+import { middlewareFor } from "edgelock/hono";
+
+type Bindings = { UPSTASH_REDIS_REST_URL: string; UPSTASH_REDIS_REST_TOKEN: string };
+let locks: LockClient | undefined;
+const app = new Hono<{ Bindings: Bindings }>();
+const { withLock } = middlewareFor(app);
+app.post(
+  "/webhook",
+  withLock({
+    client: (c) => (locks ??= new LockClient({ redis: Redis.fromEnv(c.env) })),
+    key: () => "orders:42",
+  }),
+  (c) => c.json({ fencingToken: c.get("lock").fencingToken }),
+);
+export default app;
+`;
+
+/** The ts blocks of docs/testing.md that make up the set-up: the vitest config and the test. */
+function testingGuide(): { config: string; test: string } {
+  const snippets = extractSnippets(
+    "docs/testing.md",
+    readFileSync(join(REPO_ROOT, "docs/testing.md"), "utf8"),
+  );
+  const config = snippets.find((snippet) => snippet.code.includes("cloudflareTest("));
+  const test = snippets.find((snippet) => snippet.code.includes('from "cloudflare:test"'));
+  if (!config || !test) throw new Error("docs/testing.md lost its vitest config or its test");
+  return { config: config.code, test: test.code };
+}
+
+/** The vitest config's file name the guide tells the user to create. */
+function guideConfigFileName(): string {
+  const named = /`(vitest\.config\.[cm]?ts)`/.exec(
+    readFileSync(join(REPO_ROOT, "docs/testing.md"), "utf8"),
+  );
+  if (!named?.[1]) throw new Error("docs/testing.md does not name the vitest config file");
+  return named[1];
+}
+
+function compatibilityDate(): string {
+  const date = /compatibility_date\s*=\s*"([^"]+)"/.exec(
+    readFileSync(join(REPO_ROOT, "wrangler.toml"), "utf8"),
+  );
+  if (!date?.[1]) throw new Error("wrangler.toml has no compatibility_date");
+  return date[1];
+}
+
+type Check = (scratch: string, env: NodeJS.ProcessEnv) => Promise<string>;
+
+const checks: ReadonlyArray<readonly [string, Check]> = [
+  [
+    "npx edgelock --version",
+    async (scratch, env) => {
+      const version = JSON.parse(
+        readFileSync(join(scratch, "node_modules/edgelock/package.json"), "utf8"),
+      ).version as string;
+      const result = await run(
+        join(scratch, "node_modules/.bin/edgelock"),
+        ["--version"],
+        scratch,
+        env,
+      );
+      if (result.code !== 0 || result.output.trim() !== version)
+        throw new Error(`expected ${version}, exit 0; got exit ${result.code}:\n${result.output}`);
+      return version;
+    },
+  ],
+  [
+    "npx edgelock dev without redis-server, locking through it from Node, Ctrl-C",
+    async (scratch, env) => {
+      const server = spawn(
+        join(scratch, "node_modules/.bin/edgelock"),
+        ["dev", "--port", "0", "--dev-vars", ".dev.vars"],
+        { cwd: scratch, env, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let summary = "";
+      server.stdout?.on("data", (chunk: Buffer) => (summary += chunk.toString()));
+      server.stderr?.on("data", (chunk: Buffer) => (summary += chunk.toString()));
+      try {
+        const banner = await waitForOutput(server, /written to \.dev\.vars/);
+        if (!/backend: embedded/.test(banner))
+          throw new Error(`not the embedded engine:\n${banner}`);
+        writeFileSync(join(scratch, "use-locks.mjs"), USE_LOCKS_SCRIPT);
+        const used = await run(process.execPath, ["use-locks.mjs"], scratch, env);
+        if (used.code !== 0) throw new Error(`use-locks.mjs exited ${used.code}:\n${used.output}`);
+      } finally {
+        if (server.exitCode === null) server.kill("SIGINT");
+      }
+      const code = await new Promise<number | null>((exited) => {
+        if (server.exitCode !== null) exited(server.exitCode);
+        else server.on("close", exited);
+      });
+      const served = /served \d+ requests[^\n]*/.exec(summary)?.[0];
+      if (code !== 0 || !served) throw new Error(`Ctrl-C: exit ${code}, output:\n${summary}`);
+      return served;
+    },
+  ],
+  [
+    "Testing your Worker (docs/testing.md) inside workerd",
+    async (scratch, env) => {
+      const guide = testingGuide();
+      writeFileSync(join(scratch, guideConfigFileName()), guide.config);
+      writeFileSync(
+        join(scratch, "wrangler.toml"),
+        `name = "edgelock-user"\nmain = "src/worker.ts"\ncompatibility_date = "${compatibilityDate()}"\ncompatibility_flags = ["nodejs_compat"]\n`,
+      );
+      mkdirSync(join(scratch, "src"), { recursive: true });
+      writeFileSync(join(scratch, "src/worker.ts"), GUIDE_WORKER);
+      mkdirSync(join(scratch, "test"), { recursive: true });
+      writeFileSync(join(scratch, "test/worker.test.ts"), guide.test);
+      const result = await run(
+        process.execPath,
+        [join(scratch, "node_modules/vitest/vitest.mjs"), "run"],
+        scratch,
+        { ...env, CI: "true", NO_COLOR: "1" },
+      );
+      const passed = /Tests\s+1 passed/.exec(result.output);
+      if (result.code !== 0 || !passed)
+        throw new Error(`vitest exited ${result.code}:\n${result.output}`);
+      return "1 test passed";
+    },
+  ],
+  [
+    "the watchdog Worker template: tsc and wrangler deploy --dry-run",
+    async (scratch, env) => {
+      const template = join(scratch, "edgelock-watchdog");
+      cpSync(join(scratch, "node_modules/edgelock/templates/watchdog-worker"), template, {
+        recursive: true,
+      });
+      symlinkSync(join(scratch, "node_modules"), join(template, "node_modules"), "dir");
+      const typed = await run(
+        process.execPath,
+        [join(scratch, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"],
+        template,
+        env,
+      );
+      if (typed.code !== 0) throw new Error(`tsc exited ${typed.code}:\n${typed.output}`);
+      const bundled = await run(
+        process.execPath,
+        [
+          join(scratch, "node_modules/wrangler/bin/wrangler.js"),
+          "deploy",
+          "--dry-run",
+          "--outdir",
+          "out",
+        ],
+        template,
+        env,
+      );
+      if (bundled.code !== 0 || !existsSync(join(template, "out/index.js")))
+        throw new Error(`wrangler deploy --dry-run exited ${bundled.code}:\n${bundled.output}`);
+      return "type-checks and bundles";
+    },
+  ],
+];
+
+async function main(): Promise<number> {
+  const scratch = mkdtempSync(join(tmpdir(), "edgelock-installed-"));
+  const keep = process.argv.includes("--keep");
+  let failures = 0;
+  try {
+    const tarball = packTarball(scratch);
+    writeFileSync(
+      join(scratch, "package.json"),
+      // What `npm init -y` writes: a CommonJS package, as most Worker projects start.
+      `${JSON.stringify({ name: "edgelock-user", version: "1.0.0", private: true, type: "commonjs" }, null, 2)}\n`,
+    );
+    console.log(`npm install ${tarball.split("/").at(-1)} ${USER_DEPENDENCIES.join(" ")}`);
+    execFileSync(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefer-offline",
+        tarball,
+        ...USER_DEPENDENCIES.map((name) => `${name}@${repoVersion(name)}`),
+      ],
+      { cwd: scratch, stdio: ["ignore", "ignore", "inherit"] },
+    );
+    for (const name of LINKED_DEV_TOOLS) {
+      const link = join(scratch, "node_modules", name);
+      mkdirSync(resolve(link, ".."), { recursive: true });
+      symlinkSync(join(REPO_ROOT, "node_modules", name), link, "dir");
+    }
+    const env = userEnvironment(scratch);
+    for (const [what, check] of checks) {
+      const started = Date.now();
+      try {
+        const result = await check(scratch, env);
+        console.log(`ok   ${what}: ${result} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+      } catch (error) {
+        failures++;
+        console.error(`FAIL ${what}\n${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  } finally {
+    if (keep) console.log(`scratch project kept: ${scratch}`);
+    else rmSync(scratch, { recursive: true, force: true });
+  }
+  console.log(
+    failures === 0 ? "the installed package works as documented" : `${failures} check(s) failed`,
+  );
+  return failures === 0 ? 0 : 1;
+}
+
+if (import.meta.filename === process.argv[1]) process.exitCode = await main();

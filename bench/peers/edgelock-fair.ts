@@ -1,9 +1,9 @@
 /** edgelock's fair lock (first come, first served among waiters), REST, lease mode. */
 import { Redis } from "@upstash/redis";
-import { LockClient, type LockHandle } from "../../src/index.js";
+import { LockClient } from "../../src/index.js";
 import type { WaitOptions } from "../../src/wait/policy.js";
-import { describeWait } from "./edgelock.js";
-import type { Contender, Peer, PeerEnv } from "./peer.js";
+import { describeWait, handleContender } from "./edgelock.js";
+import type { Peer, PeerEnv } from "./peer.js";
 
 /** `wait: PUSH_WAIT` (edgelock.ts) makes it `edgelock fair push`. */
 export function edgelockFairPeer(env: PeerEnv, wait?: WaitOptions): Peer {
@@ -19,19 +19,7 @@ export function edgelockFairPeer(env: PeerEnv, wait?: WaitOptions): Peer {
         prefix: "bench",
         ...(wait === undefined ? {} : { wait }),
       });
-      const held = new Map<string, LockHandle>();
-      return {
-        acquire: async (key) => {
-          held.set(key, await client.fairLock(key).acquire({ leaseMs: env.leaseMs }));
-          return true;
-        },
-        release: async (key) => {
-          const handle = held.get(key);
-          held.delete(key);
-          await handle?.release();
-        },
-        close: async () => {},
-      } satisfies Contender;
+      return handleContender((key) => client.fairLock(key).acquire({ leaseMs: env.leaseMs }));
     },
   };
 }

@@ -3,7 +3,7 @@ import { Redis } from "@upstash/redis";
 import { LockClient, type LockHandle } from "../../src/index.js";
 import { DEFAULT_WAIT_POLICY, type WaitOptions } from "../../src/wait/policy.js";
 import { blindRedis } from "./blind-redis.js";
-import type { Contender, Peer, PeerEnv } from "./peer.js";
+import type { Contender, HoldMode, Peer, PeerEnv } from "./peer.js";
 
 /** The push hand-off at its defaults, as `edgelock push` (and `edgelock fair push`) runs it. */
 export const PUSH_WAIT: WaitOptions = { mode: "push" };
@@ -35,21 +35,30 @@ export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): P
         prefix: "bench",
         ...(wait === undefined ? {} : { wait }),
       });
-      const held = new Map<string, LockHandle>();
-      return {
-        acquire: async (key) => {
-          const handle = await client.lock(key).acquire({ leaseMs: env.leaseMs });
-          held.set(key, handle);
-          return true;
-        },
-        release: async (key) => {
-          const handle = held.get(key);
-          held.delete(key);
-          await handle?.release();
-        },
-        close: async () => {},
-      } satisfies Contender;
+      return handleContender((key) => client.lock(key).acquire({ leaseMs: env.leaseMs }));
     },
+  };
+}
+
+/**
+ * A contender of one edgelock client: `take` acquires a key's lock in a hold mode and the handle
+ * is kept until that key's release. Every edgelock peer (plain, fair, read-write) runs on it.
+ */
+export function handleContender(
+  take: (key: string, mode: HoldMode) => Promise<LockHandle>,
+): Contender {
+  const held = new Map<string, LockHandle>();
+  return {
+    acquire: async (key, mode = "write") => {
+      held.set(key, await take(key, mode));
+      return true;
+    },
+    release: async (key) => {
+      const handle = held.get(key);
+      held.delete(key);
+      await handle?.release();
+    },
+    close: async () => {},
   };
 }
 

@@ -117,6 +117,7 @@ try {
   let losers = 0;
   let gaps = 0;
   const winnerPositions = new Map<number, number>();
+  const informedLate: number[] = [];
   for (const release of releases) {
     const next = grants
       .filter((grant) => grant.sentAt >= release.sentAt - 0.5)
@@ -138,6 +139,11 @@ try {
       .at(-1);
     const position = previous?.outcome === "busy" ? previous.position : -1;
     winnerPositions.set(position, (winnerPositions.get(position) ?? 0) + 1);
+    if (previous?.outcome === "busy" && previous.answeredAt > release.sentAt) {
+      // The winner's last busy reply came back after the release had reached Redis: it could
+      // not have aimed at that release, only ask again as soon as it heard (the gap: how soon).
+      informedLate.push(next.sentAt - previous.answeredAt);
+    }
   }
   // The cycle, taken apart: the holder's grant reply (Redis → holder), its hold (reply → its
   // release reaching Redis), and the next grant's lateness; and the early polls by position.
@@ -181,6 +187,10 @@ try {
   );
   console.log(
     `per hand-off: ${(early / gaps).toFixed(2)} polls sent before the release, ${(losers / gaps).toFixed(2)} other polls after it`,
+  );
+  console.log(
+    `winner's last busy reply came back after the release: ${informedLate.length} of ${gaps} ` +
+      `hand-offs (it asked again ${informedLate.length === 0 ? "-" : fmt(mean(informedLate))} ms after that reply, mean)`,
   );
   console.log(
     "winner's last position:",

@@ -4,8 +4,10 @@
  * `redis-server` and whose environment has no `REDIS_URL`, then used the way the docs say:
  *
  * 1. `npx edgelock --version` and `npx edgelock dev --port 0 --dev-vars .dev.vars` (embedded
- *    engine), a Node script locking through it with the installed `edgelock` and the real
- *    `@upstash/redis`, and Ctrl-C (the served-requests summary, exit 0);
+ *    engine), a script locking through it with the installed `edgelock` and the real
+ *    `@upstash/redis` (reentrancy, `client.scope()`, the fair and read-write locks), run by Node,
+ *    and on linux-x64 by Bun and Deno too (from their npm packages), then Ctrl-C (the
+ *    served-requests summary, exit 0);
  * 2. "Testing your Worker" (docs/testing.md): its vitest config and its test, extracted from the
  *    guide, run against a small Hono Worker inside workerd through `@cloudflare/vitest-plugin`;
  * 3. the watchdog Worker template from `node_modules/edgelock/templates`: type-checked under its
@@ -157,9 +159,53 @@ const fair = await client.fairLock("queue:1").acquire({ leaseMs: 5_000 });
 await fair.release();
 const read = await client.readWriteLock("doc:1").readLock().acquire({ leaseMs: 5_000 });
 await read.release();
+const nested = await client.scope(async () => {
+  const first = await client.lock("orders:2").acquire();
+  const again = await client.lock("orders:2").acquire();
+  const count = await client.lock("orders:2").holdCount(first.owner);
+  await again.release();
+  await first.release();
+  return count;
+});
+check(nested === 2, "acquisitions in one client.scope() share an owner (AsyncLocalStorage)");
 check(!(await lock.isLocked()), "every lock is free at the end");
 console.log("locked and released through the installed package");
 `;
+
+/** Other runtimes the README names, from their npm packages (linux-x64 builds), pinned. */
+const OTHER_RUNTIMES = [
+  { name: "Bun", spec: "@oven/bun-linux-x64@1.4.5", binary: "bin/bun", args: [] },
+  { name: "Deno", spec: "@deno/linux-x64-glibc@2.9.6", binary: "deno", args: ["run", "-A"] },
+] as const;
+
+/** Installs Bun and Deno beside the project (not into it); null where no build fits. */
+function installOtherRuntimes(
+  scratch: string,
+): { name: string; path: string; args: readonly string[] }[] | null {
+  if (process.platform !== "linux" || process.arch !== "x64") return null;
+  const dir = join(scratch, ".runtimes");
+  mkdirSync(dir);
+  writeFileSync(join(dir, "package.json"), '{ "private": true }\n');
+  execFileSync(
+    "npm",
+    [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--prefer-offline",
+      ...OTHER_RUNTIMES.map((r) => r.spec),
+    ],
+    { cwd: dir, stdio: ["ignore", "ignore", "inherit"] },
+  );
+  return OTHER_RUNTIMES.map((runtime) => {
+    const name = runtime.spec.slice(0, runtime.spec.lastIndexOf("@"));
+    return {
+      name: runtime.name,
+      path: join(dir, "node_modules", name, runtime.binary),
+      args: runtime.args,
+    };
+  });
+}
 
 /** The Worker the testing guide's test reaches: POST /webhook under withLock(). */
 const GUIDE_WORKER = `import { Redis } from "@upstash/redis/cloudflare";
@@ -232,7 +278,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "npx edgelock dev without redis-server, locking through it from Node, Ctrl-C",
+    "npx edgelock dev without redis-server; Node, Bun and Deno lock through it; Ctrl-C",
     async (scratch, env) => {
       const server = spawn(
         join(scratch, "node_modules/.bin/edgelock"),
@@ -240,6 +286,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         { cwd: scratch, env, stdio: ["ignore", "pipe", "pipe"] },
       );
       let summary = "";
+      let ran = "";
       server.stdout?.on("data", (chunk: Buffer) => (summary += chunk.toString()));
       server.stderr?.on("data", (chunk: Buffer) => (summary += chunk.toString()));
       try {
@@ -247,8 +294,16 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         if (!/backend: embedded/.test(banner))
           throw new Error(`not the embedded engine:\n${banner}`);
         writeFileSync(join(scratch, "use-locks.mjs"), USE_LOCKS_SCRIPT);
-        const used = await run(process.execPath, ["use-locks.mjs"], scratch, env);
-        if (used.code !== 0) throw new Error(`use-locks.mjs exited ${used.code}:\n${used.output}`);
+        const runtimes = [
+          { name: "Node", path: process.execPath, args: [] as readonly string[] },
+          ...(installOtherRuntimes(scratch) ?? []),
+        ];
+        for (const runtime of runtimes) {
+          const used = await run(runtime.path, [...runtime.args, "use-locks.mjs"], scratch, env);
+          if (used.code !== 0 || !used.output.includes("locked and released"))
+            throw new Error(`${runtime.name}: use-locks.mjs exited ${used.code}:\n${used.output}`);
+        }
+        ran = runtimes.map((runtime) => runtime.name).join(", ");
       } finally {
         if (server.exitCode === null) server.kill("SIGINT");
       }
@@ -258,7 +313,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       });
       const served = /served \d+ requests[^\n]*/.exec(summary)?.[0];
       if (code !== 0 || !served) throw new Error(`Ctrl-C: exit ${code}, output:\n${summary}`);
-      return served;
+      return `${ran}; ${served}`;
     },
   ],
   [

@@ -10,6 +10,7 @@
  *    served-requests summary, exit 0);
  * 2. "Testing your Worker" (docs/testing.md): its vitest config and its test, extracted from the
  *    guide, run against a small Hono Worker inside workerd through `@cloudflare/vitest-plugin`;
+ *    then the same test under the README's copy of the config;
  * 3. the watchdog Worker template from `node_modules/edgelock/templates`: type-checked under its
  *    own tsconfig and bundled by `wrangler deploy --dry-run`.
  *
@@ -228,16 +229,23 @@ app.post(
 export default app;
 `;
 
-/** The ts blocks of docs/testing.md that make up the set-up: the vitest config and the test. */
-function testingGuide(): { config: string; test: string } {
+/** The vitest config block of a Markdown file (the one that calls `cloudflareTest(`). */
+function vitestConfigOf(file: string): string {
+  const snippets = extractSnippets(file, readFileSync(join(REPO_ROOT, file), "utf8"));
+  const config = snippets.find((snippet) => snippet.code.includes("cloudflareTest("));
+  if (!config) throw new Error(`${file} lost its vitest config`);
+  return config.code;
+}
+
+/** The test of docs/testing.md (the block that imports `cloudflare:test`). */
+function guideTest(): string {
   const snippets = extractSnippets(
     "docs/testing.md",
     readFileSync(join(REPO_ROOT, "docs/testing.md"), "utf8"),
   );
-  const config = snippets.find((snippet) => snippet.code.includes("cloudflareTest("));
   const test = snippets.find((snippet) => snippet.code.includes('from "cloudflare:test"'));
-  if (!config || !test) throw new Error("docs/testing.md lost its vitest config or its test");
-  return { config: config.code, test: test.code };
+  if (!test) throw new Error("docs/testing.md lost its test");
+  return test.code;
 }
 
 /** The vitest config's file name the guide tells the user to create. */
@@ -317,10 +325,8 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "Testing your Worker (docs/testing.md) inside workerd",
+    "Testing your Worker (docs/testing.md, and the README's copy of its config) inside workerd",
     async (scratch, env) => {
-      const guide = testingGuide();
-      writeFileSync(join(scratch, guideConfigFileName()), guide.config);
       writeFileSync(
         join(scratch, "wrangler.toml"),
         `name = "edgelock-user"\nmain = "src/worker.ts"\ncompatibility_date = "${compatibilityDate()}"\ncompatibility_flags = ["nodejs_compat"]\n`,
@@ -328,17 +334,19 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       mkdirSync(join(scratch, "src"), { recursive: true });
       writeFileSync(join(scratch, "src/worker.ts"), GUIDE_WORKER);
       mkdirSync(join(scratch, "test"), { recursive: true });
-      writeFileSync(join(scratch, "test/worker.test.ts"), guide.test);
-      const result = await run(
-        process.execPath,
-        [join(scratch, "node_modules/vitest/vitest.mjs"), "run"],
-        scratch,
-        { ...env, CI: "true", NO_COLOR: "1" },
-      );
-      const passed = /Tests\s+1 passed/.exec(result.output);
-      if (result.code !== 0 || !passed)
-        throw new Error(`vitest exited ${result.code}:\n${result.output}`);
-      return "1 test passed";
+      writeFileSync(join(scratch, "test/worker.test.ts"), guideTest());
+      for (const file of ["docs/testing.md", "README.md"]) {
+        writeFileSync(join(scratch, guideConfigFileName()), vitestConfigOf(file));
+        const result = await run(
+          process.execPath,
+          [join(scratch, "node_modules/vitest/vitest.mjs"), "run"],
+          scratch,
+          { ...env, CI: "true", NO_COLOR: "1" },
+        );
+        if (result.code !== 0 || !/Tests\s+1 passed/.test(result.output))
+          throw new Error(`vitest with ${file}'s config exited ${result.code}:\n${result.output}`);
+      }
+      return "the guide's test passed under either config";
     },
   ],
   [

@@ -7,12 +7,16 @@
  * A snippet that cannot stand alone is skipped by a visible comment right before its fence:
  *   <!-- snippet: skip (the reason) -->
  *
+ * Every check runs twice: with this repository's TypeScript and with the latest a new project
+ * installs (LATEST_TYPESCRIPT, the native 7.x line), fetched through npm's cache or the registry.
+ *
  * It also checks the package as the registry shows it: every source map in the tarball carries
  * its sources (or points at a file the tarball has), package.json names `repository` and
  * `homepage`, and README.md links absolutely (relative links break on the package page).
  *
  * Usage: npx tsx scripts/check-snippets.ts [--keep]   (--keep leaves the scratch project)
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { createPackedProject, REPO_ROOT, typeCheck } from "./packed-project.js";
@@ -154,6 +158,33 @@ const NODE_COMPILER_OPTIONS = {
   types: ["node"],
 };
 
+/**
+ * The TypeScript that `npm install -D typescript` gives a new project today (the native 7.x
+ * line), checked beside the version this repository builds with.
+ */
+const LATEST_TYPESCRIPT = "7.0.2";
+
+function typeScriptVersion(packageDir: string): string {
+  const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as {
+    version: string;
+  };
+  return manifest.version;
+}
+
+/** Installs a TypeScript beside the scratch project (npm's cache or the registry). */
+function installTypeScript(dir: string, version: string): { name: string; tsc: string } {
+  const prefix = join(dir, ".typescript");
+  mkdirSync(prefix);
+  writeFileSync(join(prefix, "package.json"), '{ "private": true }\n');
+  execFileSync(
+    "npm",
+    ["install", "--no-audit", "--no-fund", "--prefer-offline", `typescript@${version}`],
+    { cwd: prefix, stdio: ["ignore", "ignore", "inherit"] },
+  );
+  const installed = join(prefix, "node_modules/typescript");
+  return { name: `TypeScript ${typeScriptVersion(installed)}`, tsc: join(installed, "bin/tsc") };
+}
+
 function writeJson(path: string, value: unknown): void {
   writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
 }
@@ -225,6 +256,10 @@ function main(): number {
       writeJson(join(project.dir, tsconfig), { compilerOptions, include: [folder] });
       return [what, tsconfig];
     });
+    const compilers: { name: string; tsc?: string }[] = [
+      { name: `TypeScript ${typeScriptVersion(join(REPO_ROOT, "node_modules/typescript"))}` },
+      installTypeScript(project.dir, LATEST_TYPESCRIPT),
+    ];
     for (const [what, tsconfig] of runs) {
       const config = JSON.parse(readFileSync(join(project.dir, tsconfig), "utf8")) as {
         include: string[];
@@ -232,14 +267,16 @@ function main(): number {
       if (config.include.every((folder) => readdirSync(join(project.dir, folder)).length === 0)) {
         continue;
       }
-      let output = typeCheck(project.dir, tsconfig);
-      for (const [file, origin] of fileToOrigin)
-        output = output.replaceAll(file, `${file} [${origin}]`);
-      if (output === "") {
-        console.log(`ok   ${what}`);
-      } else {
-        failures++;
-        console.log(`FAIL ${what}\n${output}\n`);
+      for (const compiler of compilers) {
+        let output = typeCheck(project.dir, tsconfig, compiler.tsc);
+        for (const [file, origin] of fileToOrigin)
+          output = output.replaceAll(file, `${file} [${origin}]`);
+        if (output === "") {
+          console.log(`ok   ${what}, ${compiler.name}`);
+        } else {
+          failures++;
+          console.log(`FAIL ${what}, ${compiler.name}\n${output}\n`);
+        }
       }
     }
     const problems = packageHygiene(join(project.dir, "node_modules", "edgelock"));

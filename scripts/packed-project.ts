@@ -56,10 +56,17 @@ export function createPackedProject(): PackedProject {
   return { dir, tarball, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Runs the scratch project's TypeScript on a tsconfig; returns its output ("" when clean). */
-export function typeCheck(dir: string, tsconfig: string): string {
+/**
+ * Runs TypeScript on a tsconfig of the scratch project; returns its output ("" when clean).
+ * @param tsc the compiler's `bin/tsc` (default: the project's own TypeScript)
+ */
+export function typeCheck(
+  dir: string,
+  tsconfig: string,
+  tsc = join(dir, "node_modules/typescript/bin/tsc"),
+): string {
   try {
-    execFileSync(process.execPath, [join(dir, "node_modules/typescript/bin/tsc"), "-p", tsconfig], {
+    execFileSync(process.execPath, [tsc, "-p", tsconfig], {
       cwd: dir,
       encoding: "utf8",
       stdio: ["ignore", "pipe", "pipe"],

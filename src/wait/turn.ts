@@ -15,8 +15,10 @@
  * - before anything is learnt, or when the reply carries no queue (a single attempt, a kind
  *   without queue), the full-jitter backoff of policy.ts.
  * So only the next one or two waiters poll near a release. Every sleep stays below `refreshMs`
- * (a third of the waiter timeout: each poll keeps the waiter's place) and, at the head, below the
- * holder's lease end. (Measured in docs/benchmarks.md, "Queue-directed polling".)
+ * (a third of the waiter timeout: each poll keeps the waiter's place), or, for a plain-lock
+ * waiter far back, below what its last attempt asked the server to keep its place beyond the
+ * timeout (TurnPacer); and, at the head, below the holder's lease end. (Measured in
+ * docs/benchmarks.md, "Queue-directed polling".)
  */
 import { nextPollDelay, type WaitPolicy } from "./policy.js";
 
@@ -60,7 +62,23 @@ export interface TurnState {
    * timeout) and the poll backs off. Default 0.
    */
   readonly freeInARow?: number;
+  /**
+   * How much longer than the waiter timeout the attempt that brought the view asked the server
+   * to keep this waiter's place (see TurnPacer): the sleep may be that much longer than
+   * `refreshMs`. Default 0.
+   */
+  readonly keptExtraMs?: number;
 }
+
+/**
+ * A sleep longer than `refreshMs` stops at this share of its length past `refreshMs` to look
+ * again: the further the turn, the less certain its estimate, and a waiter that wakes late
+ * leaves the release it was due at to one poll instead of two.
+ */
+export const LONG_SLEEP_SHARE = 0.5;
+
+/** Longest extra time a waiter asks the server to keep its place for (ms). */
+export const MAX_KEEP_EXTRA_MS = 60_000;
 
 /** Releases this close (0: the next one) are aimed at straight; further ones are come closer to. */
 export const DIRECT_AIM_RELEASES = 1;
@@ -94,6 +112,22 @@ export function turnDelay(
   state: TurnState,
   random: () => number = Math.random,
 ): number {
+  return sleepWithin(desiredDelay(view, state, random), state);
+}
+
+/**
+ * The sleep for a wanted delay: up to `refreshMs` as wanted; beyond it, only where the server
+ * keeps the waiter's place that long, and then stopping short of the end (LONG_SLEEP_SHARE).
+ */
+function sleepWithin(desired: number, state: TurnState): number {
+  const { refreshMs } = state;
+  const delay =
+    desired <= refreshMs ? desired : refreshMs + LONG_SLEEP_SHARE * (desired - refreshMs);
+  return Math.max(1, Math.min(Math.ceil(delay), refreshMs + (state.keptExtraMs ?? 0)));
+}
+
+/** When the next poll should go out, in ms from now, before any cap on how long to sleep. */
+function desiredDelay(view: TurnView, state: TurnState, random: () => number): number {
   const { policy, roundTripMs, perRelease } = state;
   let delay: number;
   if (view.position < 0 || view.holdMs === null) {
@@ -155,21 +189,35 @@ export function turnDelay(
       nextPollDelay(policy, freeInARow - 1, null, Number.POSITIVE_INFINITY, random),
     );
   }
-  return Math.max(1, Math.min(Math.ceil(delay), state.refreshMs));
+  return delay;
 }
 
-/** The pacing of one acquisition: counts its polls, and the busy replies in a row that showed
- * the lock free for somebody else. */
+/**
+ * The pacing of one acquisition: counts its polls, and the busy replies in a row that showed
+ * the lock free for somebody else. Where the kind allows (`keepsFarBack`: the plain lock, whose
+ * queue only paces, so a dead waiter far back costs the others nothing but a little pacing),
+ * a waiter whose turn is further off than `refreshMs` asks the server, in its next attempt, to
+ * keep its place that much longer than the waiter timeout (`keepExtraMs`), and then sleeps
+ * towards its turn in one go instead of polling every `refreshMs` only to keep its place. The
+ * fair lock keeps the waiter timeout as the bound on waiting behind a dead waiter.
+ */
 export class TurnPacer {
   #poll = 0;
   #freeInARow = 0;
+  #keepExtraMs = 0;
 
   constructor(
     private readonly policy: WaitPolicy,
     private readonly refreshMs: number,
     private readonly perRelease: 1 | 2,
     private readonly random: () => number = Math.random,
+    private readonly keepsFarBack = false,
   ) {}
+
+  /** How much longer than the waiter timeout the next attempt asks to keep the place (ms). */
+  get keepExtraMs(): number {
+    return this.#keepExtraMs;
+  }
 
   /**
    * The delay before the next poll after a failed attempt that returned `view`.
@@ -178,18 +226,22 @@ export class TurnPacer {
   next(view: TurnView, roundTripMs: number): number {
     this.#poll += 1;
     this.#freeInARow = view.locked || view.position < 0 ? 0 : this.#freeInARow + 1;
-    return turnDelay(
-      view,
-      {
-        policy: this.policy,
-        refreshMs: this.refreshMs,
-        poll: this.#poll,
-        roundTripMs,
-        perRelease: this.perRelease,
-        freeInARow: this.#freeInARow,
-      },
-      this.random,
-    );
+    const state: TurnState = {
+      policy: this.policy,
+      refreshMs: this.refreshMs,
+      poll: this.#poll,
+      roundTripMs,
+      perRelease: this.perRelease,
+      freeInARow: this.#freeInARow,
+      keptExtraMs: this.#keepExtraMs,
+    };
+    const desired = desiredDelay(view, state, this.random);
+    const sleep = sleepWithin(desired, state);
+    // What will be left of the wanted delay when the next attempt's reply is in.
+    const left = desired - sleep - roundTripMs;
+    this.#keepExtraMs =
+      this.keepsFarBack && left > 0 ? Math.min(MAX_KEEP_EXTRA_MS, Math.ceil(left)) : 0;
+    return sleep;
   }
 }
 

@@ -90,7 +90,15 @@ export function queuedAttempts(
   const { policy } = plan;
   const parking = parkingFor(ctx, keys, plan);
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
-  const pacer = new TurnPacer(policy, Math.floor(waiterTimeoutMs / 3), rule === "fair" ? 1 : 2);
+  // A polling waiter of the plain lock may ask the server to keep its place longer than the
+  // waiter timeout while its turn is far off (TurnPacer); a parked one's place is its park's.
+  const pacer = new TurnPacer(
+    policy,
+    Math.floor(waiterTimeoutMs / 3),
+    rule === "fair" ? 1 : 2,
+    Math.random,
+    rule === "plain" && parking === undefined,
+  );
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
   // reply says it holds the lock or left (the acquire script removes it from the queue then).
@@ -115,7 +123,7 @@ export function queuedAttempts(
         parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
       if (plan.mayWait) mayBeQueued = true;
       const attempt = attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
-        timeoutMs: last ? -1 : timeout,
+        timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + pacer.keepExtraMs,
         roundTripMs,
         claimMs: parking?.claimMs ?? 0,
         parkBeside,

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { blindRedis as blind } from "../../../bench/peers/blind-redis.js";
+import { LockClient, LockWaitTimeoutError } from "../../../src/index.js";
 import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
@@ -85,5 +86,68 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     // And it does not sleep through to a bound (the 2.5 s pace cap, the 10 s lease): it asks
     // around the expected release. (How close to it is measured in bench/, not asserted here.)
     expect(paced.waited).toBeLessThan(2_000);
+  });
+});
+
+/**
+ * A waiter far back: the lock is held for good, four waiters that never give up stand ahead of
+ * it, and the lock's statistics say a hand-off every 3 s, so its turn is ~9 s off. The waiter
+ * timeout is the default 5 s: a waiter polls at least every 1.67 s to keep its place, unless
+ * the server keeps it longer.
+ */
+describe.each(backendKindsUnderTest())("a waiter far back on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  async function waitFarBack(fair: boolean) {
+    const redis = bed.redis();
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const held = await holder.lock("far").acquire({ leaseMs: 30_000 });
+    const base = `${prefix}:{far}`;
+    const [seconds, micros] = (await redis.time()).map(Number) as [number, number];
+    const now = seconds * 1000 + Math.floor(micros / 1000);
+    await redis.hset(`${base}:holds`, { at: now, hold: 3_000, dev: 5, cycle: 3_000 });
+    for (let ahead = 1; ahead <= 4; ahead++) {
+      await redis.zadd(`${base}:queue`, { score: now - 100 + ahead, member: `ahead-${ahead}` });
+      await redis.zadd(`${base}:timeouts`, { score: now + 60_000, member: `ahead-${ahead}` });
+    }
+    let attempts = 0;
+    const waiter = bed.client({
+      prefix,
+      observer: {
+        onAttempt: (script) => {
+          if (script.name === "lock.acquire" || script.name === "fairLock.acquire") attempts += 1;
+        },
+      },
+    });
+    const owner = LockClient.newOwner();
+    const lock = fair ? waiter.fairLock("far") : waiter.lock("far");
+    const waiting = lock.acquire({ owner, waitMs: 6_000 }).catch((error: unknown) => error);
+    // By 2.5 s the waiter has polled twice (the ticket, then one refresh at 1.67 s).
+    await sleepMs(2_500);
+    const [nowSeconds, nowMicros] = (await redis.time()).map(Number) as [number, number];
+    const deadline = Number(await redis.zscore(`${base}:timeouts`, owner));
+    const keptMs = deadline - (nowSeconds * 1000 + Math.floor(nowMicros / 1000));
+    await sleepMs(2_700);
+    const attemptsBy5s = attempts;
+    const outcome = await waiting;
+    await held.release();
+    return { keptMs, attemptsBy5s, outcome };
+  }
+
+  it("of the plain lock asks the server to keep its place until near its turn, and sleeps towards it", async () => {
+    const { keptMs, attemptsBy5s, outcome } = await waitFarBack(false);
+    // Kept well past the 5 s waiter timeout (its turn is ~9 s off), so it need not poll
+    // every 1.67 s only to keep its place: two attempts by 5.2 s, not four.
+    expect(keptMs).toBeGreaterThan(7_000);
+    expect(attemptsBy5s).toBeLessThanOrEqual(2);
+    expect(outcome).toBeInstanceOf(LockWaitTimeoutError);
+  });
+
+  it("of the fair lock keeps the waiter timeout: nobody waits behind a dead waiter longer", async () => {
+    const { keptMs, attemptsBy5s, outcome } = await waitFarBack(true);
+    expect(keptMs).toBeLessThanOrEqual(5_000);
+    expect(attemptsBy5s).toBeGreaterThanOrEqual(3);
+    expect(outcome).toBeInstanceOf(LockWaitTimeoutError);
   });
 });

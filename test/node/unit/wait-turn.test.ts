@@ -6,6 +6,8 @@ import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import {
   aimAfterMs,
   aimLateMs,
+  LONG_SLEEP_SHARE,
+  MAX_KEEP_EXTRA_MS,
   TurnPacer,
   type TurnState,
   type TurnView,
@@ -211,5 +213,42 @@ describe("TurnPacer: a lock that stays free for somebody else", () => {
     const held: TurnView = { ...free, locked: true, holderTtlMs: 30_000, heldForMs: 0 };
     const state: TurnState = { ...plain, perRelease: 1, roundTripMs: 1, poll: 6, freeInARow: 0 };
     expect(pacer.next(held, 1)).toBe(turnDelay(held, state, top));
+  });
+});
+
+describe("TurnPacer: a waiter far back", () => {
+  // 200 waiters ahead, a hand-off every 35 ms: the turn is about 7 s off.
+  const farBack = view({ position: 200 });
+
+  it("of the plain lock asks to be kept until near its turn, then sleeps most of the way", () => {
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, top, true);
+    expect(pacer.keepExtraMs).toBe(0);
+    // The ticket's place is kept the waiter timeout only: the first sleep stays within a third.
+    expect(pacer.next(farBack, 10)).toBe(1_666);
+    const extra = pacer.keepExtraMs;
+    const wanted = turnDelay(farBack, { ...plain, refreshMs: 1_000_000 }, top);
+    expect(extra).toBe(wanted - 1_666 - 10);
+    // Its next attempt asked for that extra: it sleeps past a third of the timeout, stopping
+    // half-way beyond it to look again, always within what the server keeps.
+    const sleep = pacer.next(view({ position: 150 }), 10);
+    expect(sleep).toBeGreaterThan(1_666);
+    expect(sleep).toBeLessThanOrEqual(1_666 + extra);
+    const stillWanted = turnDelay(view({ position: 150 }), { ...plain, refreshMs: 1_000_000 }, top);
+    expect(sleep).toBe(Math.ceil(1_666 + LONG_SLEEP_SHARE * (stillWanted - 1_666)));
+    // Near its turn it asks for nothing more.
+    pacer.next(view({ position: 3 }), 10);
+    expect(pacer.keepExtraMs).toBe(0);
+  });
+
+  it("of a kind that keeps the waiter timeout (the fair lock) polls every third of it", () => {
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, top);
+    expect([pacer.next(farBack, 10), pacer.next(farBack, 10)]).toEqual([1_666, 1_666]);
+    expect(pacer.keepExtraMs).toBe(0);
+  });
+
+  it("never asks to be kept longer than MAX_KEEP_EXTRA_MS", () => {
+    const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, top, true);
+    pacer.next(view({ position: 100_000 }), 10);
+    expect(pacer.keepExtraMs).toBe(MAX_KEEP_EXTRA_MS);
   });
 });

@@ -20,7 +20,7 @@
  *
  * Usage: npx tsx scripts/check-installed.ts [--keep]   (--keep leaves the scratch project)
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -34,7 +34,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { extractSnippets } from "./check-snippets.js";
-import { packTarball, REPO_ROOT } from "./packed-project.js";
+import { installBeside, npmInstall, packTarball, REPO_ROOT } from "./packed-project.js";
 
 /** The user's own dev tools, linked from this repository's node_modules. */
 const LINKED_DEV_TOOLS = [
@@ -184,25 +184,16 @@ function installOtherRuntimes(
   scratch: string,
 ): { name: string; path: string; args: readonly string[] }[] | null {
   if (process.platform !== "linux" || process.arch !== "x64") return null;
-  const dir = join(scratch, ".runtimes");
-  mkdirSync(dir);
-  writeFileSync(join(dir, "package.json"), '{ "private": true }\n');
-  execFileSync(
-    "npm",
-    [
-      "install",
-      "--no-audit",
-      "--no-fund",
-      "--prefer-offline",
-      ...OTHER_RUNTIMES.map((r) => r.spec),
-    ],
-    { cwd: dir, stdio: ["ignore", "ignore", "inherit"] },
+  const modules = installBeside(
+    scratch,
+    ".runtimes",
+    OTHER_RUNTIMES.map((runtime) => runtime.spec),
   );
   return OTHER_RUNTIMES.map((runtime) => {
     const name = runtime.spec.slice(0, runtime.spec.lastIndexOf("@"));
     return {
       name: runtime.name,
-      path: join(dir, "node_modules", name, runtime.binary),
+      path: join(modules, name, runtime.binary),
       args: runtime.args,
     };
   });
@@ -395,18 +386,10 @@ async function main(): Promise<number> {
       `${JSON.stringify({ name: "edgelock-user", version: "1.0.0", private: true, type: "commonjs" }, null, 2)}\n`,
     );
     console.log(`npm install ${tarball.split("/").at(-1)} ${USER_DEPENDENCIES.join(" ")}`);
-    execFileSync(
-      "npm",
-      [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        "--prefer-offline",
-        tarball,
-        ...USER_DEPENDENCIES.map((name) => `${name}@${repoVersion(name)}`),
-      ],
-      { cwd: scratch, stdio: ["ignore", "ignore", "inherit"] },
-    );
+    npmInstall(scratch, [
+      tarball,
+      ...USER_DEPENDENCIES.map((name) => `${name}@${repoVersion(name)}`),
+    ]);
     for (const name of LINKED_DEV_TOOLS) {
       const link = join(scratch, "node_modules", name);
       mkdirSync(resolve(link, ".."), { recursive: true });

@@ -16,10 +16,9 @@
  *
  * Usage: npx tsx scripts/check-snippets.ts [--keep]   (--keep leaves the scratch project)
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { createPackedProject, REPO_ROOT, typeCheck } from "./packed-project.js";
+import { createPackedProject, installBeside, REPO_ROOT, typeCheck } from "./packed-project.js";
 
 export interface Snippet {
   /** e.g. `docs/fencing.md:42` (the line of the opening fence). */
@@ -173,15 +172,10 @@ function typeScriptVersion(packageDir: string): string {
 
 /** Installs a TypeScript beside the scratch project (npm's cache or the registry). */
 function installTypeScript(dir: string, version: string): { name: string; tsc: string } {
-  const prefix = join(dir, ".typescript");
-  mkdirSync(prefix);
-  writeFileSync(join(prefix, "package.json"), '{ "private": true }\n');
-  execFileSync(
-    "npm",
-    ["install", "--no-audit", "--no-fund", "--prefer-offline", `typescript@${version}`],
-    { cwd: prefix, stdio: ["ignore", "ignore", "inherit"] },
+  const installed = join(
+    installBeside(dir, ".typescript", [`typescript@${version}`]),
+    "typescript",
   );
-  const installed = join(prefix, "node_modules/typescript");
   return { name: `TypeScript ${typeScriptVersion(installed)}`, tsc: join(installed, "bin/tsc") };
 }
 

@@ -27,6 +27,26 @@ export interface PackedProject {
   remove(): void;
 }
 
+/** `npm install` of `specs` in `dir`, from npm's cache where it has them, else the registry. */
+export function npmInstall(dir: string, specs: readonly string[]): void {
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...specs], {
+    cwd: dir,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+}
+
+/**
+ * Installs `specs` into a folder of their own inside `dir` (a tool beside the user's project,
+ * not one of its dependencies); returns that folder's node_modules.
+ */
+export function installBeside(dir: string, folder: string, specs: readonly string[]): string {
+  const prefix = join(dir, folder);
+  mkdirSync(prefix);
+  writeFileSync(join(prefix, "package.json"), '{ "private": true }\n');
+  npmInstall(prefix, specs);
+  return join(prefix, "node_modules");
+}
+
 /** `npm pack` (which builds dist/) into `dir`; returns the tarball's path. */
 export function packTarball(dir: string): string {
   const packOutput = execFileSync("npm", ["pack", "--silent", "--pack-destination", dir], {

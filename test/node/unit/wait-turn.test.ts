@@ -7,7 +7,6 @@ import {
   aimAfterMs,
   aimLateMs,
   LONG_SLEEP_SHARE,
-  MAX_KEEP_EXTRA_MS,
   TurnPacer,
   type TurnState,
   type TurnView,
@@ -220,21 +219,19 @@ describe("TurnPacer: a waiter far back", () => {
   // 200 waiters ahead, a hand-off every 35 ms: the turn is about 7 s off.
   const farBack = view({ position: 200 });
 
-  it("of the plain lock asks to be kept until near its turn, then sleeps most of the way", () => {
+  it("of the plain lock asks to be kept longer, then sleeps past a third of the timeout", () => {
     const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, top, true);
     expect(pacer.keepExtraMs).toBe(0);
     // The ticket's place is kept the waiter timeout only: the first sleep stays within a third.
     expect(pacer.next(farBack, 10)).toBe(1_666);
-    const extra = pacer.keepExtraMs;
-    const wanted = turnDelay(farBack, { ...plain, refreshMs: 1_000_000 }, top);
-    expect(extra).toBe(wanted - 1_666 - 10);
-    // Its next attempt asked for that extra: it sleeps past a third of the timeout, stopping
-    // half-way beyond it to look again, always within what the server keeps.
-    const sleep = pacer.next(view({ position: 150 }), 10);
-    expect(sleep).toBeGreaterThan(1_666);
-    expect(sleep).toBeLessThanOrEqual(1_666 + extra);
-    const stillWanted = turnDelay(view({ position: 150 }), { ...plain, refreshMs: 1_000_000 }, top);
-    expect(sleep).toBe(Math.ceil(1_666 + LONG_SLEEP_SHARE * (stillWanted - 1_666)));
+    // Its next attempt asks for one more third (the most: its turn is further off than that).
+    expect(pacer.keepExtraMs).toBe(1_666);
+    // So it sleeps past a third of the timeout, half the way beyond it, at most two thirds.
+    expect(pacer.next(farBack, 10)).toBe(2 * 1_666);
+    const nearer = view({ position: 60 });
+    const wanted = turnDelay(nearer, { ...plain, refreshMs: 1_000_000 }, top);
+    expect(wanted).toBeLessThan(3 * 1_666);
+    expect(pacer.next(nearer, 10)).toBe(Math.ceil(1_666 + LONG_SLEEP_SHARE * (wanted - 1_666)));
     // Near its turn it asks for nothing more.
     pacer.next(view({ position: 3 }), 10);
     expect(pacer.keepExtraMs).toBe(0);
@@ -246,9 +243,10 @@ describe("TurnPacer: a waiter far back", () => {
     expect(pacer.keepExtraMs).toBe(0);
   });
 
-  it("never asks to be kept longer than MAX_KEEP_EXTRA_MS", () => {
+  it("never sleeps longer than twice a third of the timeout, however far its turn", () => {
     const pacer = new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, top, true);
-    pacer.next(view({ position: 100_000 }), 10);
-    expect(pacer.keepExtraMs).toBe(MAX_KEEP_EXTRA_MS);
+    const sleeps = Array.from({ length: 5 }, () => pacer.next(view({ position: 100_000 }), 10));
+    expect(sleeps).toEqual([1_666, 3_332, 3_332, 3_332, 3_332]);
+    expect(pacer.keepExtraMs).toBe(1_666);
   });
 });

@@ -220,23 +220,12 @@ app.post(
 export default app;
 `;
 
-/** The vitest config block of a Markdown file (the one that calls `cloudflareTest(`). */
-function vitestConfigOf(file: string): string {
+/** The ts block of a Markdown file that contains `marker` (what it is: for the error). */
+function snippetOf(file: string, marker: string, what: string): string {
   const snippets = extractSnippets(file, readFileSync(join(REPO_ROOT, file), "utf8"));
-  const config = snippets.find((snippet) => snippet.code.includes("cloudflareTest("));
-  if (!config) throw new Error(`${file} lost its vitest config`);
-  return config.code;
-}
-
-/** The test of docs/testing.md (the block that imports `cloudflare:test`). */
-function guideTest(): string {
-  const snippets = extractSnippets(
-    "docs/testing.md",
-    readFileSync(join(REPO_ROOT, "docs/testing.md"), "utf8"),
-  );
-  const test = snippets.find((snippet) => snippet.code.includes('from "cloudflare:test"'));
-  if (!test) throw new Error("docs/testing.md lost its test");
-  return test.code;
+  const found = snippets.find((snippet) => snippet.code.includes(marker));
+  if (!found) throw new Error(`${file} lost its ${what}`);
+  return found.code;
 }
 
 /** The vitest config's file name the guide tells the user to create. */
@@ -325,9 +314,15 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       mkdirSync(join(scratch, "src"), { recursive: true });
       writeFileSync(join(scratch, "src/worker.ts"), GUIDE_WORKER);
       mkdirSync(join(scratch, "test"), { recursive: true });
-      writeFileSync(join(scratch, "test/worker.test.ts"), guideTest());
+      writeFileSync(
+        join(scratch, "test/worker.test.ts"),
+        snippetOf("docs/testing.md", 'from "cloudflare:test"', "test"),
+      );
       for (const file of ["docs/testing.md", "README.md"]) {
-        writeFileSync(join(scratch, guideConfigFileName()), vitestConfigOf(file));
+        writeFileSync(
+          join(scratch, guideConfigFileName()),
+          snippetOf(file, "cloudflareTest(", "vitest config"),
+        );
         const result = await run(
           process.execPath,
           [join(scratch, "node_modules/vitest/vitest.mjs"), "run"],

@@ -203,9 +203,10 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
  * the lock free for somebody else. Where the kind allows (`keepsFarBack`: the plain lock, whose
  * queue only paces, so a dead waiter far back costs the others nothing but a little pacing),
  * a waiter whose turn is further off than `refreshMs` asks the server, in its next attempt, to
- * keep its place that much longer than the waiter timeout (`keepExtraMs`), and then sleeps
- * towards its turn in one go instead of polling every `refreshMs` only to keep its place. The
- * fair lock keeps the waiter timeout as the bound on waiting behind a dead waiter.
+ * keep its place longer than the waiter timeout (`keepExtraMs`, at most MAX_KEEP_EXTRA_REFRESHES
+ * × `refreshMs`), and then sleeps that much longer than `refreshMs` instead of polling every
+ * `refreshMs` only to keep its place. The fair lock keeps the waiter timeout as the bound on
+ * waiting behind a dead waiter.
  */
 export class TurnPacer {
   #poll = 0;

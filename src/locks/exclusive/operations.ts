@@ -4,7 +4,7 @@
  * lock replace the acquisition and keep the rest.
  */
 import type { AcquisitionSpec } from "../acquisition.js";
-import type { LockKeys } from "../keys.js";
+import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { DEFAULT_WAITER_TIMEOUT_MS, peekWaitPlan, queuedAttempts } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
@@ -18,8 +18,11 @@ export function exclusiveOperations(
   runtime: LockRuntime,
   name: string,
   keys: LockKeys,
-  /** The write lock's read holds: a release hands over only once none is live. */
-  readsKey?: string,
+  /**
+   * The write lock's read holds (a release hands over only once none is live) and waiting
+   * writers (a writer handed the lock leaves them).
+   */
+  readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">,
 ): LockOperations & { acquisition(options?: unknown, defaultWaitMs?: number): AcquisitionSpec } {
   const { ctx } = runtime;
   // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
@@ -41,7 +44,7 @@ export function exclusiveOperations(
     control: (owner) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms),
       release: async (operationId) => {
-        const result = await releaseHold(ctx, keys, owner, operationId, readsKey);
+        const result = await releaseHold(ctx, keys, owner, operationId, readWrite);
         // Others wait: this client's next acquisition here parks beside its first attempt.
         if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);
         return result;
@@ -55,6 +58,6 @@ export function exclusiveOperations(
     acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
     forceRelease: () => forceRelease(ctx, keys),
-    release: (owner) => releaseHold(ctx, keys, owner, undefined, readsKey),
+    release: (owner) => releaseHold(ctx, keys, owner, undefined, readWrite),
   };
 }

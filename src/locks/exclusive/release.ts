@@ -4,7 +4,7 @@
  */
 import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
-import type { LockKeys } from "../keys.js";
+import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
 import { handOffToParkedHead } from "../queue/hand-off.js";
@@ -14,7 +14,8 @@ import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts, 6 fence counter,
 //       7 parked waiters (3–7 optional: see acquire.ts), 8 a read-write lock's read holds (the
-//       write lock: no hand-off while any is live)
+//       write lock: no hand-off while any is live), 9 its waiting writers (a writer handed the
+//       lock stops waiting)
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
@@ -33,8 +34,17 @@ export const RELEASE = defineScript({
     "fenceKey",
     "parkedKey",
     "readsKey",
+    "writersKey",
   ],
-  optionalKeys: ["holdStatsKey", "queueKey", "timeoutsKey", "fenceKey", "parkedKey", "readsKey"],
+  optionalKeys: [
+    "holdStatsKey",
+    "queueKey",
+    "timeoutsKey",
+    "fenceKey",
+    "parkedKey",
+    "readsKey",
+    "writersKey",
+  ],
   args: ["owner", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
@@ -46,7 +56,7 @@ export const RELEASE = defineScript({
     ${pruneDeadWaiters("queueKey", "timeoutsKey")}
     local handedOff = false
     if parkedKey and not (readsKey and redis.call('ZCOUNT', readsKey, '(' .. now, '+inf') > 0) then
-      ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
+      ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey", "writersKey")}
     end
     if handedOff then
       othersWaiting = 1
@@ -67,8 +77,11 @@ export async function releaseHold(
   owner: string,
   /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
   operationId: string = newOperationId(),
-  /** The write lock's: its read holds, which must all have ended before a hand-off. */
-  readsKey?: string,
+  /**
+   * The write lock's read holds (which must all have ended before a hand-off) and waiting
+   * writers (a writer handed the lock leaves them).
+   */
+  readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">,
 ): Promise<ReleaseResult & { readonly othersWaiting?: boolean }> {
   const reply = await runScript(
     ctx,
@@ -81,7 +94,8 @@ export async function releaseHold(
       timeoutsKey: keys.timeouts,
       fenceKey: keys.fence,
       parkedKey: keys.parked,
-      readsKey,
+      readsKey: readWrite?.reads,
+      writersKey: readWrite?.writers,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

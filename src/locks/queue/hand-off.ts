@@ -45,7 +45,8 @@ end`;
 /**
  * After a release frees the lock: when the live head of the queue is parked, makes it the holder
  * (hold count 1, lease min(its lease, its claim window), the next fencing token, its operation
- * record), takes it out of the queue and pushes `grant <fence> <lease> <ms since its latest
+ * record), takes it out of the queue (and, with `writersKey`, out of a read-write lock's waiting
+ * writers: its wait is over, so readers no longer defer to it) and pushes `grant <fence> <lease> <ms since its latest
  * registration>` to its wake list, and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
  * list are named after the lock key and the waiter's operation id (see LockKeys.wake). Needs
  * `now`, `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
@@ -54,7 +55,13 @@ export function handOffToParkedHead(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
+  writersKey?: string,
 ): string {
+  const leaveWriters =
+    writersKey === undefined
+      ? ""
+      : `
+  if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
   return `local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
 if parked then
@@ -66,7 +73,7 @@ if parked then
   redis.call('SET', lockKey .. ':op:' .. id, fence, 'PX', operationTtlMs)
   redis.call('ZREM', ${queueKey}, head)
   redis.call('ZREM', ${timeoutsKey}, head)
-  redis.call('HDEL', ${parkedKey}, head)
+  redis.call('HDEL', ${parkedKey}, head)${leaveWriters}
   redis.call('RPUSH', lockKey .. ':wake:' .. id, 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)))
   redis.call('PEXPIRE', lockKey .. ':wake:' .. id, operationTtlMs)
   handedOff = true

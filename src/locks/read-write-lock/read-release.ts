@@ -13,7 +13,7 @@ import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 queue of parked
-//       writers, 7 their deadlines, 8 parked waiters
+//       writers, 7 their deadlines, 8 parked waiters, 9 waiting writers (writer preference)
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
 // The release of the last live read hold, while nobody writes, hands the lock to the head of the
@@ -29,6 +29,7 @@ export const READ_RELEASE = defineScript({
     "queueKey",
     "timeoutsKey",
     "parkedKey",
+    "writersKey",
   ],
   args: ["owner", "holdId", "operationTtlMs"],
   replies: { 1: [2], 0: [1] },
@@ -58,7 +59,7 @@ end
 if redis.call('ZCARD', readsKey) == 0 and redis.call('EXISTS', lockKey) == 0 then
   ${pruneDeadWaiters("queueKey", "timeoutsKey")}
   local handedOff = false
-  ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey")}
+  ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey", "writersKey")}
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,
@@ -84,6 +85,7 @@ export async function releaseReadHold(
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
+      writersKey: keys.writers,
     },
     { owner, holdId: holdId ?? "", operationTtlMs: ctx.operationTtlMs },
   );

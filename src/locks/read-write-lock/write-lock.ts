@@ -32,7 +32,7 @@ export class WriteLock extends SingleNameLock {
   /** @internal Use `client.readWriteLock(name).writeLock()`. */
   constructor({ runtime, keys, name, settings }: ReadWriteSide) {
     // Its release hands over to a parked writer only once no read hold is live.
-    const base = exclusiveOperations(runtime, name, keys, keys.reads);
+    const base = exclusiveOperations(runtime, name, keys, keys);
     super(runtime, name, {
       ...base,
       kind: "writeLock",

@@ -77,6 +77,7 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
       fenceKey: undefined,
       parkedKey: undefined,
       readsKey: undefined,
+      writersKey: undefined,
     },
     { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );

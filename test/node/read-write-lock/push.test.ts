@@ -42,6 +42,10 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     expect(await second.holdCount(handle.owner)).toBe(1);
     await handle.release();
     expect(await second.isLocked()).toBe(false);
+    // The hand-off ended the writer's wait: once it released, readers are not held back by it.
+    const read = await bed.client({ prefix }).readWriteLock("doc").readLock().tryAcquire();
+    expect(read).not.toBeNull();
+    await read?.release();
   });
 
   it("the last read hold's release hands the lock to the parked writer", async () => {
@@ -67,6 +71,11 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     // Writer preference: a new reader waits behind the writer's hold.
     expect(await rw.readLock().tryAcquire({ leaseMs: 10_000 })).toBeNull();
     await handle.release();
+    // The hand-off ended the writer's wait: readers are not held back by it once it released.
+    expect(await bed.redis().zcard(`${prefix}:{doc}:writers`)).toBe(0);
+    const read = await rw.readLock().tryAcquire({ leaseMs: 10_000 });
+    expect(read).not.toBeNull();
+    await read?.release();
   });
 
   it("a writer that downgraded hands over only when its read hold ends too", async () => {

@@ -8,7 +8,8 @@
  * lateness; and the early polls by the queue position they had. A tool for tuning
  * src/wait/turn.ts, not a benchmark.
  *
- * Usage: npx tsx bench/micro/trace-polling.ts [--n 8] [--k 10] [--hold 5] [--fair]
+ * Usage: npx tsx bench/micro/trace-polling.ts [--n 8] [--k 10] [--hold 5] [--fair | --write]
+ *          [--write]          the read-write lock's write side instead of the plain lock
  *          [--sequences]      each acquisition's polls: the positions of its busy replies, then G
  *          [--timeline MS]    60 calls from MS ms into the run, with the busy replies' views
  */
@@ -38,6 +39,7 @@ const { values } = parseArgs({
     k: { type: "string", default: "10" },
     hold: { type: "string", default: "5" },
     fair: { type: "boolean", default: false },
+    write: { type: "boolean", default: false },
     sequences: { type: "boolean", default: false },
     timeline: { type: "string" },
   },
@@ -82,7 +84,11 @@ try {
     );
   }
   const lockOf = (client: LockClient) =>
-    values.fair ? client.fairLock("contended") : client.lock("contended");
+    values.fair
+      ? client.fairLock("contended")
+      : values.write
+        ? client.readWriteLock("contended").writeLock()
+        : client.lock("contended");
   await Promise.all(
     clients.map(async (client, index) => {
       await (await lockOf(client).acquire({ leaseMs: 10_000 })).release();
@@ -176,7 +182,7 @@ try {
   const acquisitions = grants.length;
   const busy = calls.filter((call) => call.outcome === "busy").length;
   console.log(
-    `N ${contenders}, K ${sections}, hold ${holdMs} ms${values.fair ? ", fair" : ""}: ` +
+    `N ${contenders}, K ${sections}, hold ${holdMs} ms${values.fair ? ", fair" : values.write ? ", write lock" : ""}: ` +
       `${acquisitions} acquisitions in ${fmt(elapsed)} ms, ` +
       `${(calls.length / acquisitions).toFixed(2)} requests per acquisition ` +
       `(${(busy / acquisitions).toFixed(2)} busy)`,

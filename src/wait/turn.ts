@@ -1,6 +1,6 @@
 /**
  * Queue-directed polling: the one waiting mechanism of every lock kind that queues its waiters
- * (the plain lock, the fair lock). A waiter's first failed attempt gives it a ticket in the
+ * (the plain lock, the fair lock, the write lock). A waiter's first failed attempt gives it a ticket in the
  * lock's queue; every busy reply then says where it stands and how the lock is doing (how long
  * holds last and scatter, the cycle from one holder taking the lock to the next, how long the
  * current holder has held). From that the waiter computes when its turn is expected and sleeps

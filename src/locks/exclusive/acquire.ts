@@ -117,9 +117,14 @@ export const FAIR_ACQUIRE = defineScript({
   lua: acquireScriptLua("fair"),
 });
 
-/** An attempt's outcome; a busy one carries the waiter's view of its turn. */
+/**
+ * An attempt's outcome; a busy one carries the waiter's view of its turn. `refused`: the script
+ * turned this owner away at once (the write lock's upgrade) and queued nothing; the acquisition
+ * ends with `error`.
+ */
 export type QueuedAttemptOutcome =
   | { readonly kind: "acquired"; readonly fencingToken: number }
+  | { readonly kind: "refused"; readonly error: Error }
   | {
       readonly kind: "busy";
       readonly holderTtlMs: number | null;
@@ -165,21 +170,31 @@ export async function attemptAcquire(
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
     },
-    {
-      owner,
-      leaseMs,
-      operationTtlMs: ctx.operationTtlMs,
-      paceTtlMs: PACE_TTL_MS,
-      waiterTimeoutMs: waiter.timeoutMs,
-      roundTripMs: Math.max(0, Math.round(waiter.roundTripMs)),
-      claimMs: waiter.claimMs,
-      parkId: operationId,
-      parkBeside: waiter.parkBeside ? "1" : "0",
-    },
+    { owner, leaseMs, operationTtlMs: ctx.operationTtlMs, ...waiterArgs(waiter, operationId) },
   );
+  return queuedAttemptOutcome(reply);
+}
+
+/** The arguments of a queued kind's acquire script that say how its attempt waits. */
+export function waiterArgs(waiter: WaiterTerms, operationId: string) {
+  return {
+    paceTtlMs: PACE_TTL_MS,
+    waiterTimeoutMs: waiter.timeoutMs,
+    roundTripMs: Math.max(0, Math.round(waiter.roundTripMs)),
+    claimMs: waiter.claimMs,
+    parkId: operationId,
+    parkBeside: waiter.parkBeside ? "1" : "0",
+  } as const;
+}
+
+/**
+ * Reads the reply of a queued kind's acquire script (the plain and fair lock's, the write
+ * lock's): {1, fence, …} held; {-1} a re-sent attempt whose first run acquired, and that hold
+ * is gone since; else busy, in busyTurnReply's shape (pace.ts), or {0, pttl} without a queue.
+ */
+export function queuedAttemptOutcome(reply: readonly number[]): QueuedAttemptOutcome {
   const [status, value, position, hold, deviation, cycle, heldFor, waiters] = reply;
   if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
-  // -1: an earlier attempt of this operation acquired, and that hold is gone since.
   const pttl = status === 0 ? value : undefined;
   const holderTtlMs = ttlOrNull(pttl);
   return {

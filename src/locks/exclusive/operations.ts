@@ -5,7 +5,12 @@
  */
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import { DEFAULT_WAITER_TIMEOUT_MS, peekWaitPlan, queuedAttempts } from "../queue/waiting.js";
+import {
+  DEFAULT_WAITER_TIMEOUT_MS,
+  exclusiveQueue,
+  peekWaitPlan,
+  queuedAttempts,
+} from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
 import { extendLease } from "./extend.js";
@@ -37,7 +42,7 @@ export function exclusiveOperations(
     ...queuedAttempts(
       ctx,
       keys,
-      "plain",
+      exclusiveQueue(ctx, keys, "plain"),
       peekWaitPlan(options, runtime, defaultWaitMs),
       DEFAULT_WAITER_TIMEOUT_MS,
     ),

@@ -8,6 +8,7 @@ import { type FairLockKeys, fairLockKeys } from "../keys.js";
 import { queueLength } from "../queue/length.js";
 import {
   checkWaiterTimeout,
+  exclusiveQueue,
   peekWaitPlan,
   type QueueOptions,
   queuedAttempts,
@@ -82,7 +83,13 @@ export class FairLock extends SingleNameLock {
     return {
       ...base,
       // The fair rule, and queue-directed polling with one waiter aimed at each release.
-      ...queuedAttempts(this.#ctx, this.#keys, "fair", plan, this.waiterTimeoutMs),
+      ...queuedAttempts(
+        this.#ctx,
+        this.#keys,
+        exclusiveQueue(this.#ctx, this.#keys, "fair"),
+        plan,
+        this.waiterTimeoutMs,
+      ),
     };
   }
 }

@@ -1,7 +1,8 @@
 /**
- * What queued waiters share (the fair lock's queue, the read-write lock's waiting writers): how
- * long a silent waiter keeps its place, and a look ahead at the acquire options to know whether
- * this acquisition may wait at all and with which polling policy.
+ * How the queued kinds wait (the plain, fair and write lock share the queue of LockKeys): how
+ * long a silent waiter keeps its place, a look ahead at the acquire options to know whether this
+ * acquisition may wait at all and with which polling policy, and the attempts of one
+ * acquisition, paced by its turn or parked.
  */
 import { QUEUE_DEFAULTS } from "../../defaults.js";
 import { checkDuration } from "../../validate.js";
@@ -10,9 +11,14 @@ import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
 import { TurnPacer } from "../../wait/turn.js";
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
-import { type AcquireRule, attemptAcquire } from "../exclusive/acquire.js";
+import {
+  type AcquireRule,
+  attemptAcquire,
+  type QueuedAttemptOutcome,
+  type WaiterTerms,
+} from "../exclusive/acquire.js";
 import { releaseHold } from "../exclusive/release.js";
-import type { LockKeys } from "../keys.js";
+import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { leaveParkedQueue } from "./leave.js";
 import { parkingFor } from "./parking.js";
@@ -71,10 +77,50 @@ export function peekWaitPlan(
 }
 
 /**
- * The attempts of one acquisition of a queued kind (plain or fair lock): the first failed attempt
- * takes a ticket (unless the call may not wait), and every busy reply either paces the next poll
- * by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park: a blocking
- * pop on the acquisition's wake list that returns when a release hands the lock over
+ * What `queuedAttempts` needs of a queued kind: its acquire script behind one signature, and how
+ * its waiters share the releases.
+ */
+export interface QueuedKind {
+  /** One attempt; a busy reply carries the waiter's view of its turn. */
+  attempt(
+    owner: string,
+    leaseMs: number,
+    operationId: string,
+    terms: WaiterTerms,
+  ): Promise<QueuedAttemptOutcome>;
+  /** Waiters aimed at each release (TurnState.perRelease): 1 where only the head may take it. */
+  readonly perRelease: 1 | 2;
+  /**
+   * Whether a waiter far back may ask to be kept longer than the waiter timeout (TurnPacer):
+   * only where the queue merely paces, so that nobody waits behind a dead waiter longer.
+   */
+  readonly keepsFarBack: boolean;
+  /**
+   * A read-write lock's read holds and waiting writers: a writer that gives up leaves the waiting
+   * writers too, and a hand-off it received meanwhile is released the write lock's way.
+   */
+  readonly readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">;
+}
+
+/** The plain or fair lock's attempts (acquire rule `rule`) on `keys`. */
+export function exclusiveQueue(
+  ctx: OperationContext,
+  keys: LockKeys,
+  rule: AcquireRule,
+): QueuedKind {
+  return {
+    attempt: (owner, leaseMs, operationId, terms) =>
+      attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, terms),
+    perRelease: rule === "fair" ? 1 : 2,
+    keepsFarBack: rule === "plain",
+  };
+}
+
+/**
+ * The attempts of one acquisition of a queued kind (plain, fair or write lock): the first failed
+ * attempt takes a ticket (unless the call may not wait), and every busy reply either paces the
+ * next poll by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park:
+ * a blocking pop on the acquisition's wake list that returns when a release hands the lock over
  * (queue/hand-off.ts) or when the turn is overdue. Where this client recently had to wait, the
  * park is sent beside the attempt rather than after its reply (src/wait/contention.ts): the
  * attempt script wakes it at once unless it registered the waiter. A waiter that gives up leaves
@@ -83,21 +129,21 @@ export function peekWaitPlan(
 export function queuedAttempts(
   ctx: OperationContext,
   keys: LockKeys,
-  rule: AcquireRule,
+  kind: QueuedKind,
   plan: WaitPlan,
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
   const parking = parkingFor(ctx, keys, plan);
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
-  // A polling waiter of the plain lock may ask the server to keep its place longer than the
-  // waiter timeout while its turn is far off (TurnPacer); a parked one's place is its park's.
+  // A polling waiter may ask the server to keep its place longer than the waiter timeout while
+  // its turn is far off, where the kind allows (TurnPacer); a parked one's place is its park's.
   const pacer = new TurnPacer(
     policy,
     Math.floor(waiterTimeoutMs / 3),
-    rule === "fair" ? 1 : 2,
+    kind.perRelease,
     Math.random,
-    rule === "plain" && parking === undefined,
+    kind.keepsFarBack && parking === undefined,
   );
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
@@ -122,7 +168,7 @@ export function queuedAttempts(
       const parkBeside =
         parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
       if (plan.mayWait) mayBeQueued = true;
-      const attempt = attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, {
+      const attempt = kind.attempt(owner, leaseMs, operationId, {
         timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + pacer.keepExtraMs,
         roundTripMs,
         claimMs: parking?.claimMs ?? 0,
@@ -135,7 +181,7 @@ export function queuedAttempts(
       }
       const outcome = await attempt;
       roundTripMs = Date.now() - sentAt;
-      if (outcome.kind === "acquired" || last) mayBeQueued = false;
+      if (outcome.kind !== "busy" || last) mayBeQueued = false;
       if (parking !== undefined) {
         const registered =
           !last &&
@@ -148,6 +194,7 @@ export function queuedAttempts(
         }
         parking.notRegistered(outcome.kind === "acquired" && requests === 1);
       }
+      if (outcome.kind === "refused") throw outcome.error;
       if (outcome.kind === "acquired") return outcome;
       const spent = outcome.operationSpent ? { operationSpent: true } : {};
       return {
@@ -159,8 +206,13 @@ export function queuedAttempts(
     },
     gaveUp: async (owner) => {
       if (!mayBeQueued) return;
-      await leaveParkedQueue(ctx, keys, owner, lastOperationId, () =>
-        releaseHold(ctx, keys, owner),
+      await leaveParkedQueue(
+        ctx,
+        keys,
+        owner,
+        lastOperationId,
+        () => releaseHold(ctx, keys, owner, undefined, kind.readWrite),
+        kind.readWrite?.writers,
       );
     },
   };

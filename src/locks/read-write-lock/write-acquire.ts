@@ -1,32 +1,42 @@
 /**
- * One attempt at the write lock: take it when nobody holds it (no writer, no live read hold),
- * re-enter it, or register as a waiting writer (writer preference: new readers then wait behind
- * it) and, in push mode, as a parked one, queued in arrival order for a hand-off. A reader asking for the write lock without holding it is refused at once: upgrading
- * would deadlock against any other reader doing the same.
+ * One attempt at the write lock: take it when nobody holds it (no writer, no live read hold) and
+ * no release reserved it for other waiting writers, re-enter it, or wait: the writer takes a
+ * ticket in the lock's queue (queue-directed polling, src/wait/turn.ts, as the plain lock's
+ * waiters do; in push mode it parks there), and, with writer preference, registers as a waiting
+ * writer, so that new readers wait behind it. A reader asking for the write lock without holding
+ * it is refused at once: upgrading would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
-import type { AttemptOutcome } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import {
+  type QueuedAttemptOutcome,
+  queuedAttemptOutcome,
+  type WaiterTerms,
+  waiterArgs,
+} from "../exclusive/acquire.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
 import { endingParkBeside, registerParked } from "../queue/hand-off.js";
-import { joinQueue, pruneDeadWaiters, refreshWaiter } from "../queue/lua.js";
-import { ttlOrNull } from "../reply.js";
+import { joinQueue, pruneDeadWaiters, refreshWaiter, reservedForAnother } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import { acquireKeys } from "./acquire-keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
-//       6 operation record; push mode: 7 queue of parked writers (owner -> ticket), 8 their
-//       deadlines, 9 parked waiters (see queue/hand-off.ts)
-// ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 waiter timeout ms (0: do not register
-//       as a waiting writer), 5 claim window ms of a writer that will park (0: it polls), 6 its
-//       operation id (names its wake list), 7 "1" when its park is already in flight (see
-//       endingParkBeside), 8 how long its place in the queue lasts without a request (ms)
-// Reply: {1, fence, write holds, pttl} held; {0, ms until the holders' leases end (-1 unknown),
-//        place in the queue of parked writers (-1: none)} busy; {-1} a re-sent attempt whose
-//        first run acquired, but the hold is gone since; {-2} refused: the owner holds read
-//        holds only (an upgrade).
+//       6 operation record, 7 pace hash (see LockKeys.holdStats), 8 queue (owner -> ticket),
+//       9 timeouts (owner -> deadline), 10 parked waiters (push mode, see queue/hand-off.ts)
+// ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0: a
+//       single attempt, never queue or register; -1: the last attempt of the poll budget, leave
+//       the queue and the waiting writers when busy), 6 the waiter's last round trip ms (0:
+//       unknown), 7 claim window ms of a writer that will park (0: it polls), 8 its operation id
+//       (names its wake list), 9 "1" when its park is already in flight (see endingParkBeside),
+//       10 writer preference ("1": a waiting writer registers in KEYS 5)
+// Reply: {1, fence, write holds, pttl} held; busy: see busyTurnReply (pace.ts), with the
+//        statistics unknown (-1) while only read holds keep the writer out (the statistics are
+//        the writers'; pttl is then the time until the last read lease ends); {-1} a re-sent
+//        attempt whose first run acquired, but the hold is gone since; {-2} refused: the owner
+//        holds read holds only (an upgrade).
 export const WRITE_ACQUIRE = defineScript({
   name: "readWriteLock.acquireWrite",
   keys: [
@@ -36,129 +46,112 @@ export const WRITE_ACQUIRE = defineScript({
     "readersKey",
     "writersKey",
     "operationKey",
+    "holdStatsKey",
     "queueKey",
     "timeoutsKey",
     "parkedKey",
   ],
-  optionalKeys: ["queueKey", "timeoutsKey", "parkedKey"],
   args: [
     "owner",
     "leaseMs",
     "operationTtlMs",
+    "paceTtlMs",
     "waiterTimeoutMs",
+    "roundTripMs",
     "claimMs",
     "parkId",
     "parkBeside",
-    "placeMs",
+    "writerPreference",
   ],
-  replies: {
-    1: [4],
-    0: [3],
-    [-1]: [1],
-    [-2]: [1],
-  },
+  replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
   lua: endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${pruneExpiredReads("readsKey", "readersKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
-if queueKey then
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
-end
-local writing = redis.call('HEXISTS', lockKey, owner) == 1
-if not writing and redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
-if not writing then
-  local busyFor
-  if redis.call('EXISTS', lockKey) == 1 then
-    busyFor = redis.call('PTTL', lockKey)
-  else
-    local last = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')
-    if last[2] then busyFor = tonumber(last[2]) - now end
+local count
+local readsEnd
+if redis.call('HEXISTS', lockKey, owner) == 1 then
+  count = redis.call('HINCRBY', lockKey, owner, 1)
+else
+  if redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
+  readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
+  if redis.call('EXISTS', lockKey) == 0 and not readsEnd
+      and not ${reservedForAnother("holdStatsKey", "queueKey")} then
+    count = 1
+    redis.call('HSET', lockKey, owner, 1)
   end
-  if busyFor then
-    local timeout = tonumber(waiterTimeoutMs)
-    if timeout > 0 then
+end
+if not count then
+  local pttl = redis.call('PTTL', lockKey)
+  local reading = pttl == -2 and readsEnd ~= nil
+  if reading then pttl = tonumber(readsEnd) - now end
+  local position = -1
+  local timeout = tonumber(waiterTimeoutMs)
+  if timeout > 0 then
+    if writerPreference == '1' then
       ${refreshWaiter("writersKey")}
     end
-    local position = -1
-    if queueKey and tonumber(claimMs) > 0 then
-      timeout = tonumber(placeMs)
-      ${joinQueue("queueKey", "timeoutsKey")}
-      ${registerParked("parkedKey")}
-    end
-    return {0, busyFor, position}
+    ${joinQueue("queueKey", "timeoutsKey")}
+    ${learnRoundTrip("holdStatsKey")}
+    ${registerParked("parkedKey")}
+  elseif timeout < 0 then
+    redis.call('ZREM', queueKey, owner)
+    redis.call('ZREM', timeoutsKey, owner)
+    redis.call('ZREM', writersKey, owner)
+    redis.call('HDEL', parkedKey, owner)
   end
+  if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
+  ${busyTurnReply("holdStatsKey", "queueKey")}
 end
-local count = redis.call('HINCRBY', lockKey, owner, 1)
+local waited = redis.call('ZREM', queueKey, owner) == 1
+redis.call('ZREM', timeoutsKey, owner)
 redis.call('ZREM', writersKey, owner)
-if queueKey then
-  redis.call('ZREM', queueKey, owner)
-  redis.call('ZREM', timeoutsKey, owner)
-  redis.call('HDEL', parkedKey, owner)
-end
-${grantExclusiveHold()}`),
+redis.call('HDEL', parkedKey, owner)
+${grantExclusiveHold(learnHandOff("holdStatsKey", "waited"))}`),
 });
 
-/** How one attempt at the write lock waits if it finds the lock busy. */
-export interface WriterTerms {
-  /**
-   * How long the registration as a waiting writer (writer preference) lasts without a poll; 0
-   * registers nothing (a single attempt, or writer preference off).
-   */
-  readonly waiterTimeoutMs: number;
-  /** Push mode: the claim window of a writer that will park, and how long its place lasts. */
-  readonly park?: { readonly claimMs: number; readonly placeMs: number; readonly beside: boolean };
-}
-
-/** An attempt's outcome; a busy one says the writer's place among parked writers (-1: none). */
-export type WriteAttemptOutcome =
-  | Extract<AttemptOutcome, { kind: "acquired" }>
-  | (Extract<AttemptOutcome, { kind: "busy" }> & { readonly position: number });
-
 /**
- * @param operationId names this attempt (see AcquisitionSpec.attempt)
- * @throws LockUpgradeError when `owner` holds read holds but not the write lock
+ * One attempt at the write lock by `owner`, named `operationId` (see AcquisitionSpec.attempt):
+ * the plain lock's attempt terms, and whether a waiting writer registers (writer preference).
+ * An owner that holds read holds but not the write lock is `refused` with LockUpgradeError.
  */
 export async function attemptWriteAcquire(
   ctx: OperationContext,
   keys: ReadWriteLockKeys,
+  lockName: string,
+  writerPreference: boolean,
   owner: string,
   leaseMs: number,
-  terms: WriterTerms,
-  lockName: string,
   operationId: string,
-): Promise<WriteAttemptOutcome> {
-  const { park } = terms;
+  waiter: WaiterTerms,
+): Promise<QueuedAttemptOutcome> {
   const reply = await runScript(
     ctx,
     WRITE_ACQUIRE,
     {
       ...acquireKeys(keys, operationId),
-      queueKey: park ? keys.queue : undefined,
-      timeoutsKey: park ? keys.timeouts : undefined,
-      parkedKey: park ? keys.parked : undefined,
+      holdStatsKey: keys.holdStats,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
     },
     {
       owner,
       leaseMs,
       operationTtlMs: ctx.operationTtlMs,
-      waiterTimeoutMs: terms.waiterTimeoutMs,
-      claimMs: park?.claimMs ?? 0,
-      parkId: operationId,
-      parkBeside: park?.beside ? "1" : "0",
-      placeMs: park?.placeMs ?? 0,
+      ...waiterArgs(waiter, operationId),
+      writerPreference: writerPreference ? "1" : "0",
     },
   );
-  const [status, value, position] = reply;
-  if (status === 1) return { kind: "acquired", fencingToken: value ?? 0 };
-  if (status === -2) {
-    throw new LockUpgradeError(
-      `Cannot take the write lock of "${lockName}" while holding only read holds: an upgrade ` +
-        "would deadlock against another reader doing the same. Release the read holds first.",
-    );
+  if (reply[0] === -2) {
+    return {
+      kind: "refused",
+      error: new LockUpgradeError(
+        `Cannot take the write lock of "${lockName}" while holding only read holds: an upgrade ` +
+          "would deadlock against another reader doing the same. Release the read holds first.",
+      ),
+    };
   }
-  // -1: an earlier attempt of this operation acquired, and that hold is gone since.
-  if (status === -1) {
-    return { kind: "busy", holderTtlMs: null, operationSpent: true, position: -1 };
-  }
-  return { kind: "busy", holderTtlMs: ttlOrNull(value), position: position ?? -1 };
+  return queuedAttemptOutcome(reply);
 }

@@ -1,6 +1,7 @@
 /**
  * Paced polling: the acquire script reports how long holds of the lock usually last, and a waiter
- * sleeps until the expected release instead of polling blindly through the hold.
+ * (of the plain lock, of the write lock) sleeps until the expected release instead of polling
+ * blindly through the hold.
  */
 import { describe, expect, it } from "vitest";
 import { blindRedis as blind } from "../../../bench/peers/blind-redis.js";
@@ -11,6 +12,17 @@ import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
 
 const HOLD_MS = 300;
 
+/** The kinds whose waiters queue and are paced by their turn, and their acquire script's name. */
+const PACED_KINDS = [
+  { kind: "the plain lock", script: "lock.acquire", lockOf: (c: LockClient) => c.lock("rhythm") },
+  {
+    kind: "the write lock",
+    script: "readWriteLock.acquireWrite",
+    lockOf: (c: LockClient) => c.readWriteLock("rhythm").writeLock(),
+  },
+] as const;
+type PacedKind = (typeof PACED_KINDS)[number];
+
 describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
   const bed = useTestBed(kind);
 
@@ -18,9 +30,9 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
    * A holder holds one lock for HOLD_MS, twice (teaching the lock its rhythm), then a third time
    * while a waiter (blind: the pace hints hidden) asks for it. Resolves to the waiter's attempts.
    */
-  async function attemptsWhileHeld(hideHints: boolean) {
+  async function attemptsWhileHeld(paced: PacedKind, hideHints: boolean) {
     const prefix = freshPrefix();
-    const holder = bed.client({ prefix }).lock("rhythm");
+    const holder = paced.lockOf(bed.client({ prefix }));
     let attempts = 0;
     const redis = bed.redis();
     const waiter = bed.client({
@@ -28,7 +40,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
       redis: hideHints ? blind(redis) : redis,
       observer: {
         onAttempt: (script) => {
-          if (script.name === "lock.acquire") attempts += 1;
+          if (script.name === paced.script) attempts += 1;
         },
       },
     });
@@ -40,7 +52,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     const held = await holder.acquire({ leaseMs: 10_000 });
     setTimeout(() => void held.release(), HOLD_MS);
     const started = Date.now();
-    const next = await waiter.lock("rhythm").acquire({ leaseMs: 10_000 });
+    const next = await paced.lockOf(waiter).acquire({ leaseMs: 10_000 });
     const waited = Date.now() - started;
     await next.release();
     return { attempts, waited };
@@ -74,19 +86,22 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     await held.release();
   });
 
-  it("a waiter sleeps until the usual release instead of polling through the hold", async () => {
-    const paced = await attemptsWhileHeld(false);
-    const blindly = await attemptsWhileHeld(true);
-    // Blind full-jitter backoff (ceilings 10, 20, 40, 80, 160, 250 ms) needs at least 6 attempts
-    // to outlast a 300 ms hold, usually 7 or 8. Paced: one busy reply, then the hand-off (a late
-    // release under a loaded machine may cost a poll or two).
-    const seen = `paced ${paced.attempts}, blind ${blindly.attempts}`;
-    expect(paced.attempts, seen).toBeLessThanOrEqual(5);
-    expect(paced.attempts, seen).toBeLessThanOrEqual(blindly.attempts);
-    // And it does not sleep through to a bound (the 2.5 s pace cap, the 10 s lease): it asks
-    // around the expected release. (How close to it is measured in bench/, not asserted here.)
-    expect(paced.waited).toBeLessThan(2_000);
-  });
+  it.each(PACED_KINDS)(
+    "a waiter of $kind sleeps until the usual release instead of polling through the hold",
+    async (pacedKind) => {
+      const paced = await attemptsWhileHeld(pacedKind, false);
+      const blindly = await attemptsWhileHeld(pacedKind, true);
+      // Blind full-jitter backoff (ceilings 10, 20, 40, 80, 160, 250 ms) needs at least 6 attempts
+      // to outlast a 300 ms hold, usually 7 or 8. Paced: one busy reply, then the hand-off (a late
+      // release under a loaded machine may cost a poll or two).
+      const seen = `paced ${paced.attempts}, blind ${blindly.attempts}`;
+      expect(paced.attempts, seen).toBeLessThanOrEqual(5);
+      expect(paced.attempts, seen).toBeLessThanOrEqual(blindly.attempts);
+      // And it does not sleep through to a bound (the 2.5 s pace cap, the 10 s lease): it asks
+      // around the expected release. (How close to it is measured in bench/, not asserted here.)
+      expect(paced.waited).toBeLessThan(2_000);
+    },
+  );
 });
 
 /**

@@ -110,21 +110,29 @@ class Write implements Cmd {
   toString = () => `write(${this.who})`;
 }
 
-/** A writer's waiting attempt: busy, so it registers (readers without holds then defer). */
+/**
+ * A writer's waiting attempt: busy, so it registers (readers without holds then defer). The
+ * attempt also gives it a ticket in the lock's queue, which only paces: a release then reserves
+ * the lock for the queue's head for a round trip (test/node/read-write-lock/pacing.test.ts), a
+ * timed window this model leaves out, so the ticket is taken back.
+ */
 class WaitToWrite implements Cmd {
   constructor(readonly who: number) {}
   check = (m: Readonly<Model>) => writeVerdict(m as Model, this.who) === "busy";
   async run(m: Model, r: Real) {
+    const owner = r.owners[this.who]!;
     const outcome = await attemptWriteAcquire(
       r.ctx,
       r.keys,
-      r.owners[this.who]!,
-      20_000,
-      { waiterTimeoutMs: 20_000 },
       "model",
+      true,
+      owner,
+      20_000,
       newOperationId(),
+      { timeoutMs: 20_000, roundTripMs: 0, claimMs: 0 },
     );
     expect(outcome.kind).toBe("busy");
+    expect(await leaveQueue(r.ctx, [r.keys.queue, r.keys.timeouts], owner)).toBe("left");
     m.waiting.add(this.who);
   }
   toString = () => `waitToWrite(${this.who})`;

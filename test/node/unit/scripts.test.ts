@@ -19,7 +19,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "74ffea0c4a57a4ed97d306c13da9860cf9891b4f"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "571a45ebf41ab06f186a8b11cc8d940fefaf3955"],
-  ["readWriteLock.acquireWrite", "a3fcf3a7a6af9db604641d20c0bc5f947dc9edb6"],
+  ["readWriteLock.acquireWrite", "2821c1841f3336eb26c14f137098406e05e3b31d"],
   ["multiLock.acquire", "dea538f28e2d55611b02bfd01924d8cd0a78a0a6"],
   ["multiLock.extend", "35ba9af908d7846a05d2af4903ea74712deca51b"],
   ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],

@@ -23,28 +23,20 @@ import type { ReleaseResult } from "../state.js";
 // deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
+const OPTIONAL_RELEASE_KEYS = [
+  "holdStatsKey",
+  "queueKey",
+  "timeoutsKey",
+  "fenceKey",
+  "parkedKey",
+  "readsKey",
+  "writersKey",
+] as const;
+
 export const RELEASE = defineScript({
   name: "lock.release",
-  keys: [
-    "lockKey",
-    "operationKey",
-    "holdStatsKey",
-    "queueKey",
-    "timeoutsKey",
-    "fenceKey",
-    "parkedKey",
-    "readsKey",
-    "writersKey",
-  ],
-  optionalKeys: [
-    "holdStatsKey",
-    "queueKey",
-    "timeoutsKey",
-    "fenceKey",
-    "parkedKey",
-    "readsKey",
-    "writersKey",
-  ],
+  keys: ["lockKey", "operationKey", ...OPTIONAL_RELEASE_KEYS],
+  optionalKeys: OPTIONAL_RELEASE_KEYS,
   args: ["owner", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(

@@ -12,12 +12,12 @@ import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 
-// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 queue of parked
+// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 waiting writers (writer preference)
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
 // The release of the last live read hold, while nobody writes, hands the lock to the head of the
-// parked writers (push mode, queue/hand-off.ts).
+// queue when that writer is parked (push mode, queue/hand-off.ts).
 export const READ_RELEASE = defineScript({
   name: "readWriteLock.releaseRead",
   keys: [

@@ -1,8 +1,11 @@
 /**
  * Undo one database's acquire of a RedLock attempt, exactly, by its operation id: when the
- * attempt failed, or when that database answered too late or not at all. If the acquire ran,
- * its hold is released once; if it has not run yet, a mark makes a late copy of it (a re-send
- * still in flight) replay as "not acquired" instead of taking the lock.
+ * attempt failed, or when that database answered too late or not at all. If the acquire ran and
+ * its hold still stands, the hold is released once; if it has not run yet, a mark makes a late
+ * copy of it (a re-send still in flight) replay as "not acquired" instead of taking the lock.
+ * An undo that arrives after the acquire's hold ended (held up past the lease) releases nothing,
+ * even when the same owner holds the lock again by then: that later hold drew a newer fencing
+ * token, and it is not the acquire's to undo.
  */
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -10,12 +13,13 @@ import type { Database } from "./databases.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token
 //       there (>= 1) when it took a hold; this script leaves 0 (nothing was or will be taken)
-//       or -1 (the hold was undone)
+//       or -1 (the hold was undone), 3 the fence counter: still at that token while the hold
+//       the acquire took (or re-entered) stands; a later first hold moved it on
 // ARGV: 1 owner, 2 record ttl ms
 // Reply: {1} the acquire's hold is undone (now or by an earlier send); {0} there was none.
 export const UNDO_ACQUIRE = defineScript({
   name: "redLock.undoAcquire",
-  keys: ["lockKey", "operationKey"],
+  keys: ["lockKey", "operationKey", "fenceKey"],
   args: ["owner", "operationTtlMs"],
   replies: YES_OR_NO,
   lua: `local record = redis.call('GET', operationKey)
@@ -26,7 +30,8 @@ end
 local token = tonumber(record)
 if token == -1 then return {1} end
 if token <= 0 then return {0} end
-if redis.call('HEXISTS', lockKey, owner) == 0 then
+if redis.call('HEXISTS', lockKey, owner) == 0
+    or tonumber(redis.call('GET', fenceKey) or '0') ~= token then
   redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
   return {0}
 end
@@ -47,7 +52,7 @@ export async function undoAcquire(
   const [undone] = await runScript(
     ctx,
     UNDO_ACQUIRE,
-    { lockKey: keys.lock, operationKey: keys.operation(operationId) },
+    { lockKey: keys.lock, operationKey: keys.operation(operationId), fenceKey: keys.fence },
     { owner, operationTtlMs: ctx.operationTtlMs },
   );
   return undone === 1;

@@ -6,7 +6,7 @@ import { acquireOn } from "../../../src/locks/red-lock/acquire.js";
 import { databasesFor } from "../../../src/locks/red-lock/databases.js";
 import { undoAcquire } from "../../../src/locks/red-lock/undo.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "../lock/testbed.js";
+import { sleepMs, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())("RedLock undo by operation id (%s)", (kind) => {
   const bed = useTestBed(kind);
@@ -51,5 +51,29 @@ describe.each(backendKindsUnderTest())("RedLock undo by operation id (%s)", (kin
     expect((await acquireOn(db, owner, 5_000, operation)).kind).toBe("busy");
     expect(await lock.holdCount(owner)).toBe(1);
     await outer.release();
+  });
+
+  it("leaves alone a later hold of the same owner, once the acquire's own hold has ended", async () => {
+    const { lock, db, owner } = setup();
+    // The acquire took a hold that then expired (its answer was lost, say, and the undo was held
+    // up past the lease by a latency spike).
+    const operation = newOperationId();
+    expect((await acquireOn(db, owner, 100, operation)).kind).toBe("acquired");
+    await sleepMs(200);
+    expect(await lock.isLocked()).toBe(false);
+    // Meanwhile the same owner took the lock again, in a later acquisition.
+    const later = await lock.acquire({ leaseMs: 5_000, owner });
+    // The late undo finds a hold of that owner, but not the acquire's: it must not release it.
+    expect(await undoAcquire(db, owner, operation)).toBe(false);
+    expect(await lock.holdCount(owner)).toBe(1);
+    // Nor when that later hold is a re-entry of a hold the acquire itself had re-entered.
+    const reentered = newOperationId();
+    expect((await acquireOn(db, owner, 5_000, reentered)).kind).toBe("acquired");
+    await later.release();
+    await lock.forceRelease();
+    const again = await lock.acquire({ leaseMs: 5_000, owner });
+    expect(await undoAcquire(db, owner, reentered)).toBe(false);
+    expect(await lock.holdCount(owner)).toBe(1);
+    await again.release();
   });
 });

@@ -24,7 +24,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.extend", "35ba9af908d7846a05d2af4903ea74712deca51b"],
   ["multiLock.release", "30587df831e3d2003d67bafc2aa25208ed5c89f8"],
   ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
-  ["redLock.undoAcquire", "250508803f2a730d81335c59920e005075c902de"],
+  ["redLock.undoAcquire", "299dceaf14d9e65cba515bd3a4a1de8425570c71"],
 ];
 
 describe("the script catalogue", () => {

@@ -16,9 +16,11 @@ export async function extendAll(
   groups: readonly MemberGroup[],
   owner: string,
   leaseMs: number,
+  /** The handle's token of each member; none (the watchdog's renewal): any hold of the owner. */
+  tokens?: readonly number[],
 ): Promise<boolean> {
   const outcomes = await Promise.allSettled(
-    groups.map((group) => extendGroup(group, owner, leaseMs)),
+    groups.map((group) => extendGroup(group, owner, leaseMs, tokens)),
   );
   if (outcomes.some((outcome) => outcome.status === "fulfilled" && !outcome.value)) return false;
   const failure = outcomes.find((outcome) => outcome.status === "rejected");
@@ -31,17 +33,25 @@ export interface MultiHoldControl extends HoldControl {
   readonly notHeld: readonly string[];
 }
 
-export function multiHoldControl(groups: readonly MemberGroup[], owner: string): MultiHoldControl {
+/**
+ * The handle's extend and release, naming its holds by their fencing tokens (`tokens`, by member
+ * index): a handle whose hold ended never extends or releases a later hold of the same owner.
+ */
+export function multiHoldControl(
+  groups: readonly MemberGroup[],
+  owner: string,
+  tokens: readonly number[],
+): MultiHoldControl {
   const operations = groups.map(() => newOperationId());
   const released: (readonly string[] | undefined)[] = groups.map(() => undefined);
   const notHeld: string[] = [];
   return {
     notHeld,
-    extend: (ms) => extendAll(groups, owner, ms),
+    extend: (ms) => extendAll(groups, owner, ms, tokens),
     async release(): Promise<ReleaseResult> {
       const outcomes = await Promise.allSettled(
         groups.map(async (group, i) => {
-          released[i] ??= await releaseGroup(group, owner, operations[i]!);
+          released[i] ??= await releaseGroup(group, owner, operations[i]!, tokens);
         }),
       );
       const failure = outcomes.find((outcome) => outcome.status === "rejected");

@@ -7,16 +7,19 @@
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import { checkedReply } from "../reply.js";
-import { ALIGN_ENDS_LUA, type MemberGroup } from "./members.js";
+import { ALIGN_ENDS_LUA, HOLDS_IT_LUA, type MemberGroup, memberTokens } from "./members.js";
 
-// KEYS: lock hash of each member. ARGV: 1 owner, 2 lease ms
-// Reply: {1} all re-armed; {0, i} member i is not held by the owner: nothing was re-armed.
+// KEYS: lock hash and fence counter of each member. ARGV: 1 owner, 2 lease ms, then each
+//       member's fencing token (see HOLDS_IT_LUA)
+// Reply: {1} all re-armed; {0, i} member i is not held by the owner (with that hold): nothing
+//        was re-armed.
 export const MULTI_EXTEND = new Script(
   "multiLock.extend",
-  `${ALIGN_ENDS_LUA}for i = 1, #KEYS do
-  if redis.call('HEXISTS', KEYS[i], ARGV[1]) == 0 then return {0, i} end
+  `${ALIGN_ENDS_LUA}${HOLDS_IT_LUA}local n = #KEYS / 2
+for i = 1, n do
+  if not holdsIt(i, tonumber(ARGV[2 + i])) then return {0, i} end
 end
-alignEnds(#KEYS, 1, tonumber(ARGV[2]))
+alignEnds(n, 2, tonumber(ARGV[2]))
 return {1}`,
 );
 
@@ -25,13 +28,15 @@ export async function extendGroup(
   group: MemberGroup,
   owner: string,
   leaseMs: number,
+  /** The handle's token of each member (by its index in the MultiLock); none: any hold. */
+  tokens?: readonly number[],
 ): Promise<boolean> {
   const { ctx } = group;
   const raw = await callScript(
     ctx.redis,
     MULTI_EXTEND,
-    group.members.map((member) => member.keys.lock),
-    [owner, String(leaseMs)],
+    group.members.flatMap((member) => [member.keys.lock, member.keys.fence]),
+    [owner, String(leaseMs), ...memberTokens(group, tokens)],
     ctx.retry,
     ctx.observer,
   );

@@ -74,6 +74,27 @@ export function lockAndFenceKeys(group: MemberGroup, record: string): string[] {
   return [...group.members.flatMap((member) => [member.keys.lock, member.keys.fence]), record];
 }
 
+/**
+ * ARGV of a group's extend and release scripts after their own: each member's fencing token as
+ * the handle got it (0 everywhere for the watchdog's renewal, which serves every hold of the
+ * owner on the members).
+ */
+export function memberTokens(group: MemberGroup, tokens: readonly number[] | undefined): string[] {
+  return group.members.map((member) => String(tokens?.[member.index] ?? 0));
+}
+
+/**
+ * Lua shared by the extend and release scripts: `holdsIt(i, token)` is true when the owner
+ * (ARGV 1) holds member i (lock hash KEYS 2i-1, fence counter KEYS 2i) with the hold of `token`
+ * (0: any hold of the owner). A later first hold moved the fence counter on: a handle whose hold
+ * ended must not extend or release the owner's later hold (see refuseLaterHold in lua.ts).
+ */
+export const HOLDS_IT_LUA = `local function holdsIt(i, token)
+  if redis.call('HEXISTS', KEYS[2 * i - 1], ARGV[1]) == 0 then return false end
+  return token == 0 or tonumber(redis.call('GET', KEYS[2 * i]) or '0') == token
+end
+`;
+
 /** The record of one operation on a group, under the first member's hash tag. */
 export function groupRecord(group: MemberGroup, operationId: string): string {
   return group.members[0]!.keys.operation(operationId);

@@ -99,7 +99,7 @@ export class MultiLock {
         return { kind: "acquired", fencingToken: tokens[0] ?? 0 };
       },
       control: (owner) => {
-        control = multiHoldControl(groups, owner);
+        control = multiHoldControl(groups, owner, tokens);
         return control;
       },
       renew: (owner, leaseMs) => extendAll(groups, owner, leaseMs),

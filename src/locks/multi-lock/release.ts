@@ -3,15 +3,16 @@ import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
 import { integerReply } from "../reply.js";
 import type { MemberGroup } from "./members.js";
-import { groupRecord } from "./members.js";
+import { groupRecord, HOLDS_IT_LUA, lockAndFenceKeys, memberTokens } from "./members.js";
 
-// KEYS: lock hash of each member, then the operation record (a hash: holds left by position)
-// ARGV: 1 owner, 2 record ttl ms
+// KEYS: lock hash and fence counter of each member, then the operation record (a hash: holds
+//       left by position)
+// ARGV: 1 owner, 2 record ttl ms, then each member's fencing token (see HOLDS_IT_LUA)
 // Reply: {left_1, ..., left_n}: the owner's holds left on each member, -1 where it held none.
 // A re-send replays the recorded reply instead of releasing twice.
 export const MULTI_RELEASE = new Script(
   "multiLock.release",
-  `local n = #KEYS - 1
+  `${HOLDS_IT_LUA}local n = math.floor((#KEYS - 1) / 2)
 local record = KEYS[#KEYS]
 local reply = {}
 if redis.call('EXISTS', record) == 1 then
@@ -19,9 +20,9 @@ if redis.call('EXISTS', record) == 1 then
   return reply
 end
 for i = 1, n do
-  local lock = KEYS[i]
+  local lock = KEYS[2 * i - 1]
   local left = -1
-  if redis.call('HEXISTS', lock, ARGV[1]) == 1 then
+  if holdsIt(i, tonumber(ARGV[2 + i])) then
     left = redis.call('HINCRBY', lock, ARGV[1], -1)
     if left <= 0 then
       redis.call('HDEL', lock, ARGV[1])
@@ -40,13 +41,15 @@ export async function releaseGroup(
   group: MemberGroup,
   owner: string,
   operationId: string,
+  /** The handle's token of each member (by its index in the MultiLock); none: any hold. */
+  tokens?: readonly number[],
 ): Promise<string[]> {
   const { ctx } = group;
   const raw = await callScript(
     ctx.redis,
     MULTI_RELEASE,
-    [...group.members.map((member) => member.keys.lock), groupRecord(group, operationId)],
-    [owner, String(ctx.operationTtlMs)],
+    lockAndFenceKeys(group, groupRecord(group, operationId)),
+    [owner, String(ctx.operationTtlMs), ...memberTokens(group, tokens)],
     ctx.retry,
     ctx.observer,
   );

@@ -6,7 +6,7 @@ import {
   LockWaitTimeoutError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())("MultiLock on one database (%s)", (kind) => {
   const bed = useTestBed(kind);
@@ -129,6 +129,20 @@ describe.each(backendKindsUnderTest())("MultiLock on one database (%s)", (kind) 
     for (const lock of locks) expect(await lock.isHeldBy(held.owner)).toBe(true);
     expect(held.signal.aborted).toBe(false);
     await held.release();
+    for (const lock of locks) expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("lets a handle whose hold ended neither release nor extend a later hold of its owner", async () => {
+    const client = bed.client();
+    const locks = ["g1", "g2"].map((name) => client.lock(name));
+    const multi = client.multiLock(locks);
+    const ended = await multi.acquire({ leaseMs: 100 });
+    await until(async () => !(await locks[0]!.isLocked()) && !(await locks[1]!.isLocked()));
+    const later = await multi.acquire({ leaseMs: 30_000, owner: ended.owner });
+    await expect(ended.extend(60_000)).rejects.toBeInstanceOf(LockNotHeldError);
+    await expect(ended.release()).rejects.toBeInstanceOf(LockNotHeldError);
+    for (const lock of locks) expect(await lock.holdCount(ended.owner)).toBe(1);
+    await later.release();
     for (const lock of locks) expect(await lock.isLocked()).toBe(false);
   });
 

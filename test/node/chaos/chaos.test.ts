@@ -28,7 +28,10 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
     "%s breaks no invariant under refusals, lost answers, spikes, hangs and crashes",
     async (name) => {
       const result = await runChaos(
-        { ...SHORT_RUN, backend, operations: SHORT_OPERATIONS_PER_KIND },
+        // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left one
+        // crashing section per kind, which a loaded machine could see fail to take its lock,
+        // and then no dead holder was checked at all.
+        { ...SHORT_RUN, backend, operations: SHORT_OPERATIONS_PER_KIND, crashRate: 0.08 },
         { kind: KINDS[name] },
       );
       console.log(`chaos (${name}, ${backend})\n${formatReport(result)}`);

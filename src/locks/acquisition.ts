@@ -110,7 +110,7 @@ export interface AcquisitionSpec {
     wait: AttemptWait,
   ): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
-  control(owner: string): HoldControl;
+  control(owner: string, fencingToken: number): HoldControl;
   /**
    * Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. With
    * `claim` (kinds that hand off: a push hand-off's claim window and the hold's lease from the
@@ -200,7 +200,7 @@ export async function acquireHold(
     renewing,
     acquiredAt,
     ...(claim ? { claimLeaseMs: claim.leaseMs } : {}),
-    control: spec.control(owner),
+    control: spec.control(owner, result.value),
     reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),
   });
   if (claim === undefined) {

@@ -34,8 +34,22 @@ end`;
 }
 
 /**
- * The whole of an exclusive release script (needs the names `lockKey`, `owner` and
- * `operationTtlMs`): drop one hold, delete the owner's field at zero, record the result under
+ * Returns {0} ("holds nothing") when the owner's hold in `lockKey` is not the hold the caller
+ * means: `heldToken` (a name; "0": no hold named, skip) is the fencing token the hold was given,
+ * and a later first hold of the lock (this owner's too: after the hold ended, say by its lease)
+ * moved the fence counter `fenceKey` (a name, may be nil) on. So a handle whose hold ended never
+ * releases or extends a later hold of the same owner. Re-entries share their hold's token.
+ */
+export function refuseLaterHold(fenceKey: string, heldToken: string): string {
+  return `if ${fenceKey} and tonumber(${heldToken}) > 0
+    and tonumber(redis.call('GET', ${fenceKey}) or '0') ~= tonumber(${heldToken}) then
+  return {0}
+end`;
+}
+
+/**
+ * The whole of an exclusive release script (needs the names `lockKey`, `owner`,
+ * `operationTtlMs`, `fenceKey` and `fencingToken`: see refuseLaterHold): drop one hold, delete the owner's field at zero, record the result under
  * `operationKey` and answer {1, holds left, others waiting (1/0)}, or {0} when the owner holds
  * nothing. A re-send replays the recorded answer as {1, holds left}. `whenFreed` runs when the
  * last hold goes (e.g. to learn how long the hold lasted) and may set `othersWaiting` to 1.
@@ -44,6 +58,7 @@ export function releaseOneHold(operationKey: string, whenFreed: string): string 
   return `local replay = redis.call('GET', ${operationKey})
 if replay then return {1, tonumber(replay)} end
 if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
+${refuseLaterHold("fenceKey", "fencingToken")}
 local left = redis.call('HINCRBY', lockKey, owner, -1)
 local othersWaiting = 0
 if left <= 0 then

@@ -90,17 +90,26 @@ export async function runScript<S extends LockScript>(
     : checkedReply(raw, script.name, replies);
 }
 
+/**
+ * The keys in their declared order. KEYS are positional, so the optional ones end the list: the
+ * first one left out leaves out all after it, and passing a later one anyway is a mistake (it
+ * would silently not be sent).
+ */
 function keyList(script: LockScript, keys: Record<string, string | undefined>): string[] {
   const list: string[] = [];
+  let leftOut: string | undefined;
   for (const name of script.keyNames) {
     const key = keys[name];
     if (key === undefined) {
       if (!script.optionalKeys.includes(name)) {
         throw new TypeError(`Script ${script.name} needs key ${name}.`);
       }
-      break;
+      leftOut ??= name;
+    } else if (leftOut !== undefined) {
+      throw new TypeError(`Script ${script.name}: key ${name} cannot be sent without ${leftOut}.`);
+    } else {
+      list.push(key);
     }
-    list.push(key);
   }
   return list;
 }

@@ -7,21 +7,26 @@
 
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
+import { refuseLaterHold } from "../lua.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 lock hash. ARGV: 1 owner, 2 lease ms, 3 the claim window a push hand-off granted
-//       (0: none), 4 the hold's lease counted from that grant. While the TTL is still within
+// KEYS: 1 lock hash, 2 its fence counter (optional). ARGV: 1 owner, 2 lease ms, 3 the claim
+//       window a push hand-off granted (0: none), 4 the hold's lease counted from that grant,
+//       5 the fencing token of the hold meant (0: whichever hold the owner has; else a later
+//       hold of the owner is left alone and the answer is {0}: see refuseLaterHold). While the TTL is still within
 //       the claim window (nothing re-armed it since the grant), it grows by (4 - 3), so the hold
 //       ends exactly that lease after the grant however late this request arrives; else 2 from
 //       now, as without a claim window.
 // Reply: {1} re-armed (or already ending later); {0} the owner holds nothing (released, expired or taken).
 export const EXTEND = defineScript({
   name: "lock.extend",
-  keys: ["lockKey"],
-  args: ["owner", "leaseMs", "claimMs", "grantLeaseMs"],
+  keys: ["lockKey", "fenceKey"],
+  optionalKeys: ["fenceKey"],
+  args: ["owner", "leaseMs", "claimMs", "grantLeaseMs", "fencingToken"],
   replies: YES_OR_NO,
   lua: `if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
+${refuseLaterHold("fenceKey", "fencingToken")}
 local pttl = redis.call('PTTL', lockKey)
 local claim = tonumber(claimMs)
 local fromGrant = tonumber(grantLeaseMs)
@@ -34,22 +39,35 @@ return {1}`,
 });
 
 /**
- * True when the lease was re-armed, false when the owner no longer holds the lock.
- * @param claim a push hand-off's claim window and the hold's lease counted from that grant,
+ * True when the lease was re-armed, false when the owner no longer holds the lock (or, with
+ * `fencingToken`, no longer the hold with that token).
+ * @param hold.claim a push hand-off's claim window and the hold's lease counted from that grant,
  *   which the server anchors at the grant while nothing re-armed the hold since
+ * @param hold.fencingToken the token of the hold meant (a handle's); omitted by the watchdog,
+ *   whose one renewal serves every hold of the owner on the lock
  */
 export async function extendLease(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
   leaseMs: number,
-  claim?: { readonly claimMs: number; readonly grantLeaseMs: number },
+  hold: {
+    readonly claim?: { readonly claimMs: number; readonly grantLeaseMs: number } | undefined;
+    readonly fencingToken?: number;
+  } = {},
 ): Promise<boolean> {
+  const { claim, fencingToken = 0 } = hold;
   const reply = await runScript(
     ctx,
     EXTEND,
-    { lockKey: keys.lock },
-    { owner, leaseMs, claimMs: claim?.claimMs ?? 0, grantLeaseMs: claim?.grantLeaseMs ?? 0 },
+    { lockKey: keys.lock, fenceKey: keys.fence },
+    {
+      owner,
+      leaseMs,
+      claimMs: claim?.claimMs ?? 0,
+      grantLeaseMs: claim?.grantLeaseMs ?? 0,
+      fencingToken,
+    },
   );
   return reply[0] === 1;
 }

@@ -46,16 +46,22 @@ export function exclusiveOperations(
       peekWaitPlan(options, runtime, defaultWaitMs),
       DEFAULT_WAITER_TIMEOUT_MS,
     ),
-    control: (owner) => ({
-      extend: (ms) => extendLease(ctx, keys, owner, ms),
+    // A handle's extend and release name its hold by its token: a handle whose hold ended (its
+    // lease ran out) must not extend or release a later hold of the same owner.
+    control: (owner, fencingToken) => ({
+      extend: (ms) => extendLease(ctx, keys, owner, ms, { fencingToken }),
       release: async (operationId) => {
-        const result = await releaseHold(ctx, keys, owner, operationId, readWrite);
+        const result = await releaseHold(ctx, keys, owner, {
+          operationId,
+          readWrite,
+          fencingToken,
+        });
         // Others wait: this client's next acquisition here parks beside its first attempt.
         if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);
         return result;
       },
     }),
-    renew: (owner, leaseMs, claim) => extendLease(ctx, keys, owner, leaseMs, claim),
+    renew: (owner, leaseMs, claim) => extendLease(ctx, keys, owner, leaseMs, { claim }),
   });
   return {
     kind: "lock",
@@ -63,6 +69,6 @@ export function exclusiveOperations(
     acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
     forceRelease: () => forceRelease(ctx, keys),
-    release: (owner) => releaseHold(ctx, keys, owner, undefined, readWrite),
+    release: (owner) => releaseHold(ctx, keys, owner, { readWrite }),
   };
 }

@@ -12,11 +12,14 @@ import { pruneDeadWaiters, reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
-// KEYS: 1 lock hash, 2 operation record, 3 pace hash, 4 queue, 5 timeouts, 6 fence counter,
-//       7 parked waiters (3–7 optional: see acquire.ts), 8 a read-write lock's read holds (the
-//       write lock: no hand-off while any is live), 9 its waiting writers (a writer handed the
-//       lock stops waiting)
-// ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms
+// KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
+//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 a read-write lock's read holds
+//       (the write lock: no hand-off while any is live), 9 its waiting writers (a writer handed
+//       the lock stops waiting). 3–9 are optional, each only with the ones before it (see
+//       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
+// ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
+//       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
+//       see refuseLaterHold)
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
 // The release that frees the lock folds this hold's length into the average hold and its mean
@@ -24,10 +27,10 @@ import type { ReleaseResult } from "../state.js";
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
 const OPTIONAL_RELEASE_KEYS = [
+  "fenceKey",
   "holdStatsKey",
   "queueKey",
   "timeoutsKey",
-  "fenceKey",
   "parkedKey",
   "readsKey",
   "writersKey",
@@ -37,7 +40,7 @@ export const RELEASE = defineScript({
   name: "lock.release",
   keys: ["lockKey", "operationKey", ...OPTIONAL_RELEASE_KEYS],
   optionalKeys: OPTIONAL_RELEASE_KEYS,
-  args: ["owner", "operationTtlMs", "paceTtlMs"],
+  args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
@@ -62,18 +65,25 @@ end`,
   ),
 });
 
+/** Which hold a release means, and how it is sent. */
+export interface ReleaseTarget {
+  /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
+  readonly operationId?: string;
+  /**
+   * The write lock's read holds (which must all have ended before a hand-off) and waiting
+   * writers (a writer handed the lock leaves them).
+   */
+  readonly readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">;
+  /** The token of the hold meant (a handle's): a later hold of the same owner is left alone. */
+  readonly fencingToken?: number;
+}
+
 /** Releases one hold; `othersWaiting`: the release handed the lock over or others still wait. */
 export async function releaseHold(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
-  /** Reuse the id of a release whose outcome is unknown: if it ran, this one replays it. */
-  operationId: string = newOperationId(),
-  /**
-   * The write lock's read holds (which must all have ended before a hand-off) and waiting
-   * writers (a writer handed the lock leaves them).
-   */
-  readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">,
+  { operationId = newOperationId(), readWrite, fencingToken = 0 }: ReleaseTarget = {},
 ): Promise<ReleaseResult & { readonly othersWaiting?: boolean }> {
   const reply = await runScript(
     ctx,
@@ -89,7 +99,7 @@ export async function releaseHold(
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },
-    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
+    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS, fencingToken },
   );
   const [status, left, othersWaiting] = reply;
   if (status !== 1) return { released: false };

@@ -211,7 +211,7 @@ export function queuedAttempts(
         keys,
         owner,
         lastOperationId,
-        () => releaseHold(ctx, keys, owner, undefined, kind.readWrite),
+        () => releaseHold(ctx, keys, owner, { readWrite: kind.readWrite }),
         kind.readWrite?.writers,
       );
     },

@@ -26,8 +26,8 @@ export async function extendQuorum(
     deadline: sentAt + settings.responseTimeoutMs,
     maxConcurrent: held.length,
     send: async (i) => {
-      const { db } = held[i]!;
-      const rearmedThere = await extendLease(db.ctx, db.keys, owner, leaseMs);
+      const { db, fencingToken } = held[i]!;
+      const rearmedThere = await extendLease(db.ctx, db.keys, owner, leaseMs, { fencingToken });
       if (!rearmedThere) hold.drop(db.index); // gone there: expired, taken or force-released
       return rearmedThere;
     },

@@ -33,9 +33,9 @@ export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<Re
         deadline: Date.now() + settings.responseTimeoutMs,
         maxConcurrent: pending.length,
         send: (i) => {
-          const { db } = pending[i]!;
+          const { db, fencingToken } = pending[i]!;
           if (!operations.has(db.index)) operations.set(db.index, newOperationId());
-          return releaseOn(db, owner, operations.get(db.index)!);
+          return releaseOn(db, owner, operations.get(db.index)!, fencingToken);
         },
         decided: () => false,
       }),
@@ -61,8 +61,16 @@ export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<Re
   };
 }
 
-/** True when `owner` held the lock there and one hold was released. */
-async function releaseOn(db: Database, owner: string, operationId: string): Promise<boolean> {
+/**
+ * True when `owner` held the lock there, with the hold this handle took there (`fencingToken`),
+ * and one hold was released.
+ */
+async function releaseOn(
+  db: Database,
+  owner: string,
+  operationId: string,
+  fencingToken: number,
+): Promise<boolean> {
   const { ctx, keys } = db;
   // Without the hold statistics key: a RedLock learns no pacing.
   const [status] = await runScript(
@@ -74,12 +82,12 @@ async function releaseOn(db: Database, owner: string, operationId: string): Prom
       holdStatsKey: undefined,
       queueKey: undefined,
       timeoutsKey: undefined,
-      fenceKey: undefined,
+      fenceKey: keys.fence,
       parkedKey: undefined,
       readsKey: undefined,
       writersKey: undefined,
     },
-    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
+    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS, fencingToken },
   );
   return status === 1;
 }

@@ -2,13 +2,14 @@
  * What every exclusive kind (lock, fair lock, write lock) promises, tested once over all of them:
  * exactly-once under responses lost after execution (@upstash/redis and edgelock re-send), so
  * hold counts never drift and a release never applies twice; and an attempt that reaches Redis
- * late (a request the client gave up on) takes nothing once its acquisition went on.
+ * late (a request the client gave up on) takes nothing once its acquisition went on; and a
+ * handle whose hold ended never extends or releases a later hold of the same owner.
  */
 import { describe, expect, it } from "vitest";
-import { LockClient, type SingleNameLock } from "../../../src/index.js";
+import { LockClient, LockNotHeldError, type SingleNameLock } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, useTestBed } from "./testbed.js";
+import { freshPrefix, until, useTestBed } from "./testbed.js";
 
 interface ExclusiveKind {
   readonly kind: string;
@@ -81,6 +82,30 @@ describe.each(CASES)(
       await attempts[0]!(); // the first, busy, attempt reaches Redis again only now
       expect(await waiter.holdCount(held.owner)).toBe(0);
       expect(await waiter.isLocked()).toBe(false);
+    });
+  },
+);
+
+describe.each(CASES)(
+  "%s: a handle whose hold ended leaves a later hold of the same owner alone, on %s",
+  (_, backend, kind) => {
+    const bed = useTestBed(backend);
+
+    it("its release and extend fail with LockNotHeldError and the later hold stands", async () => {
+      const client = bed.client({ prefix: freshPrefix() });
+      const lock = kind.make(client, "generations");
+      const owner = LockClient.newOwner();
+      const ended = await lock.acquire({ leaseMs: 100, owner });
+      await until(async () => !(await lock.isLocked()));
+      // The same owner (one owner per request, say, through client.scope()) takes it again.
+      const later = await lock.acquire({ leaseMs: 30_000, owner });
+      expect(later.fencingToken).toBeGreaterThan(ended.fencingToken);
+      await expect(ended.extend(60_000)).rejects.toBeInstanceOf(LockNotHeldError);
+      await expect(ended.release()).rejects.toBeInstanceOf(LockNotHeldError);
+      expect(await lock.holdCount(owner)).toBe(1);
+      expect(await lock.remainingTtlMs()).toBeLessThanOrEqual(30_000);
+      await later.release();
+      expect(await lock.isLocked()).toBe(false);
     });
   },
 );

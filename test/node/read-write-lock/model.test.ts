@@ -179,8 +179,9 @@ class ReleaseStale implements Cmd {
   async run(m: Model, r: Real) {
     const stale = r.stale.pop();
     if (!stale || stale.handle.released) return;
-    if (stale.kind === "write" && m.writer === stale.who) {
-      // Write holds belong to the owner (as a reentrant lock's): its old handle releases one.
+    if (stale.kind === "write" && m.writer === stale.who && stale.handle.fencingToken === m.token) {
+      // Write holds of one hold belong to the owner (as a reentrant lock's): an old handle of
+      // that same hold (its token) releases one.
       await stale.handle.release();
       m.writes -= 1;
       if (m.writes === 0) m.writer = null;
@@ -188,7 +189,8 @@ class ReleaseStale implements Cmd {
       r.stale.push(...staleOf(r.writeHandles.splice(-1), "write", r));
       return;
     }
-    // A read hold is the handle's own: once gone, it stays gone.
+    // A read hold is the handle's own, and a write hold that ended is gone for its handles: a
+    // later write hold of the same owner has a newer token, which the old handle leaves alone.
     await expect(stale.handle.release()).rejects.toBeInstanceOf(LockNotHeldError);
   }
   toString = () => "releaseStale";

@@ -35,6 +35,19 @@ describe.each(backendKindsUnderTest())("RedLock quorum on three databases (%s)",
     expect(await holdCounts(clients, "orders:1")).toEqual([0, 0, 0]);
   });
 
+  it("lets a handle whose hold ended neither release nor extend a later hold of its owner", async () => {
+    const clients = clientsOn(dbs);
+    const lock = new RedLock(clients).lock("generations");
+    const ended = await lock.acquire({ leaseMs: 100 });
+    await until(async () => (await holdCounts(clients, "generations")).every((n) => n === 0));
+    const later = await lock.acquire({ leaseMs: 10_000, owner: ended.owner });
+    await until(() => later.heldOn === 3);
+    await expect(ended.extend(60_000)).rejects.toBeInstanceOf(LockNotHeldError);
+    await expect(ended.release()).rejects.toBeInstanceOf(LockNotHeldError);
+    expect(await holdCounts(clients, "generations", ended.owner)).toEqual([1, 1, 1]);
+    await later.release();
+  });
+
   it("reaches the quorum with one database refusing, and holds nothing there", async () => {
     const clients = clientsOn(dbs);
     const lock = new RedLock(clients).lock("one-down");

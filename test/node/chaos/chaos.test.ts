@@ -23,44 +23,72 @@ function violationsOf(result: ChaosResult, name: string): number {
 /** Operations per kind in the short run: every kind on every backend stays under a minute. */
 const SHORT_OPERATIONS_PER_KIND = 120;
 
+/**
+ * What a run met that the short run claims to survive, and whether every check saw cases: the
+ * names of what it did not meet (empty: all met). Whether one short run meets a rare case (a
+ * crashing section that got its lock, a Durable Object renewal that found the hold) depends on
+ * timing, so a run that missed one is followed by another (next seed) before the test fails;
+ * the invariants are checked on every run.
+ */
+function coverageGaps(result: ChaosResult, name: string): string[] {
+  const { requests, operations } = result;
+  const met: [string, boolean][] = [
+    ["operations", operations.total >= SHORT_OPERATIONS_PER_KIND],
+    ["refused requests", requests.failedBeforeExecute > 0],
+    ["lost answers", requests.droppedAfterExecute > 0],
+    ["latency spikes", requests.delayedBySpike > 0],
+    ["10 % faulted", requests.faultedFraction >= 0.1],
+    ["hung requests", requests.hungBeforeExecute + requests.hungAfterExecute > 0],
+    ["re-entries", operations.byKind.reenter > 0],
+    ["extends", operations.byKind.extend > 0],
+    // The primitive's own machinery ran (the Durable Object watchdog's renewals, duplicate alarms).
+    ...Object.entries(result.primitiveFigures ?? {}).map(([figure, value]): [string, boolean] => [
+      figure.trim(),
+      value > 0,
+    ]),
+    ...result.invariants
+      // RedLock has no single fencing token: the fenced store is not used there.
+      .filter(
+        (invariant) =>
+          !(name === "redlock" && invariant.name === "fencing tokens strictly increase"),
+      )
+      .map((invariant): [string, boolean] => [`checked: ${invariant.name}`, invariant.checked > 0]),
+  ];
+  return met.filter(([, ok]) => !ok).map(([what]) => what);
+}
+
+/** Runs of one kind the short run may take to meet every case (each checked in full). */
+const MAX_SHORT_RUNS = 3;
+
 describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backend) => {
   it.each(KIND_NAMES)(
     "%s breaks no invariant under refusals, lost answers, spikes, hangs and crashes",
     async (name) => {
-      const result = await runChaos(
-        // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left one
-        // crashing section per kind, which a loaded machine could see fail to take its lock,
-        // and then no dead holder was checked at all.
-        { ...SHORT_RUN, backend, operations: SHORT_OPERATIONS_PER_KIND, crashRate: 0.08 },
-        { kind: KINDS[name] },
-      );
-      console.log(`chaos (${name}, ${backend})\n${formatReport(result)}`);
-
-      const broken = result.invariants.filter((invariant) => invariant.violations > 0);
-      expect(broken).toEqual([]);
-      expect(result.violations).toBe(0);
-      // The run met every kind of trouble it claims to survive, and every check saw cases.
-      expect(result.operations.total).toBeGreaterThanOrEqual(SHORT_OPERATIONS_PER_KIND);
-      expect(result.requests.failedBeforeExecute).toBeGreaterThan(0);
-      expect(result.requests.droppedAfterExecute).toBeGreaterThan(0);
-      expect(result.requests.delayedBySpike).toBeGreaterThan(0);
-      expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
-      expect(result.requests.hungBeforeExecute + result.requests.hungAfterExecute).toBeGreaterThan(
-        0,
-      );
-      expect(result.operations.byKind.reenter).toBeGreaterThan(0);
-      // The primitive's own machinery ran (the Durable Object watchdog's renewals, duplicate alarms).
-      for (const [figure, value] of Object.entries(result.primitiveFigures ?? {})) {
-        expect(value, figure).toBeGreaterThan(0);
+      let gaps: string[] = [];
+      for (let run = 0; run < MAX_SHORT_RUNS; run++) {
+        const result = await runChaos(
+          {
+            ...SHORT_RUN,
+            backend,
+            seed: SHORT_RUN.seed + run,
+            operations: SHORT_OPERATIONS_PER_KIND,
+            // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left
+            // one crashing section per kind.
+            crashRate: 0.08,
+          },
+          { kind: KINDS[name] },
+        );
+        console.log(`chaos (${name}, ${backend}, run ${run + 1})\n${formatReport(result)}`);
+        const broken = result.invariants.filter((invariant) => invariant.violations > 0);
+        expect(broken).toEqual([]);
+        expect(result.violations).toBe(0);
+        gaps = coverageGaps(result, name);
+        if (gaps.length === 0) break;
       }
-      expect(result.operations.byKind.extend).toBeGreaterThan(0);
-      for (const invariant of result.invariants) {
-        // RedLock has no single fencing token: the fenced store is not used there.
-        if (name === "redlock" && invariant.name === "fencing tokens strictly increase") continue;
-        expect(invariant.checked, invariant.name).toBeGreaterThan(0);
-      }
+      // Some run met every kind of trouble the short run claims to survive, and every check saw cases.
+      expect(gaps).toEqual([]);
     },
-    60_000,
+    150_000,
   );
 });
 

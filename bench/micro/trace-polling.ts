@@ -8,7 +8,7 @@
  * lateness; and the early polls by the queue position they had. A tool for tuning
  * src/wait/turn.ts, not a benchmark.
  *
- * Usage: npx tsx bench/micro/trace-polling.ts [--n 8] [--k 10] [--hold 5] [--fair | --write]
+ * Usage: npx tsx bench/micro/trace-polling.ts [--n 8] [--k 10] [--hold 5] [--fair]
  *          [--write]          the read-write lock's write side instead of the plain lock
  *          [--sequences]      each acquisition's polls: the positions of its busy replies, then G
  *          [--timeline MS]    60 calls from MS ms into the run, with the busy replies' views

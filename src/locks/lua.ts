@@ -34,15 +34,23 @@ end`;
 }
 
 /**
+ * A Lua expression: true while the fence counter `fenceKey` still shows `token` (both Lua
+ * expressions), i.e. the hold that was given `token` is the lock's latest first hold. A later
+ * first hold (the same owner's too, after that hold ended by its lease or a force-release)
+ * moved the counter on; re-entries share their hold's token.
+ */
+export function fenceStillAt(fenceKey: string, token: string): string {
+  return `tonumber(redis.call('GET', ${fenceKey}) or '0') == ${token}`;
+}
+
+/**
  * Returns {0} ("holds nothing") when the owner's hold in `lockKey` is not the hold the caller
- * means: `heldToken` (a name; "0": no hold named, skip) is the fencing token the hold was given,
- * and a later first hold of the lock (this owner's too: after the hold ended, say by its lease)
- * moved the fence counter `fenceKey` (a name, may be nil) on. So a handle whose hold ended never
- * releases or extends a later hold of the same owner. Re-entries share their hold's token.
+ * means: `heldToken` (a name; "0": no hold named, skip) is the fencing token the hold was given
+ * (see fenceStillAt; `fenceKey` is a name). So a handle whose hold ended never releases or
+ * extends a later hold of the same owner.
  */
 export function refuseLaterHold(fenceKey: string, heldToken: string): string {
-  return `if ${fenceKey} and tonumber(${heldToken}) > 0
-    and tonumber(redis.call('GET', ${fenceKey}) or '0') ~= tonumber(${heldToken}) then
+  return `if tonumber(${heldToken}) > 0 and not (${fenceStillAt(fenceKey, `tonumber(${heldToken})`)}) then
   return {0}
 end`;
 }

@@ -11,7 +11,7 @@ import { refuseLaterHold } from "../lua.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 lock hash, 2 its fence counter (optional). ARGV: 1 owner, 2 lease ms, 3 the claim
+// KEYS: 1 lock hash, 2 its fence counter. ARGV: 1 owner, 2 lease ms, 3 the claim
 //       window a push hand-off granted (0: none), 4 the hold's lease counted from that grant,
 //       5 the fencing token of the hold meant (0: whichever hold the owner has; else a later
 //       hold of the owner is left alone and the answer is {0}: see refuseLaterHold). While the TTL is still within
@@ -22,7 +22,6 @@ import { defineScript, runScript } from "../script.js";
 export const EXTEND = defineScript({
   name: "lock.extend",
   keys: ["lockKey", "fenceKey"],
-  optionalKeys: ["fenceKey"],
   args: ["owner", "leaseMs", "claimMs", "grantLeaseMs", "fencingToken"],
   replies: YES_OR_NO,
   lua: `if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end

@@ -15,7 +15,7 @@ import type { ReleaseResult } from "../state.js";
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
 //       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 a read-write lock's read holds
 //       (the write lock: no hand-off while any is live), 9 its waiting writers (a writer handed
-//       the lock stops waiting). 3–9 are optional, each only with the ones before it (see
+//       the lock stops waiting). 4–9 are optional, each only with the ones before it (see
 //       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
 //       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
@@ -27,7 +27,6 @@ import type { ReleaseResult } from "../state.js";
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
 const OPTIONAL_RELEASE_KEYS = [
-  "fenceKey",
   "holdStatsKey",
   "queueKey",
   "timeoutsKey",
@@ -38,7 +37,7 @@ const OPTIONAL_RELEASE_KEYS = [
 
 export const RELEASE = defineScript({
   name: "lock.release",
-  keys: ["lockKey", "operationKey", ...OPTIONAL_RELEASE_KEYS],
+  keys: ["lockKey", "operationKey", "fenceKey", ...OPTIONAL_RELEASE_KEYS],
   optionalKeys: OPTIONAL_RELEASE_KEYS,
   args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken"],
   replies: { 1: [2, 3], 0: [1] },

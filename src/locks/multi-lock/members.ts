@@ -7,7 +7,7 @@ import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
 import { lockInternalsOf } from "../internals.js";
 import type { LockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
+import { fenceStillAt, SERVER_NOW_MS } from "../lua.js";
 
 /** Most locks one MultiLock may join: every script runs under Redis's global script lock. */
 export const MAX_MULTI_LOCK_MEMBERS = 256;
@@ -91,7 +91,7 @@ export function memberTokens(group: MemberGroup, tokens: readonly number[] | und
  */
 export const HOLDS_IT_LUA = `local function holdsIt(i, token)
   if redis.call('HEXISTS', KEYS[2 * i - 1], ARGV[1]) == 0 then return false end
-  return token == 0 or tonumber(redis.call('GET', KEYS[2 * i]) or '0') == token
+  return token == 0 or ${fenceStillAt("KEYS[2 * i]", "token")}
 end
 `;
 

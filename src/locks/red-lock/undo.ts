@@ -7,6 +7,7 @@
  * even when the same owner holds the lock again by then: that later hold drew a newer fencing
  * token, and it is not the acquire's to undo.
  */
+import { fenceStillAt } from "../lua.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 import type { Database } from "./databases.js";
@@ -30,8 +31,7 @@ end
 local token = tonumber(record)
 if token == -1 then return {1} end
 if token <= 0 then return {0} end
-if redis.call('HEXISTS', lockKey, owner) == 0
-    or tonumber(redis.call('GET', fenceKey) or '0') ~= token then
+if redis.call('HEXISTS', lockKey, owner) == 0 or not (${fenceStillAt("fenceKey", "token")}) then
   redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
   return {0}
 end

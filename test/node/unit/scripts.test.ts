@@ -7,10 +7,10 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "e5d6f6e9b99f35e2343e64dc930b36263d8d8e7c"],
-  ["lock.extend", "3025ef972f67e109518c7d40d0c48f84c92cedbc"],
+  ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "70e6bcee292ddbedba7fe3a174f62708f0e3a8c4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "b92c1714d15d315762eb0df035d114d123dfa595"],
+  ["lock.release", "6b607700f89a4ed0eae7bf92dc610925c734f4d1"],
   ["fairLock.acquire", "2b926785a6c329d1e796e0b777b1e81199160443"],
   ["queue.leave", "ee0a74df2022cc194f3e032304b3ab1c0edea753"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
@@ -24,7 +24,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
   ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
-  ["redLock.undoAcquire", "299dceaf14d9e65cba515bd3a4a1de8425570c71"],
+  ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
 ];
 
 describe("the script catalogue", () => {

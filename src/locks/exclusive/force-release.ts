@@ -1,31 +1,64 @@
 /** Delete the lock whoever holds it (Redisson forceUnlock). The fence counter stays. */
 import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
-import type { LockKeys } from "../keys.js";
+import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
+import { SERVER_NOW_MS } from "../lua.js";
+import { handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 lock hash, 2 operation record. ARGV: 1 operation record ttl ms
+// KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
+//       5 timeouts, 6 parked waiters, 7 a read-write lock's read holds (the write lock: no
+//       hand-off while any is live), 8 its waiting writers. 7–8 are optional (the write lock's).
+// ARGV: 1 operation record ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
+// The freed lock goes to the head waiter if it is parked (push mode), as after a release:
+// parked waiters would otherwise sleep on until their park ends.
+const OPTIONAL_FORCE_RELEASE_KEYS = ["readsKey", "writersKey"] as const;
+
 export const FORCE_RELEASE = defineScript({
   name: "lock.forceRelease",
-  keys: ["lockKey", "operationKey"],
+  keys: [
+    "lockKey",
+    "operationKey",
+    "fenceKey",
+    "queueKey",
+    "timeoutsKey",
+    "parkedKey",
+    ...OPTIONAL_FORCE_RELEASE_KEYS,
+  ],
+  optionalKeys: OPTIONAL_FORCE_RELEASE_KEYS,
   args: ["operationTtlMs"],
   replies: YES_OR_NO,
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return {tonumber(replay)} end
+${SERVER_NOW_MS}
 local deleted = redis.call('DEL', lockKey)
+${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
 redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
 });
 
-/** True when a lock was deleted. */
-export async function forceRelease(ctx: OperationContext, keys: LockKeys): Promise<boolean> {
+/** True when a lock was deleted. `readWrite`: the write lock's read holds and waiting writers. */
+export async function forceRelease(
+  ctx: OperationContext,
+  keys: LockKeys,
+  readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">,
+): Promise<boolean> {
   const reply = await runScript(
     ctx,
     FORCE_RELEASE,
-    { lockKey: keys.lock, operationKey: keys.operation(newOperationId()) },
+    {
+      lockKey: keys.lock,
+      operationKey: keys.operation(newOperationId()),
+      fenceKey: keys.fence,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
+      readsKey: readWrite?.reads,
+      writersKey: readWrite?.writers,
+    },
     { operationTtlMs: ctx.operationTtlMs },
   );
   return reply[0] === 1;

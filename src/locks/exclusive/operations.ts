@@ -68,7 +68,7 @@ export function exclusiveOperations(
     description: `Lock "${name}"`,
     acquisition,
     inspect: (owner) => inspectLock(ctx, keys, owner),
-    forceRelease: () => forceRelease(ctx, keys),
+    forceRelease: () => forceRelease(ctx, keys, readWrite),
     release: (owner) => releaseHold(ctx, keys, owner, { readWrite }),
   };
 }

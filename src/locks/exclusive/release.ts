@@ -7,8 +7,8 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
-import { handOffToParkedHead } from "../queue/hand-off.js";
-import { pruneDeadWaiters, reserveForHead } from "../queue/lua.js";
+import { handOffFreedLock } from "../queue/hand-off.js";
+import { reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
@@ -47,11 +47,7 @@ export const RELEASE = defineScript({
   ${SERVER_NOW_MS}
   ${learnHold("holdStatsKey")}
   if queueKey then
-    ${pruneDeadWaiters("queueKey", "timeoutsKey")}
-    local handedOff = false
-    if parkedKey and not (readsKey and redis.call('ZCOUNT', readsKey, '(' .. now, '+inf') > 0) then
-      ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey", "writersKey")}
-    end
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true")}

@@ -7,6 +7,7 @@
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
  * blocking pop returns already holding the lock.
  */
+import { pruneDeadWaiters } from "./lua.js";
 
 /**
  * Runs an acquire script's `body` (which may `return` anywhere) so that a park already in flight
@@ -40,6 +41,32 @@ export function registerParked(parkedKey: string): string {
 else
   redis.call('HDEL', ${parkedKey}, owner)
 end`;
+}
+
+/**
+ * After the lock was freed (a release, or a force release of the lock or of its read holds):
+ * prunes dead waiters and, when the live head of the queue is parked, hands it the lock (see
+ * handOffToParkedHead, whose needs it shares); declares the local `handedOff`. The write lock
+ * passes its read holds (`readsKey`, a Lua variable that may be nil): none may be live for a
+ * hand-off; and its waiting writers (`writersKey`, likewise).
+ */
+export function handOffFreedLock(
+  queueKey: string,
+  timeoutsKey: string,
+  parkedKey: string,
+  readWrite: { readonly readsKey?: string; readonly writersKey?: string } = {},
+): string {
+  const handOff = handOffToParkedHead(queueKey, timeoutsKey, parkedKey, readWrite.writersKey);
+  const { readsKey } = readWrite;
+  return `${pruneDeadWaiters(queueKey, timeoutsKey)}
+local handedOff = false
+${
+  readsKey === undefined
+    ? handOff
+    : `if not (${readsKey} and redis.call('ZCOUNT', ${readsKey}, '(' .. now, '+inf') > 0) then
+${handOff}
+end`
+}`;
 }
 
 /**

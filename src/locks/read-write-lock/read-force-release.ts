@@ -3,15 +3,30 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
-// KEYS: 1 reads, 2 readers, 3 operation record. ARGV: 1 operation record ttl ms
+// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
+//       writers, 7 their deadlines, 8 parked waiters, 9 waiting writers (writer preference)
+// ARGV: 1 operation record ttl ms
 // Reply: {1} live read holds were dropped; {0} there were none. A re-send replays the first
 // answer instead of dropping holds taken in between.
+// While nobody writes, the freed lock goes to the head of the queue when that writer is parked
+// (push mode), as after the last read hold's release.
 export const READ_FORCE_RELEASE = defineScript({
   name: "readWriteLock.forceReleaseRead",
-  keys: ["readsKey", "readersKey", "operationKey"],
+  keys: [
+    "readsKey",
+    "readersKey",
+    "operationKey",
+    "lockKey",
+    "fenceKey",
+    "queueKey",
+    "timeoutsKey",
+    "parkedKey",
+    "writersKey",
+  ],
   args: ["operationTtlMs"],
   replies: YES_OR_NO,
   lua: `local replay = redis.call('GET', operationKey)
@@ -20,6 +35,9 @@ ${SERVER_NOW_MS}
 local dropped = 0
 if redis.call('ZCOUNT', readsKey, now + 1, '+inf') > 0 then dropped = 1 end
 redis.call('DEL', readsKey, readersKey)
+if redis.call('EXISTS', lockKey) == 0 then
+  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { writersKey: "writersKey" })}
+end
 redis.call('SET', operationKey, dropped, 'PX', operationTtlMs)
 return {dropped}`,
 });
@@ -36,6 +54,12 @@ export async function forceReleaseReads(
       readsKey: keys.reads,
       readersKey: keys.readers,
       operationKey: keys.operation(newOperationId()),
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
+      writersKey: keys.writers,
     },
     { operationTtlMs: ctx.operationTtlMs },
   );

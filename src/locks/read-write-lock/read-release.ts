@@ -6,8 +6,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { handOffToParkedHead } from "../queue/hand-off.js";
-import { pruneDeadWaiters } from "../queue/lua.js";
+import { handOffFreedLock } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
@@ -57,9 +56,7 @@ if left <= 0 then
   left = 0
 end
 if redis.call('ZCARD', readsKey) == 0 and redis.call('EXISTS', lockKey) == 0 then
-  ${pruneDeadWaiters("queueKey", "timeoutsKey")}
-  local handedOff = false
-  ${handOffToParkedHead("queueKey", "timeoutsKey", "parkedKey", "writersKey")}
+  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { writersKey: "writersKey" })}
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,

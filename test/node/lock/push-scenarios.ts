@@ -4,7 +4,7 @@
  * on a test bed. The test files of the kinds call them, one `it` each.
  */
 import { expect } from "vitest";
-import type { LockClient, LockHandle } from "../../../src/index.js";
+import { type LockClient, type LockHandle, LockNotHeldError } from "../../../src/index.js";
 import { freshPrefix, sleepMs, slowScriptAnswers, type TestBed, until } from "./testbed.js";
 
 /** What the scenarios use of a lock of the kind. */
@@ -13,6 +13,7 @@ interface ExclusiveLock {
   tryAcquire(options: { leaseMs: number }): Promise<LockHandle | null>;
   holdCount(owner: string): Promise<number>;
   isLocked(): Promise<boolean>;
+  forceRelease(): Promise<boolean>;
 }
 
 /** A kind under test: its lock from a client, and the name in its keys. */
@@ -88,4 +89,29 @@ export async function lateGrantNotTrusted(bed: TestBed, kind: ParkingKind): Prom
   expect(handle.signal.aborted).toBe(false);
   expect(await holder.holdCount(handle.owner)).toBe(1);
   await handle.release();
+}
+
+/**
+ * `forceRelease()` hands the freed lock to the parked head as a release does: the waiter holds it
+ * without asking again, instead of sleeping out its park (here up to the holder's 30 s lease).
+ */
+export async function forceReleaseHandsOver(bed: TestBed, kind: ParkingKind): Promise<void> {
+  const prefix = freshPrefix();
+  const holder = kind.lockOf(bed.client({ prefix }));
+  const waiter = kind.lockOf(bed.client({ prefix, wait: { mode: "push", parkMs: 30_000 } }));
+  const held = await holder.acquire({ leaseMs: 30_000 });
+  const waiting = waiter.acquire({ leaseMs: 10_000 });
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 1);
+  await sleepMs(50); // its park is open at the server
+  const before = bed.requests();
+  expect(await kind.lockOf(bed.client({ prefix })).forceRelease()).toBe(true);
+  const handle = await Promise.race([waiting, sleepMs(10_000).then(() => null)]);
+  expect(handle, "the parked waiter was not handed the lock").not.toBeNull();
+  // The force release handed over: the waiter sent nothing more.
+  expect(bed.requests() - before).toBe(1);
+  expect(handle?.fencingToken).toBe(held.fencingToken + 1);
+  expect(await holder.holdCount(handle?.owner ?? "")).toBe(1);
+  await handle?.release();
+  expect(await holder.isLocked()).toBe(false);
+  await expect(held.release()).rejects.toThrow(LockNotHeldError);
 }

@@ -17,6 +17,7 @@ import {
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
   lateGrantNotTrusted,
   type ParkingKind,
@@ -25,6 +26,7 @@ import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
 
 const PUSH = { mode: "push" } as const;
 const PLAIN_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.lock("job") };
+const FAIR_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.fairLock("job") };
 
 /** A Redis client whose process "dies" once it has parked: every later request hangs. */
 function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }): RedisLike {
@@ -438,6 +440,12 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
 
   it("a grant that reaches its waiter after the claim window is not trusted: the waiter asks again", () =>
     lateGrantNotTrusted(bed, PLAIN_LOCK));
+
+  it("forceRelease() hands the lock to the parked head", () =>
+    forceReleaseHandsOver(bed, PLAIN_LOCK));
+
+  it("the fair lock's forceRelease() hands the lock to the parked head", () =>
+    forceReleaseHandsOver(bed, FAIR_LOCK));
 
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();

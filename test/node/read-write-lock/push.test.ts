@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
   lateGrantNotTrusted,
   type ParkingKind,
@@ -147,6 +148,47 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
 
   it("a grant that reaches a parked writer after its claim window is not trusted", () =>
     lateGrantNotTrusted(bed, WRITE_LOCK));
+
+  it("the write lock's forceRelease() hands the lock to the parked writer", () =>
+    forceReleaseHandsOver(bed, WRITE_LOCK));
+
+  it("the read lock's forceRelease() hands the lock to the parked writer, unless a writer holds it", async () => {
+    const prefix = freshPrefix();
+    const rw = bed.client({ prefix }).readWriteLock("doc");
+    const writer = bed
+      .client({ prefix, wait: { mode: "push", parkMs: 30_000 } })
+      .readWriteLock("doc")
+      .writeLock();
+    const reads = await Promise.all([
+      rw.readLock().acquire({ leaseMs: 30_000 }),
+      bed.client({ prefix }).readWriteLock("doc").readLock().acquire({ leaseMs: 30_000 }),
+    ]);
+    const waiting = writer.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    await sleepMs(50);
+    const before = bed.requests();
+    expect(await rw.readLock().forceRelease()).toBe(true);
+    const handle = await Promise.race([waiting, sleepMs(10_000).then(() => null)]);
+    expect(handle, "the parked writer was not handed the lock").not.toBeNull();
+    expect(bed.requests() - before).toBe(1);
+    expect(await writer.holdCount(handle?.owner ?? "")).toBe(1);
+    expect(await bed.redis().zcard(`${prefix}:{doc}:writers`)).toBe(0);
+
+    // With a write hold (a writer that downgraded keeps one beside its read hold), dropping the
+    // read holds hands nothing over: the lock is not free.
+    const next = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
+    const read = await rw.readLock().acquire({ leaseMs: 30_000, owner: handle?.owner ?? "" });
+    const nextWaiting = next.acquire({ leaseMs: 10_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    expect(await rw.readLock().forceRelease()).toBe(true);
+    await sleepMs(100);
+    expect(await writer.holdCount(handle?.owner ?? "")).toBe(1);
+    expect(await parkedWriters(prefix)).toBe(1);
+    void read;
+    await handle?.release();
+    await (await nextWaiting).release();
+    for (const hold of reads) await expect(hold.release()).rejects.toThrow();
+  });
 
   it("a parked writer that gives up leaves the queue and its registration", async () => {
     const prefix = freshPrefix();

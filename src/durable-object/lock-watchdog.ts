@@ -38,6 +38,7 @@ import {
   ENDING_RETENTION_MS,
   firstRenewalAt,
   limitReached,
+  renewalDeadline,
   renewalIntervalMs,
   retryDelayMs,
 } from "./schedule.js";
@@ -173,7 +174,9 @@ export class LockWatchdog {
     let held: boolean;
     try {
       if (!ctx) throw new Error("no Redis configured (UPSTASH_REDIS_REST_URL, _TOKEN)");
-      held = await extendLease(ctx, keysOfLockKey(lease.key), lease.owner, lease.leaseMs);
+      // A re-send after the renewal deadline would re-arm the lease past its documented bound.
+      const bounded = { ...ctx, retry: { ...ctx.retry, sendBy: renewalDeadline(lease) } };
+      held = await extendLease(bounded, keysOfLockKey(lease.key), lease.owner, lease.leaseMs);
     } catch (error) {
       const at = Date.now();
       if (at - lease.confirmedAt >= lease.leaseMs) {

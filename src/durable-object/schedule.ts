@@ -63,6 +63,19 @@ export interface RenewalLimits {
   readonly lastHeartbeatAt: number;
 }
 
+/**
+ * The moment renewal must stop by (maxHoldMs, or the heartbeat timeout after the last
+ * heartbeat): no renew request may be sent from then on, re-sends included, so a lease a
+ * renewal re-arms ends within one lease of it.
+ */
+export function renewalDeadline(lease: RenewalLimits): number {
+  const heartbeatDeadline =
+    lease.heartbeatTimeoutMs === null
+      ? Number.POSITIVE_INFINITY
+      : lease.lastHeartbeatAt + lease.heartbeatTimeoutMs;
+  return Math.min(lease.holdUntil, heartbeatDeadline);
+}
+
 /** Why renewal must stop at `now`, or null while it may go on. */
 export function limitReached(
   lease: RenewalLimits,

@@ -22,6 +22,11 @@ export interface RetryOptions {
    * Default: `CLIENT_DEFAULTS.backendTimeoutMs`.
    */
   timeoutMs?: number;
+  /**
+   * No re-send starts at or after this moment (client clock, ms since the epoch): a renewal
+   * must not re-arm a lease after the renewer's own deadline. Default: none.
+   */
+  sendBy?: number;
 }
 
 /** Counts what crossed the wire, for tests and benchmarks. */
@@ -46,7 +51,8 @@ export async function callScript(
   for (let attempt = 0; attempt <= retry.retries; attempt++) {
     if (attempt > 0) {
       const pause = retry.delayMs * 2 ** (attempt - 1);
-      if (Date.now() + pause >= deadline) break;
+      const resendAt = Date.now() + pause;
+      if (resendAt >= deadline || resendAt >= (retry.sendBy ?? Number.POSITIVE_INFINITY)) break;
       await sleep(pause);
     }
     observer?.onAttempt?.(script);

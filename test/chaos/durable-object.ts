@@ -30,7 +30,7 @@ import type { ChaosPrimitive } from "./primitive.js";
 import { reentrantLockPrimitive } from "./primitives/lock.js";
 
 /** `ctx.storage.sql` over an in-memory node:sqlite database (swapped by `deleteAll`). */
-class SqliteSql implements SqlLike {
+export class SqliteSql implements SqlLike {
   database = new DatabaseSync(":memory:");
 
   exec(query: string, ...bindings: SqlValue[]) {

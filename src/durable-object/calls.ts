@@ -4,6 +4,7 @@
  * such); none of them touches Redis.
  */
 import { LockBackendError } from "../errors.js";
+import { settleBy } from "../transport/call.js";
 import { parseStatus, WATCHDOG_ROUTES, type WatchdogStatus } from "./messages.js";
 import type { WatchdogNamespace } from "./platform.js";
 
@@ -17,28 +18,41 @@ export type CallOutcome =
 /** Any URL does: a stub routes by object id, and the object by path. */
 const ORIGIN = "https://lock-watchdog.edgelock";
 
-/** Sends `body` to the object named `objectName`; throws LockBackendError when it cannot tell. */
+/**
+ * Sends `body` to the object named `objectName`; throws LockBackendError when it cannot tell,
+ * also when no whole answer came within `timeoutMs` (the object may still act on the message).
+ */
 export async function callWatchdog(
   namespace: WatchdogNamespace,
   objectName: string,
   route: WatchdogRoute,
   body: unknown,
+  timeoutMs: number,
 ): Promise<CallOutcome> {
-  let response: Response;
+  let response: { readonly status: number; readonly ok: boolean; readonly text: string };
   try {
     const stub = namespace.get(namespace.idFromName(objectName));
-    response = await stub.fetch(`${ORIGIN}${WATCHDOG_ROUTES[route]}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
+    const answered = stub
+      .fetch(`${ORIGIN}${WATCHDOG_ROUTES[route]}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+      .then(async (answer) => ({ status: answer.status, ok: answer.ok, text: await answer.text() }));
+    response = await settleBy(
+      answered,
+      Date.now() + timeoutMs,
+      timeoutMs,
+      undefined,
+      "the durableObjectWatchdog option requestTimeoutMs",
+    );
   } catch (error) {
     throw new LockBackendError(
       `The Durable Object watchdog could not be reached (${route}): ${String(error)}`,
       { cause: error },
     );
   }
-  const text = await response.text();
+  const { text } = response;
   if (response.status >= 400 && response.status < 500) {
     return { kind: "refused", message: errorOf(text) ?? `HTTP ${response.status}` };
   }

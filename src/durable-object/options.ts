@@ -35,7 +35,18 @@ export interface DurableObjectWatchdogOptions {
    * `prefix` and not held in this isolate; use your LockClient's. Default "edgelock".
    */
   prefix?: string;
+  /**
+   * The longest one call to the object (register, heartbeat, deregister, `status()`, `forget()`)
+   * may take, in ms (100 to 60000); a call unanswered by then fails (LockBackendError) and is
+   * tried again where the watchdog retries. A registration that gets no answer before the
+   * hold's lease passes ends the hold as lost: its `signal` aborts.
+   * @default 2000
+   */
+  requestTimeoutMs?: number;
 }
+
+/** The default of `requestTimeoutMs`: a LockClient's `backendTimeoutMs`. */
+export const DEFAULT_WATCHDOG_REQUEST_TIMEOUT_MS = 2_000;
 
 export interface ResolvedWatchdogOptions {
   readonly maxHoldMs: number;
@@ -44,6 +55,7 @@ export interface ResolvedWatchdogOptions {
   readonly heartbeatIntervalMs: number | undefined;
   readonly shardBy: ShardBy;
   readonly prefix: string;
+  readonly requestTimeoutMs: number;
 }
 
 const KEYS = [
@@ -52,6 +64,7 @@ const KEYS = [
   "heartbeatIntervalMs",
   "shardBy",
   "prefix",
+  "requestTimeoutMs",
 ] as const;
 
 export function checkNamespace(value: unknown): WatchdogNamespace {
@@ -102,5 +115,9 @@ export function resolveWatchdogOptions(options: unknown): ResolvedWatchdogOption
     heartbeatIntervalMs,
     shardBy: given.shardBy ?? "lock",
     prefix: given.prefix === undefined ? "edgelock" : checkPrefix(given.prefix),
+    requestTimeoutMs:
+      given.requestTimeoutMs === undefined
+        ? DEFAULT_WATCHDOG_REQUEST_TIMEOUT_MS
+        : checkDuration(given.requestTimeoutMs, "requestTimeoutMs", { min: 100, max: 60_000 }),
   };
 }

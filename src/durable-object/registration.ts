@@ -67,8 +67,8 @@ export function startRegistration(
   let confirmed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
-  const call = (route: WatchdogRoute, body: unknown) =>
-    context.track(callWatchdog(namespace, objectName, route, body));
+  const call = (route: WatchdogRoute, body: unknown, timeoutMs = options.requestTimeoutMs) =>
+    context.track(callWatchdog(namespace, objectName, route, body, timeoutMs));
 
   const end = (reason: string, cause?: unknown) => {
     if (stopped || ended) return;
@@ -93,7 +93,13 @@ export function startRegistration(
         heartbeatTimeoutMs: options.heartbeatTimeoutMs,
       };
       try {
-        const outcome = await call("register", message);
+        // Unanswered by the end of the lease, the hold may be gone with nobody renewing it.
+        const leaseLeftMs = confirmedAt + leaseMs - Date.now();
+        const outcome = await call(
+          "register",
+          message,
+          Math.max(1, Math.min(options.requestTimeoutMs, leaseLeftMs)),
+        );
         if (outcome.kind === "refused") {
           const error = refusal("register", outcome);
           target.failed(error);
@@ -109,6 +115,10 @@ export function startRegistration(
           end(
             "it could not be registered with the Durable Object watchdog before its lease passed",
             error,
+          );
+          // A registration that arrived unanswered must not renew a hold its holder gave up.
+          void call("deregister", { v: WATCHDOG_PROTOCOL, key, owner, registration }).catch(
+            () => {},
           );
           return false;
         }

@@ -125,7 +125,9 @@ export class DurableObjectWatchdog implements Renewer {
     const concerned = [...this.#active].filter(
       (active) => active.key === key && active.owner === owner && active.confirmed,
     );
-    const outcome = await this.#track(callWatchdog(this.#namespace, objectName, route, body));
+    const outcome = await this.#track(
+      callWatchdog(this.#namespace, objectName, route, body, this.#options.requestTimeoutMs),
+    );
     if (outcome.kind === "refused") {
       throw new LockBackendError(
         `The Durable Object watchdog refused ${route}: ${outcome.message}`,

@@ -105,14 +105,16 @@ export async function callBlocking(
 }
 
 /**
- * `request`'s outcome, or a rejection at `deadline`; the request then runs on unobserved (its
- * failure handled, so that nothing goes unhandled).
+ * `request`'s outcome, or a rejection (a TimeoutError naming `option`, the setting that sets the
+ * budget) at `deadline`; the request then runs on unobserved (its failure handled, so that
+ * nothing goes unhandled).
  */
-function settleBy<T>(
+export function settleBy<T>(
   request: Promise<T>,
   deadline: number,
   budgetMs: number,
   signal?: AbortSignal,
+  option = "the LockClient option backendTimeoutMs",
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const stop = () => {
@@ -126,9 +128,7 @@ function settleBy<T>(
     const timer = setTimeout(
       () => {
         stop();
-        const error = new Error(
-          `no answer within ${budgetMs} ms (the LockClient option backendTimeoutMs)`,
-        );
+        const error = new Error(`no answer within ${budgetMs} ms (${option})`);
         error.name = "TimeoutError";
         reject(error);
       },

@@ -45,10 +45,14 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
     expect(() => durableObjectWatchdog(namespace, { shardBy: "colo" as never })).toThrow(
       LockInputError,
     );
+    expect(() => durableObjectWatchdog(namespace, { requestTimeoutMs: 50 })).toThrow(
+      /requestTimeoutMs/,
+    );
     expect(durableObjectWatchdog(namespace, { heartbeatTimeoutMs: 300 }).options).toMatchObject({
       heartbeatIntervalMs: 100,
       maxHoldMs: 900_000,
       shardBy: "lock",
+      requestTimeoutMs: 2_000,
     });
     expect(() =>
       durableObjectWatchdog(namespace, { heartbeatTimeoutMs: 300, heartbeatIntervalMs: 300 }),

@@ -6,6 +6,7 @@ import { SERVER_NOW_MS } from "../lua.js";
 import { handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
+import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 waiting writers (writer preference)
@@ -16,17 +17,7 @@ import { defineScript, runScript } from "../script.js";
 // (push mode), as after the last read hold's release.
 export const READ_FORCE_RELEASE = defineScript({
   name: "readWriteLock.forceReleaseRead",
-  keys: [
-    "readsKey",
-    "readersKey",
-    "operationKey",
-    "lockKey",
-    "fenceKey",
-    "queueKey",
-    "timeoutsKey",
-    "parkedKey",
-    "writersKey",
-  ],
+  keys: READ_ENDING_KEYS,
   args: ["operationTtlMs"],
   replies: YES_OR_NO,
   lua: `local replay = redis.call('GET', operationKey)
@@ -47,21 +38,8 @@ export async function forceReleaseReads(
   ctx: OperationContext,
   keys: ReadWriteLockKeys,
 ): Promise<boolean> {
-  const reply = await runScript(
-    ctx,
-    READ_FORCE_RELEASE,
-    {
-      readsKey: keys.reads,
-      readersKey: keys.readers,
-      operationKey: keys.operation(newOperationId()),
-      lockKey: keys.lock,
-      fenceKey: keys.fence,
-      queueKey: keys.queue,
-      timeoutsKey: keys.timeouts,
-      parkedKey: keys.parked,
-      writersKey: keys.writers,
-    },
-    { operationTtlMs: ctx.operationTtlMs },
-  );
+  const reply = await runScript(ctx, READ_FORCE_RELEASE, readEndingKeys(keys, newOperationId()), {
+    operationTtlMs: ctx.operationTtlMs,
+  });
   return reply[0] === 1;
 }

@@ -9,6 +9,7 @@ import { SERVER_NOW_MS } from "../lua.js";
 import { handOffFreedLock } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
+import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 import { pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
@@ -19,17 +20,7 @@ import { pruneExpiredReads } from "./lua.js";
 // queue when that writer is parked (push mode, queue/hand-off.ts).
 export const READ_RELEASE = defineScript({
   name: "readWriteLock.releaseRead",
-  keys: [
-    "readsKey",
-    "readersKey",
-    "operationKey",
-    "lockKey",
-    "fenceKey",
-    "queueKey",
-    "timeoutsKey",
-    "parkedKey",
-    "writersKey",
-  ],
+  keys: READ_ENDING_KEYS,
   args: ["owner", "holdId", "operationTtlMs"],
   replies: { 1: [2], 0: [1] },
   lua: `local replay = redis.call('GET', operationKey)
@@ -70,22 +61,11 @@ export async function releaseReadHold(
   holdId: string | null,
   operationId: string = newOperationId(),
 ): Promise<ReleaseResult> {
-  const reply = await runScript(
-    ctx,
-    READ_RELEASE,
-    {
-      readsKey: keys.reads,
-      readersKey: keys.readers,
-      operationKey: keys.operation(operationId),
-      lockKey: keys.lock,
-      fenceKey: keys.fence,
-      queueKey: keys.queue,
-      timeoutsKey: keys.timeouts,
-      parkedKey: keys.parked,
-      writersKey: keys.writers,
-    },
-    { owner, holdId: holdId ?? "", operationTtlMs: ctx.operationTtlMs },
-  );
+  const reply = await runScript(ctx, READ_RELEASE, readEndingKeys(keys, operationId), {
+    owner,
+    holdId: holdId ?? "",
+    operationTtlMs: ctx.operationTtlMs,
+  });
   const [status, left] = reply;
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };
 }

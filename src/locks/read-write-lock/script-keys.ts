@@ -1,0 +1,48 @@
+import type { ReadWriteLockKeys } from "../keys.js";
+
+/**
+ * The keys of both acquire scripts (read and write), in their declared names, with the record of
+ * operation `operationId`: the acquisition's id, shared by its attempts (see AcquisitionSpec.attempt).
+ */
+export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
+  return {
+    lockKey: keys.lock,
+    fenceKey: keys.fence,
+    readsKey: keys.reads,
+    readersKey: keys.readers,
+    writersKey: keys.writers,
+    operationKey: keys.operation(operationId),
+  } as const;
+}
+
+/**
+ * The keys of the scripts that end read holds (release, force release), in the order they
+ * declare them: the read holds, the operation record, and what a hand-off of the freed lock to
+ * a parked writer needs.
+ */
+export const READ_ENDING_KEYS = [
+  "readsKey",
+  "readersKey",
+  "operationKey",
+  "lockKey",
+  "fenceKey",
+  "queueKey",
+  "timeoutsKey",
+  "parkedKey",
+  "writersKey",
+] as const;
+
+/** READ_ENDING_KEYS of `keys`, with the record of operation `operationId`. */
+export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
+  return {
+    readsKey: keys.reads,
+    readersKey: keys.readers,
+    operationKey: keys.operation(operationId),
+    lockKey: keys.lock,
+    fenceKey: keys.fence,
+    queueKey: keys.queue,
+    timeoutsKey: keys.timeouts,
+    parkedKey: keys.parked,
+    writersKey: keys.writers,
+  } as const;
+}

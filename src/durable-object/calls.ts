@@ -38,7 +38,11 @@ export async function callWatchdog(
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
       })
-      .then(async (answer) => ({ status: answer.status, ok: answer.ok, text: await answer.text() }));
+      .then(async (answer) => ({
+        status: answer.status,
+        ok: answer.ok,
+        text: await answer.text(),
+      }));
     response = await settleBy(
       answered,
       Date.now() + timeoutMs,

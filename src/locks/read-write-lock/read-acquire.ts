@@ -10,8 +10,8 @@ import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
-import { acquireKeys } from "./script-keys.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
+import { acquireKeys } from "./script-keys.js";
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
 // ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 hold id, 5 writer preference (1/0)

@@ -9,8 +9,8 @@ import { SERVER_NOW_MS } from "../lua.js";
 import { handOffFreedLock } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
-import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 import { pruneExpiredReads } from "./lua.js";
+import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 waiting writers (writer preference)

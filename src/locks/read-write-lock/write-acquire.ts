@@ -20,8 +20,8 @@ import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
 import { endingParkBeside, registerParked } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters, refreshWaiter, reservedForAnother } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
-import { acquireKeys } from "./script-keys.js";
 import { pruneExpiredReads } from "./lua.js";
+import { acquireKeys } from "./script-keys.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
 //       6 operation record, 7 pace hash (see LockKeys.holdStats), 8 queue (owner -> ticket),

@@ -12,6 +12,7 @@ import type { OperationContext } from "./locks/context.js";
 import type { LockHandle } from "./locks/handle.js";
 import type { AcquireOptions } from "./locks/lock/lock.js";
 import { Lock } from "./locks/lock/lock.js";
+import { ParkedSiblings } from "./locks/queue/parking.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
@@ -133,6 +134,7 @@ export class LockClient {
           : checkLease(given.watchdogTimeoutMs, "watchdogTimeoutMs"),
       waitPolicy,
       contention: new RecentContention(),
+      parkedSiblings: new ParkedSiblings(),
       watchdogs: new WatchdogRegistry(watchdog),
       events: this.#events,
       resolveOwner: (explicit) =>

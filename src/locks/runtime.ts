@@ -3,6 +3,7 @@ import type { RecentContention } from "../wait/contention.js";
 import type { WaitPolicy } from "../wait/policy.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
 import type { OperationContext } from "./context.js";
+import type { ParkedSiblings } from "./queue/parking.js";
 
 /** What a LockClient shares with the primitives it creates. */
 export interface LockRuntime {
@@ -12,6 +13,8 @@ export interface LockRuntime {
   readonly waitPolicy: WaitPolicy;
   /** Lock keys this client recently had to wait on (push mode parks sooner there). */
   readonly contention: RecentContention;
+  /** This client's parked acquisitions per lock and owner (push mode). */
+  readonly parkedSiblings: ParkedSiblings;
   readonly watchdogs: WatchdogRegistry;
   readonly events: LockEvents;
   /** The explicit owner if given (validated), else the scope's, else a fresh token. */

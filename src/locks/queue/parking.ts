@@ -24,6 +24,37 @@ export const PARK_GRACE_MS = 1_000;
 const PARK_PAST_LEASE_MS = 25;
 
 /**
+ * This client's parked acquisitions per (lock, owner). The server keeps one parked registration
+ * per owner, so a release hands the lock to one of an owner's concurrent acquisitions; the lock
+ * is then the others' too (re-entry). `held` tells them, and they ask again at once instead of
+ * sleeping out their park.
+ */
+export class ParkedSiblings {
+  readonly #parked = new Map<string, Set<() => void>>();
+
+  /** Adds `nudge` to (lockKey, owner); returns the function that removes it. */
+  join(lockKey: string, owner: string, nudge: () => void): () => void {
+    const id = `${lockKey}\n${owner}`;
+    let nudges = this.#parked.get(id);
+    if (nudges === undefined) {
+      nudges = new Set();
+      this.#parked.set(id, nudges);
+    }
+    const joined = nudges;
+    joined.add(nudge);
+    return () => {
+      joined.delete(nudge);
+      if (joined.size === 0 && this.#parked.get(id) === joined) this.#parked.delete(id);
+    };
+  }
+
+  /** `owner` holds `lockKey` now: every parked acquisition of it here asks again. */
+  held(lockKey: string, owner: string): void {
+    for (const nudge of this.#parked.get(`${lockKey}\n${owner}`) ?? []) nudge();
+  }
+}
+
+/**
  * How long a waiter that got `view` parks at most: at the head, until just after the holder's
  * lease ends (a holder that crashed hands nothing over); behind it, until well after its turn is
  * expected (the claim window after it), so that a grant to a waiter that died while parked is
@@ -66,10 +97,11 @@ export function parkingFor(
     readonly mayWait: boolean;
     readonly policy: WaitPolicy;
     readonly contention: RecentContention;
+    readonly parkedSiblings: ParkedSiblings;
   },
 ): Parking | undefined {
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  return new Parking(ctx, ctx.redis, keys, plan.policy, plan.contention);
+  return new Parking(ctx, ctx.redis, keys, plan.policy, plan.contention, plan.parkedSiblings);
 }
 
 /** A park in flight, and when its timeout lapses (client clock). */
@@ -85,8 +117,12 @@ export class Parking {
   readonly #keys: LockKeys;
   readonly #policy: WaitPolicy;
   readonly #contention: RecentContention;
+  readonly #siblings: ParkedSiblings;
   // The busy reply that registered this waiter as parked: its view, and when it was sent.
   #registered: { readonly view: TurnView; readonly sentAt: number } | undefined;
+  // Settles (undefined) when another acquisition of this owner here came to hold the lock.
+  #siblingHeld: Promise<undefined> = new Promise(() => {});
+  #leaveSiblings: (() => void) | undefined;
   // The park in flight on this acquisition's wake list.
   #inFlight: ParkInFlight | undefined;
   // The operation id of the latest attempt, and when its first attempt was sent: any
@@ -99,12 +135,14 @@ export class Parking {
     keys: LockKeys,
     policy: WaitPolicy,
     contention: RecentContention,
+    siblings: ParkedSiblings,
   ) {
     this.#ctx = ctx;
     this.#redis = redis;
     this.#keys = keys;
     this.#policy = policy;
     this.#contention = contention;
+    this.#siblings = siblings;
   }
 
   /** The claim window this waiter registers with (ARGV `claimMs` of the acquire scripts). */
@@ -171,10 +209,28 @@ export class Parking {
     return this.#acquiredBy(end, operation.firstSentAt);
   }
 
-  /** After a busy reply that registered the waiter as parked (sent at `sentAt`). */
-  registeredBy(view: TurnView, sentAt: number): void {
+  /** After a busy reply that registered `owner`'s waiter as parked (sent at `sentAt`). */
+  registeredBy(view: TurnView, sentAt: number, owner: string): void {
     this.#contention.saw(this.#keys.lock);
     this.#registered = { view, sentAt };
+    this.leaveSiblings();
+    let nudge = () => {};
+    this.#siblingHeld = new Promise((resolve) => {
+      nudge = () => resolve(undefined);
+    });
+    this.#leaveSiblings = this.#siblings.join(this.#keys.lock, owner, nudge);
+  }
+
+  /** `owner` holds the lock through this acquisition: its parked siblings here ask again. */
+  held(owner: string): void {
+    this.leaveSiblings();
+    this.#siblings.held(this.#keys.lock, owner);
+  }
+
+  /** This acquisition no longer waits on a park (it holds the lock, or gave up). */
+  leaveSiblings(): void {
+    this.#leaveSiblings?.();
+    this.#leaveSiblings = undefined;
   }
 
   /**
@@ -199,10 +255,14 @@ export class Parking {
     const boundAt = sentAt + parkBoundMs(view, this.#policy.claimMs);
     this.#inFlight ??= this.#start(operationId, wait, boundAt - Date.now());
     const park = this.#inFlight;
-    const ended =
+    const ended = await Promise.race([
       park.endsAt <= boundAt
-        ? await park.ended
-        : await settledWithin(park.ended, Math.max(MIN_PARK_MS, boundAt - Date.now()));
+        ? park.ended
+        : settledWithin(park.ended, Math.max(MIN_PARK_MS, boundAt - Date.now())),
+      this.#siblingHeld,
+    ]);
+    // Past the bound, or a sibling holds the lock: ask again while the park stays open (the
+    // attempt, sent beside it, wakes it unless it registers this waiter again).
     if (ended === undefined) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
     this.#inFlight = undefined;
     if (ended.kind === "failed") throw ended.error;

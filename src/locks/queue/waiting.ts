@@ -21,7 +21,7 @@ import { releaseHold } from "../exclusive/release.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { leaveParkedQueue } from "./leave.js";
-import { parkingFor } from "./parking.js";
+import { type ParkedSiblings, parkingFor } from "./parking.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
@@ -53,6 +53,8 @@ export interface WaitPlan {
   readonly policy: WaitPolicy;
   /** Where the client recently had to wait (push mode parks beside the first attempt there). */
   readonly contention: RecentContention;
+  /** This client's parked acquisitions per lock and owner (push mode). */
+  readonly parkedSiblings: ParkedSiblings;
 }
 
 /**
@@ -73,7 +75,12 @@ export function peekWaitPlan(
     // acquireHold rejects the same `wait` before any request.
   }
   const waitMs = given.waitMs === undefined ? defaultWaitMs : given.waitMs;
-  return { mayWait: waitMs !== 0, policy, contention: runtime.contention };
+  return {
+    mayWait: waitMs !== 0,
+    policy,
+    contention: runtime.contention,
+    parkedSiblings: runtime.parkedSiblings,
+  };
 }
 
 /**
@@ -158,7 +165,10 @@ export function queuedAttempts(
       lastOperationId = operationId;
       if (parking?.registered) {
         const outcome = await parking.awaitPark(operationId, wait);
-        if (outcome.kind === "acquired") mayBeQueued = false;
+        if (outcome.kind === "acquired") {
+          mayBeQueued = false;
+          parking.held(owner);
+        }
         return outcome;
       }
       const sentAt = Date.now();
@@ -176,7 +186,10 @@ export function queuedAttempts(
       });
       const granted = await parking?.grantBeforeAttempt(attempt);
       if (granted !== undefined) {
-        if (granted.kind === "acquired") mayBeQueued = false;
+        if (granted.kind === "acquired") {
+          mayBeQueued = false;
+          parking?.held(owner);
+        }
         return granted;
       }
       const outcome = await attempt;
@@ -189,10 +202,11 @@ export function queuedAttempts(
           !outcome.operationSpent &&
           outcome.queue.position >= 0;
         if (registered) {
-          parking.registeredBy(outcome.queue, sentAt);
+          parking.registeredBy(outcome.queue, sentAt, owner);
           return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
         }
         parking.notRegistered(outcome.kind === "acquired" && requests === 1);
+        if (outcome.kind === "acquired") parking.held(owner);
       }
       if (outcome.kind === "refused") throw outcome.error;
       if (outcome.kind === "acquired") return outcome;
@@ -205,6 +219,7 @@ export function queuedAttempts(
       };
     },
     gaveUp: async (owner) => {
+      parking?.leaveSiblings();
       if (!mayBeQueued) return;
       await leaveParkedQueue(
         ctx,

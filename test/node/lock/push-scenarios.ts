@@ -115,3 +115,40 @@ export async function forceReleaseHandsOver(bed: TestBed, kind: ParkingKind): Pr
   expect(await holder.isLocked()).toBe(false);
   await expect(held.release()).rejects.toThrow(LockNotHeldError);
 }
+
+/**
+ * Two acquisitions of one owner park at once (one owner per request, `Promise.all` of two
+ * tasks): the server keeps one parked registration per owner, so the release hands the lock to
+ * one of them; the other re-enters at once instead of sleeping out its park (30 s here).
+ */
+export async function concurrentAcquisitionsOfOneOwner(
+  bed: TestBed,
+  kind: ParkingKind,
+): Promise<void> {
+  const prefix = freshPrefix();
+  const holder = kind.lockOf(bed.client({ prefix }));
+  const client = bed.client({ prefix, wait: { mode: "push", parkMs: 30_000 } });
+  const held = await holder.acquire({ leaseMs: 30_000 });
+  const both = client.scope(() =>
+    Promise.all([
+      kind.lockOf(client).acquire({ leaseMs: 10_000 }),
+      sleepMs(100).then(() => kind.lockOf(client).acquire({ leaseMs: 10_000 })),
+    ]),
+  );
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 1);
+  await sleepMs(200); // both have parked
+  await held.release();
+  const handles = await Promise.race([both, sleepMs(10_000).then(() => null)]);
+  expect(handles, "the owner's second acquisition slept out its park").not.toBeNull();
+  const [first, second] = handles ?? [];
+  expect(first?.owner).toBe(second?.owner);
+  expect(first?.fencingToken).toBe(held.fencingToken + 1);
+  expect(second?.fencingToken).toBe(held.fencingToken + 1);
+  expect(await holder.holdCount(first?.owner ?? "")).toBe(2);
+  await first?.release();
+  await second?.release();
+  expect(await holder.isLocked()).toBe(false);
+  // Every park ended: no wake list, no registration left behind.
+  await until(async () => (await bed.redis().keys(`${prefix}:{${kind.name}}:wake:*`)).length === 0);
+  expect(await parkedCount(bed, prefix, kind)).toBe(0);
+}

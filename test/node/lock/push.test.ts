@@ -17,6 +17,7 @@ import {
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/contention.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
   lateGrantNotTrusted,
@@ -446,6 +447,12 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
 
   it("the fair lock's forceRelease() hands the lock to the parked head", () =>
     forceReleaseHandsOver(bed, FAIR_LOCK));
+
+  it("concurrent acquisitions of one owner: the hand-off to one lets the other re-enter at once", () =>
+    concurrentAcquisitionsOfOneOwner(bed, PLAIN_LOCK));
+
+  it("the fair lock: concurrent acquisitions of one owner both hold after one hand-off", () =>
+    concurrentAcquisitionsOfOneOwner(bed, FAIR_LOCK));
 
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();

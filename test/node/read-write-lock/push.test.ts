@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
   lateGrantNotTrusted,
@@ -148,6 +149,9 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
 
   it("a grant that reaches a parked writer after its claim window is not trusted", () =>
     lateGrantNotTrusted(bed, WRITE_LOCK));
+
+  it("concurrent write acquisitions of one owner both hold after one hand-off", () =>
+    concurrentAcquisitionsOfOneOwner(bed, WRITE_LOCK));
 
   it("the write lock's forceRelease() hands the lock to the parked writer", () =>
     forceReleaseHandsOver(bed, WRITE_LOCK));

@@ -57,6 +57,8 @@ export interface WatchdogJournal {
   readonly heardAt: Map<string, number>;
   /** Alarms delivered twice. */
   duplicateAlarms: number;
+  /** Holder → object calls whose answer never came: not delivered, or delivered and withheld. */
+  readonly hungCalls: { notDelivered: number; answerWithheld: number };
 }
 
 export interface InProcessWatchdogs {
@@ -75,13 +77,25 @@ export interface InProcessWatchdogOptions {
   readonly seed: number;
   /** Fraction of alarms delivered a second time, at once (at-least-once delivery). */
   readonly duplicateAlarmRate: number;
+  /**
+   * Fraction of holder → object calls that never answer: half never reach the object, half
+   * reach it and their answer is withheld (the holder's call must give up by its time budget).
+   */
+  readonly hangRate: number;
 }
 
 const OWNER_TOKEN = /\b[0-9a-f]{32}\b/;
 
 export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InProcessWatchdogs {
-  const journal: WatchdogJournal = { renewals: new Map(), heardAt: new Map(), duplicateAlarms: 0 };
+  const journal: WatchdogJournal = {
+    renewals: new Map(),
+    heardAt: new Map(),
+    duplicateAlarms: 0,
+    hungCalls: { notDelivered: 0, answerWithheld: 0 },
+  };
   const random = createPrng(options.seed ^ 0x00d0d0d0);
+  const hangs = createPrng(options.seed ^ 0x0e0e0e0e);
+  const never = () => new Promise<never>(() => {});
   const dead = new Set<string>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
   let closed = false;
@@ -155,6 +169,13 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
       const owner = init.body?.match(OWNER_TOKEN)?.[0];
       // A crashed holder's isolate is gone: nothing it would send arrives.
       if (owner !== undefined && dead.has(owner)) throw new TypeError("fetch failed");
+      // Two draws per call whatever the rate, so a seed replays the same hangs.
+      const hung = hangs() < options.hangRate;
+      const delivered = hangs() < 0.5;
+      if (hung && !delivered) {
+        journal.hungCalls.notDelivered += 1;
+        return never();
+      }
       const response = await objectNamed(name).fetch(new Request(input, init));
       const route = new URL(input).pathname;
       if (
@@ -162,6 +183,10 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
         (route === WATCHDOG_ROUTES.register || route === WATCHDOG_ROUTES.heartbeat)
       ) {
         journal.heardAt.set(owner, Date.now());
+      }
+      if (hung) {
+        journal.hungCalls.answerWithheld += 1;
+        return never();
       }
       return response;
     },
@@ -229,6 +254,7 @@ export function durableObjectLockPrimitive(
     requestTimeoutMs: config.requestTimeoutMs,
     seed: config.seed,
     duplicateAlarmRate: 0.1,
+    hangRate: config.hangRate,
   });
   const heartbeatTimeoutMs = 3 * config.watchdogTimeoutMs;
   const { journal } = watchdogs;
@@ -237,7 +263,11 @@ export function durableObjectLockPrimitive(
     ...reentrantLockPrimitive(env.prefix, env.observer),
     name: "lock (Durable Object watchdog)",
     renewal: () => ({
-      inner: durableObjectWatchdog(watchdogs.namespace, { heartbeatTimeoutMs, prefix: env.prefix }),
+      inner: durableObjectWatchdog(watchdogs.namespace, {
+        heartbeatTimeoutMs,
+        prefix: env.prefix,
+        requestTimeoutMs: config.requestTimeoutMs,
+      }),
       remote: { requestsOf, crash: (owner) => watchdogs.crash(owner) },
     }),
     // The holder hears of a loss at its next heartbeat (every third of the timeout); the object
@@ -263,6 +293,8 @@ export function durableObjectLockPrimitive(
         "  confirmed (the script re-armed the lease)": renewals.filter((each) => each.confirmed)
           .length,
         "alarms delivered twice": journal.duplicateAlarms,
+        "holder → object calls hung, not delivered": journal.hungCalls.notDelivered,
+        "  delivered, answer withheld": journal.hungCalls.answerWithheld,
       };
     },
     close: () => watchdogs.close(),

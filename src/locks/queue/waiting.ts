@@ -159,64 +159,61 @@ export function queuedAttempts(
   let requests = 0;
   let lastOperationId = "";
 
+  // One request of the acquisition: an attempt, or the wait on its park.
+  const attemptOnce: AcquisitionSpec["attempt"] = async (owner, leaseMs, operationId, wait) => {
+    requests += 1;
+    lastOperationId = operationId;
+    if (parking?.registered) {
+      return parking.awaitPark(operationId, wait);
+    }
+    const sentAt = Date.now();
+    // The last request the budget allows leaves the queue itself when busy: the wait then
+    // ends in exactly `maxPolls` requests.
+    const last = plan.mayWait && requests >= policy.maxPolls;
+    const parkBeside =
+      parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
+    if (plan.mayWait) mayBeQueued = true;
+    const attempt = kind.attempt(owner, leaseMs, operationId, {
+      timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + pacer.keepExtraMs,
+      roundTripMs,
+      claimMs: parking?.claimMs ?? 0,
+      parkBeside,
+    });
+    const granted = await parking?.grantBeforeAttempt(attempt);
+    if (granted !== undefined) return granted;
+    const outcome = await attempt;
+    roundTripMs = Date.now() - sentAt;
+    if (outcome.kind !== "busy" || last) mayBeQueued = false;
+    if (parking !== undefined) {
+      const registered =
+        !last && outcome.kind === "busy" && !outcome.operationSpent && outcome.queue.position >= 0;
+      if (registered) {
+        parking.registeredBy(outcome.queue, sentAt, owner);
+        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
+      }
+      parking.notRegistered(outcome.kind === "acquired" && requests === 1);
+    }
+    if (outcome.kind === "refused") throw outcome.error;
+    if (outcome.kind === "acquired") return outcome;
+    const spent = outcome.operationSpent ? { operationSpent: true } : {};
+    return {
+      kind: "busy",
+      holderTtlMs: outcome.holderTtlMs,
+      ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
+      ...spent,
+    };
+  };
+
   return {
+    // However it came (a grant, a replayed hold, an attempt), a hold leaves the queue, and the
+    // owner's other parked acquisitions here re-enter.
     attempt: async (owner, leaseMs, operationId, wait) => {
-      requests += 1;
-      lastOperationId = operationId;
-      if (parking?.registered) {
-        const outcome = await parking.awaitPark(operationId, wait);
-        if (outcome.kind === "acquired") {
-          mayBeQueued = false;
-          parking.held(owner);
-        }
-        return outcome;
+      const outcome = await attemptOnce(owner, leaseMs, operationId, wait);
+      if (outcome.kind === "acquired") {
+        mayBeQueued = false;
+        parking?.held(owner);
       }
-      const sentAt = Date.now();
-      // The last request the budget allows leaves the queue itself when busy: the wait then
-      // ends in exactly `maxPolls` requests.
-      const last = plan.mayWait && requests >= policy.maxPolls;
-      const parkBeside =
-        parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
-      if (plan.mayWait) mayBeQueued = true;
-      const attempt = kind.attempt(owner, leaseMs, operationId, {
-        timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + pacer.keepExtraMs,
-        roundTripMs,
-        claimMs: parking?.claimMs ?? 0,
-        parkBeside,
-      });
-      const granted = await parking?.grantBeforeAttempt(attempt);
-      if (granted !== undefined) {
-        if (granted.kind === "acquired") {
-          mayBeQueued = false;
-          parking?.held(owner);
-        }
-        return granted;
-      }
-      const outcome = await attempt;
-      roundTripMs = Date.now() - sentAt;
-      if (outcome.kind !== "busy" || last) mayBeQueued = false;
-      if (parking !== undefined) {
-        const registered =
-          !last &&
-          outcome.kind === "busy" &&
-          !outcome.operationSpent &&
-          outcome.queue.position >= 0;
-        if (registered) {
-          parking.registeredBy(outcome.queue, sentAt, owner);
-          return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
-        }
-        parking.notRegistered(outcome.kind === "acquired" && requests === 1);
-        if (outcome.kind === "acquired") parking.held(owner);
-      }
-      if (outcome.kind === "refused") throw outcome.error;
-      if (outcome.kind === "acquired") return outcome;
-      const spent = outcome.operationSpent ? { operationSpent: true } : {};
-      return {
-        kind: "busy",
-        holderTtlMs: outcome.holderTtlMs,
-        ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
-        ...spent,
-      };
+      return outcome;
     },
     gaveUp: async (owner) => {
       parking?.leaveSiblings();

@@ -112,17 +112,25 @@ export interface AcquisitionSpec {
   /** Extends and releases one hold of `owner`. */
   control(owner: string, fencingToken: number): HoldControl;
   /**
-   * Re-arms `owner`'s lease (watchdog renewal): true when re-armed, false when gone. With
-   * `claim` (kinds that hand off: a push hand-off's claim window and the hold's lease from the
-   * grant), the server counts the lease from the grant while nothing re-armed the hold since.
+   * Re-arms the hold `hold.fencingToken` of `owner` (watchdog renewal, claim confirmation): true
+   * when re-armed, false when that hold is gone (a later hold of the owner is left alone). With
+   * `hold.claim` (kinds that hand off: a push hand-off's claim window and the hold's lease from
+   * the grant), the server counts the lease from the grant while nothing re-armed the hold since.
    */
-  renew(
-    owner: string,
-    leaseMs: number,
-    claim?: { readonly claimMs: number; readonly grantLeaseMs: number },
-  ): Promise<boolean>;
+  renew(owner: string, leaseMs: number, hold: RenewedHold): Promise<boolean>;
+  /**
+   * Names the hold a handle with `fencingToken` belongs to, for the watchdog: re-entrant
+   * handles of one hold share a renewal, a later hold gets its own. Default: the token.
+   */
+  holdId?(fencingToken: number): string;
   /** Called when a wait ends without the lock (timeout, abort, budget), e.g. to leave a queue. */
   gaveUp?(owner: string): Promise<void>;
+}
+
+/** The hold a renewal acts on. */
+export interface RenewedHold {
+  readonly fencingToken: number;
+  readonly claim?: { readonly claimMs: number; readonly grantLeaseMs: number };
 }
 
 export type Acquisition =
@@ -284,9 +292,10 @@ async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
   let held: boolean;
   try {
     // A fixed lease counts from the grant: the server anchors it there (see lock.extend).
+    const { fencingToken } = handle;
     held = await (handle.renewing
-      ? spec.renew(owner, lease)
-      : spec.renew(owner, lease, { claimMs, grantLeaseMs: leaseMs }));
+      ? spec.renew(owner, lease, { fencingToken })
+      : spec.renew(owner, lease, { fencingToken, claim: { claimMs, grantLeaseMs: leaseMs } }));
   } catch (error) {
     spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
     return handle.released ? "done" : "failed";
@@ -333,18 +342,21 @@ function watch(
 ) {
   const { runtime, name } = spec;
   const leaseMs = runtime.watchdogTimeoutMs;
+  const { fencingToken } = handle;
   const leave = runtime.watchdogs.join(
     registryKey(spec.watch),
+    spec.holdId?.(fencingToken) ?? String(fencingToken),
     handle,
     {
       name,
       owner,
+      fencingToken,
       ...("lockKey" in spec.watch ? { key: spec.watch.lockKey } : {}),
       leaseMs,
       ...(claimLeaseMs === undefined ? {} : { firstLeaseMs: claimLeaseMs }),
       renew: async () => {
         const sentAt = Date.now();
-        const held = await spec.renew(owner, leaseMs);
+        const held = await spec.renew(owner, leaseMs, { fencingToken });
         if (held && handle.claimPending) handle.claimed(sentAt, leaseMs);
         return held;
       },

@@ -1,7 +1,8 @@
 /**
- * One renewal per (lock, owner), however many re-entrant handles share it: nested holds of one
- * owner ride on the same timer (or Durable Object registration), and all their signals abort
- * together when it is lost.
+ * One renewal per hold, however many re-entrant handles share it: nested holds of one owner
+ * (one fencing token) ride on the same timer (or Durable Object registration), and all their
+ * signals abort together when it is lost. A later hold of the same owner (a new token) gets a
+ * renewal of its own, so an ended hold's renewal never confirms it.
  */
 import { LockLostError } from "../errors.js";
 import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
@@ -22,11 +23,17 @@ export class WatchdogRegistry {
   constructor(private readonly renewer: Renewer) {}
 
   /**
-   * Adds `hold` to the renewal of (`target.name`, `target.owner`), starting it if needed.
-   * Returns the function that removes the hold (and stops renewing after the last one).
+   * Adds `hold` to the renewal of the hold `holdId` of `target.owner` on `key`, starting it if
+   * needed. Returns the function that removes the hold (and stops renewing after the last one).
    */
-  join(key: string, hold: WatchedHold, target: RenewalTarget, confirmedAt: number): () => void {
-    const id = `${key}\n${target.owner}`;
+  join(
+    key: string,
+    holdId: string,
+    hold: WatchedHold,
+    target: RenewalTarget,
+    confirmedAt: number,
+  ): () => void {
+    const id = `${key}\n${target.owner}\n${holdId}`;
     let entry = this.entries.get(id);
     if (!entry) {
       const holds = new Set<WatchedHold>();
@@ -65,7 +72,7 @@ export class WatchdogRegistry {
     return this.renewer.inProcess === true;
   }
 
-  /** Number of (lock, owner) pairs being renewed; for tests. */
+  /** Number of holds being renewed; for tests. */
   get size(): number {
     return this.entries.size;
   }

@@ -7,6 +7,11 @@ export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
   /**
+   * The hold's fencing token: every renewal names the hold it renews by it, so a renewal never
+   * re-arms a later hold of the same owner (after this one was force-released or ran out).
+   */
+  readonly fencingToken: number;
+  /**
    * The lock's Redis key `<prefix>:{<name>}`, present only when `lock.extend` on it renews the
    * hold (the reentrant, fair and write locks), so the Durable Object watchdog can re-arm it
    * elsewhere; without it, that watchdog renews in process. In-process renewal ignores it.

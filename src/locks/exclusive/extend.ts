@@ -42,8 +42,8 @@ return {1}`,
  * `fencingToken`, no longer the hold with that token).
  * @param hold.claim a push hand-off's claim window and the hold's lease counted from that grant,
  *   which the server anchors at the grant while nothing re-armed the hold since
- * @param hold.fencingToken the token of the hold meant (a handle's); omitted by the watchdog,
- *   whose one renewal serves every hold of the owner on the lock
+ * @param hold.fencingToken the token of the hold meant (a handle's, or the one its watchdog
+ *   renews); omitted only by `lock.release({ owner })`-style calls that act on whichever hold
  */
 export async function extendLease(
   ctx: OperationContext,

@@ -61,7 +61,7 @@ export function exclusiveOperations(
         return result;
       },
     }),
-    renew: (owner, leaseMs, claim) => extendLease(ctx, keys, owner, leaseMs, { claim }),
+    renew: (owner, leaseMs, hold) => extendLease(ctx, keys, owner, leaseMs, hold),
   });
   return {
     kind: "lock",

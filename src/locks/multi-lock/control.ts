@@ -16,7 +16,7 @@ export async function extendAll(
   groups: readonly MemberGroup[],
   owner: string,
   leaseMs: number,
-  /** The handle's token of each member; none (the watchdog's renewal): any hold of the owner. */
+  /** The handle's token of each member; none: any hold of the owner. */
   tokens?: readonly number[],
 ): Promise<boolean> {
   const outcomes = await Promise.allSettled(

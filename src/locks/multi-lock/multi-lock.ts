@@ -102,7 +102,9 @@ export class MultiLock {
         control = multiHoldControl(groups, owner, tokens);
         return control;
       },
-      renew: (owner, leaseMs) => extendAll(groups, owner, leaseMs),
+      // Renewals name every member's hold, so an ended hold's watchdog never re-arms a later one.
+      renew: (owner, leaseMs) => extendAll(groups, owner, leaseMs, tokens),
+      holdId: () => tokens.join(","),
     };
     const outcome = await acquireHold(spec, options, defaultWaitMs);
     if (!("handle" in outcome)) return { ...outcome, blockedBy };

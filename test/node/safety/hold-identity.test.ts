@@ -1,0 +1,81 @@
+/**
+ * Issue 28 ("every hold is its own identity"): one owner is a request scope, whose async tasks
+ * hold one lock one after another or at once. An act meant for one hold — a watchdog renewal, a
+ * claim confirmation — must never land on a later hold of the same owner.
+ */
+import { describe, expect, it } from "vitest";
+import type { LockClient } from "../../../src/index.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { useTestBed } from "../lock/testbed.js";
+
+/** A lock kind seen as the acquire and force release these cases need. */
+interface Exclusive {
+  acquire(options: { owner: string; leaseMs?: number }): Promise<{
+    readonly signal: AbortSignal;
+    release(): Promise<void>;
+  }>;
+  forceRelease(): Promise<unknown>;
+  isLocked(): Promise<boolean>;
+}
+
+const KINDS: Record<string, (client: LockClient, name: string) => Exclusive> = {
+  lock: (client, name) => client.lock(name),
+  fairLock: (client, name) => client.fairLock(name),
+  writeLock: (client, name) => client.readWriteLock(name).writeLock(),
+  multiLock: (client, name) => {
+    const members = [client.lock(`${name}:a`), client.lock(`${name}:b`)];
+    const multi = client.multiLock(members);
+    return {
+      acquire: (options) => multi.acquire(options),
+      forceRelease: () => Promise.all(members.map((member) => member.forceRelease())),
+      isLocked: async () => (await members[0]!.isLocked()) || (await members[1]!.isLocked()),
+    };
+  },
+};
+
+const OWNER = "scope-owner-0123456789abcdef";
+
+async function within(ms: number, check: () => boolean | Promise<boolean>): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return check();
+}
+
+describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
+  const bed = useTestBed(backend);
+
+  describe.each(Object.keys(KINDS))("%s", (kind) => {
+    const make = KINDS[kind]!;
+
+    it("an ended hold's watchdog does not renew a later hold of the same owner", async () => {
+      // Renewals every ~330 ms: the old handle's watchdog runs many times in the windows below.
+      const client = bed.client({ watchdogTimeoutMs: 1_000 });
+      const lock = make(client, "identity");
+      const ended = await lock.acquire({ owner: OWNER });
+      await lock.forceRelease();
+      // Another task of the same scope takes the lock again, with a 1 s lease, and crashes.
+      await lock.acquire({ owner: OWNER, leaseMs: 1_000 });
+      // The old handle learns its hold is gone: its renewal names a hold that no longer exists.
+      expect(await within(4_000, () => ended.signal.aborted)).toBe(true);
+      // And the crashed later hold ends at its own lease, not kept alive by the old watchdog.
+      expect(await within(3_000, async () => !(await lock.isLocked()))).toBe(true);
+    });
+
+    it("a later watchdog hold of the same owner keeps its own renewal", async () => {
+      const client = bed.client({ watchdogTimeoutMs: 1_000 });
+      const lock = make(client, "identity-renewed");
+      const ended = await lock.acquire({ owner: OWNER });
+      await lock.forceRelease();
+      const later = await lock.acquire({ owner: OWNER });
+      expect(await within(4_000, () => ended.signal.aborted)).toBe(true);
+      // Three leases later the later hold is still renewed and intact.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(later.signal.aborted).toBe(false);
+      expect(await lock.isLocked()).toBe(true);
+      await later.release();
+    });
+  });
+});

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { recordingRedis } from "../../support/recording-redis.js";
 import { useTestBed } from "../lock/testbed.js";
 
 /** A lock kind seen as the acquire and force release these cases need. */
@@ -16,12 +17,15 @@ interface Exclusive {
   }>;
   forceRelease(): Promise<unknown>;
   isLocked(): Promise<boolean>;
+  /** The longest remaining lease of its keys, in ms. */
+  remainingTtlMs(): Promise<number | null>;
 }
 
 const KINDS: Record<string, (client: LockClient, name: string) => Exclusive> = {
   lock: (client, name) => client.lock(name),
   fairLock: (client, name) => client.fairLock(name),
   writeLock: (client, name) => client.readWriteLock(name).writeLock(),
+
   multiLock: (client, name) => {
     const members = [client.lock(`${name}:a`), client.lock(`${name}:b`)];
     const multi = client.multiLock(members);
@@ -29,6 +33,10 @@ const KINDS: Record<string, (client: LockClient, name: string) => Exclusive> = {
       acquire: (options) => multi.acquire(options),
       forceRelease: () => Promise.all(members.map((member) => member.forceRelease())),
       isLocked: async () => (await members[0]!.isLocked()) || (await members[1]!.isLocked()),
+      remainingTtlMs: async () =>
+        Math.max(
+          ...(await Promise.all(members.map(async (m) => (await m.remainingTtlMs()) ?? -1))),
+        ),
     };
   },
 };
@@ -76,6 +84,26 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
       expect(later.signal.aborted).toBe(false);
       expect(await lock.isLocked()).toBe(true);
       await later.release();
+    });
+
+    it("a late copy of an ended hold's renewal does not re-arm a later hold", async () => {
+      // A client layer that re-sends on its own: each script call can be delivered again later.
+      const recorded = recordingRedis(bed.redis());
+      const client = bed.client({ redis: recorded.client, watchdogTimeoutMs: 5_000 });
+      const lock = make(client, "late-renewal");
+      const ended = await lock.acquire({ owner: OWNER });
+      const before = recorded.calls.length;
+      // The watchdog renews every ~1.7 s: after 2.2 s at least one renewal was sent.
+      await new Promise((resolve) => setTimeout(resolve, 2_200));
+      const renewals = recorded.calls.slice(before);
+      expect(renewals.length).toBeGreaterThan(0);
+      await ended.release();
+      // The same scope takes a 1 s lease; then the renewal's late copies arrive.
+      await lock.acquire({ owner: OWNER, leaseMs: 1_000 });
+      for (const copy of renewals) await copy();
+      const ttl = await lock.remainingTtlMs();
+      expect(ttl).not.toBeNull();
+      expect(ttl!).toBeLessThanOrEqual(1_000);
     });
   });
 });

@@ -8,7 +8,10 @@
  *   shared scope:  <namespace>:<key>                           (the layout of edgelock 0.1)
  *   with a tenant: <namespace>:@<tenant>:…
  *
- * Parts are escaped so that no two scopes give the same name.
+ * Every part but the namespace is escaped — `:` (the separator), `@` (the tenant mark), `%` and
+ * braces (the hash tag) — so that the parts of a name are found again by splitting at `:`: no
+ * client-chosen key can spell another scope's name (`POST /webhooks/billing:evt_1` under the
+ * shared scope is `…:POST /webhooks/billing%3Aevt_1`, not the route scope's record of `evt_1`).
  */
 import type { Context, Env } from "hono";
 
@@ -29,17 +32,15 @@ export function scopedLockName<E extends Env>(
   // c.req.routePath is the pattern of the route being dispatched: this middleware's own
   // registration. (hono/route's routePath() needs Hono 4.8; the peer range starts at 4.6.)
   if (scope.scope === "route") parts.push(escapePart(`${c.req.method} ${c.req.routePath}`));
-  parts.push(escapeKey(key));
+  parts.push(escapePart(key));
   return parts.join(":");
 }
 
-/** Braces would move the hash tag; `%` escapes them. The rest of printable ASCII stays. */
-export function escapeKey(key: string): string {
-  return percentEscape(key, /[%{}]/g);
-}
-
-/** A scope part also escapes `:` (it separates the parts) and `@` (it marks the tenant). */
-function escapePart(part: string): string {
+/**
+ * Escapes a part of the name: braces (they would move the hash tag), `:` (it separates the
+ * parts), `@` (it marks the tenant) and `%` (the escape itself). The rest stays readable.
+ */
+export function escapePart(part: string): string {
   return percentEscape(part, /[%{}:@]/g);
 }
 

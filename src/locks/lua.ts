@@ -9,11 +9,14 @@ export const SERVER_NOW_MS = `local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
 
 /**
- * The first lines of an exclusive acquire script (needs the names `lockKey`, the hash of owner → holds, and
- * `owner`). If operation record `operationKey` exists, this request is a re-send of an attempt
- * that acquired: answer {1, fence, holds, pttl} again while the owner still holds the lock, or
- * {-1} when that hold is gone since. Nothing is applied twice. With `rearmTo` (the name of a
- * lease in ms), a replay also re-arms the lease: for scripts whose attempts share one id.
+ * The first lines of an exclusive acquire script (needs the names `lockKey`, the hash of owner →
+ * holds, `fenceKey` and `owner`). If operation record `operationKey` exists, this request is a
+ * re-send of an attempt that acquired (or was handed the lock): answer {1, fence, holds, pttl}
+ * again while the hold it recorded is still the owner's, or {-1} when that hold is gone since —
+ * also when the owner holds the lock again by a later hold (another task of its scope took it
+ * fresh: a new token), which the replay must not attach to. Nothing is applied twice. With
+ * `rearmTo` (the name of a lease in ms), a replay also re-arms the lease: for scripts whose
+ * attempts share one id.
  */
 export function replayAcquisition(operationKey: string, rearmTo?: string): string {
   // A later attempt sharing the id: its lease counts from its own send, so the lease is re-armed
@@ -26,7 +29,7 @@ export function replayAcquisition(operationKey: string, rearmTo?: string): strin
   return `local replay = redis.call('GET', ${operationKey})
 if replay then
   local held = redis.call('HGET', lockKey, owner)
-  if held then${rearm}
+  if held and ${fenceStillAt("fenceKey", "tonumber(replay)")} then${rearm}
     return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)}
   end
   return {-1}

@@ -6,6 +6,7 @@
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
+import { fenceStillAt } from "../lua.js";
 import { checkedReply, ttlOrNull } from "../reply.js";
 import type { MemberGroup } from "./members.js";
 import { ALIGN_ENDS_LUA, groupRecord, lockAndFenceKeys } from "./members.js";
@@ -16,7 +17,8 @@ import { UNDO_HOLDS_LUA } from "./rollback.js";
 // ARGV: 1 owner, 2 lease ms, 3 record ttl ms
 // Reply: {1, token_1, ..., token_n} all held;
 //        {0, i, pttl} member i is held by another owner: nothing was taken;
-//        {-1} a re-send whose first run acquired, but a hold is gone since: the rest are undone;
+//        {-1} a re-send whose first run acquired, but a hold it took is gone since (or the owner
+//        holds the member again by a later hold): the rest of what it took is undone;
 //        {-2} the operation was rolled back before it ran: nothing was taken.
 export const MULTI_ACQUIRE = new Script(
   "multiLock.acquire",
@@ -28,8 +30,10 @@ if state then
   if tonumber(state) ~= 1 then return {-2} end
   local replay = {1}
   for i = 1, n do
-    if redis.call('HEXISTS', KEYS[2 * i - 1], owner) == 0 then
-      undoHolds(owner, n)
+    local token = tonumber(redis.call('HGET', record, i))
+    if redis.call('HEXISTS', KEYS[2 * i - 1], owner) == 0
+        or not (${fenceStillAt("KEYS[2 * i]", "token")}) then
+      undoHolds(owner, n, record)
       redis.call('HSET', record, 's', -1)
       return {-1}
     end

@@ -6,17 +6,23 @@
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
+import { fenceStillAt } from "../lua.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, lockAndFenceKeys } from "./members.js";
 
 /**
- * Lua shared with the acquire script: drop one hold of `owner` on every member (KEYS 1, 3, 5…),
- * deleting its field at zero. `n` is the number of members.
+ * Lua shared with the acquire script: drop the hold operation `record` took of `owner` on every
+ * member (KEYS 1, 3, 5…), deleting its field at zero. A member whose fence counter moved past the
+ * token the record holds for it is left alone: that hold ended, and what the owner holds there
+ * now is a later hold (another task of its scope took it fresh). `n` is the number of members.
  */
-export const UNDO_HOLDS_LUA = `local function undoHolds(owner, n)
+export const UNDO_HOLDS_LUA = `local function undoHolds(owner, n, record)
   for i = 1, n do
     local lock = KEYS[2 * i - 1]
-    if redis.call('HEXISTS', lock, owner) == 1 and redis.call('HINCRBY', lock, owner, -1) <= 0 then
+    local token = tonumber(redis.call('HGET', record, i) or '-1')
+    if redis.call('HEXISTS', lock, owner) == 1
+        and ${fenceStillAt("KEYS[2 * i]", "token")}
+        and redis.call('HINCRBY', lock, owner, -1) <= 0 then
       redis.call('HDEL', lock, owner)
     end
   end
@@ -39,7 +45,7 @@ if not state then
 end
 state = tonumber(state)
 if state == 1 then
-  undoHolds(ARGV[1], n)
+  undoHolds(ARGV[1], n, record)
   redis.call('HSET', record, 's', -1)
   return {1}
 end

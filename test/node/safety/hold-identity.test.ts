@@ -105,5 +105,26 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
       expect(ttl).not.toBeNull();
       expect(ttl!).toBeLessThanOrEqual(1_000);
     });
+
+    it("a replayed attempt of an ended hold does not attach to a later hold", async () => {
+      const recorded = recordingRedis(bed.redis());
+      const client = bed.client({ redis: recorded.client });
+      const lock = make(client, "late-replay");
+      // Task A of a scope acquires; the request that did it is kept, as a re-send would be.
+      const before = recorded.calls.length;
+      await lock.acquire({ owner: OWNER, leaseMs: 300 });
+      const attempts = recorded.calls.slice(before);
+      // A's hold runs out; task B of the same scope takes the lock fresh (a new token).
+      expect(await within(3_000, async () => !(await lock.isLocked()))).toBe(true);
+      const later = await lock.acquire({ owner: OWNER, leaseMs: 5_000 });
+      // A's attempt arrives again (its answer was lost; the same operation id is asked again):
+      // it must not be told it holds, riding on B's hold.
+      for (const attempt of attempts) {
+        const reply = (await attempt()) as unknown[];
+        expect(reply[0]).not.toBe(1);
+      }
+      await later.release();
+      expect(await lock.isLocked()).toBe(false);
+    });
   });
 });

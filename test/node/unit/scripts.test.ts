@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "e5d6f6e9b99f35e2343e64dc930b36263d8d8e7c"],
+  ["lock.acquire", "bcae7a3ffd3e7fda5d4c05a7a573b044d6151139"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "4d1ad412014135ca3c38c0914b98ccffa067c94e"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "f874329639778d718305e85638fdc84fd5c75dea"],
-  ["fairLock.acquire", "2b926785a6c329d1e796e0b777b1e81199160443"],
+  ["fairLock.acquire", "d3fba09d9183e652a8f3c4db48d9f7f99dc0e292"],
   ["queue.leave", "ee0a74df2022cc194f3e032304b3ab1c0edea753"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],
@@ -19,11 +19,11 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "a32fb893e435f7fb6df89125ad9172c3b1070eaa"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "2cbd791599c9acb20aaf72afeda0b623ad70aa7d"],
-  ["readWriteLock.acquireWrite", "2821c1841f3336eb26c14f137098406e05e3b31d"],
-  ["multiLock.acquire", "dea538f28e2d55611b02bfd01924d8cd0a78a0a6"],
+  ["readWriteLock.acquireWrite", "2159721d7069f453720ebf8ca0a8b1e0d35b88c6"],
+  ["multiLock.acquire", "cf9d93804f0735372214867bc98ba3f1419a0cf6"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
-  ["multiLock.rollback", "536687bfd739e78ffade4a3a04f140ee7d2a0fc5"],
+  ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
 ];
 

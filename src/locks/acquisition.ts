@@ -3,7 +3,8 @@
  * wait policy, build the handle, and join the watchdog in watchdog mode. A primitive supplies only
  * its server operations (attempt, extend, release).
  */
-import { LockWaitTimeoutError } from "../errors.js";
+import { CLIENT_DEFAULTS } from "../defaults.js";
+import { LockBackendError, LockWaitTimeoutError } from "../errors.js";
 import { newOperationId } from "../ids.js";
 import { checkCanBlock } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
@@ -189,11 +190,14 @@ export async function acquireHold(
       },
     });
   } catch (error) {
-    await spec.gaveUp?.(owner).catch(() => {});
+    // On a failing backend the leave is sent but not awaited: the error comes within its
+    // documented bound, not one more call later.
+    await giveUp(spec, owner, error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY);
     throw error;
   }
   if (!result.acquired) {
-    await spec.gaveUp?.(owner).catch(() => {});
+    const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
+    await giveUp(spec, owner, wait.deadline + backendTimeoutMs);
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
 
@@ -244,6 +248,24 @@ export async function acquireHold(
     claimLater(pending, acquiredAt + claim.leaseMs / 2 - Date.now());
   }
   return { handle };
+}
+
+/**
+ * Leaves the wait (its queue place, its parked registration), waiting for the answer until
+ * `answerBy` (client clock) at most: a waited acquire ends within `waitMs` + one
+ * `backendTimeoutMs` however slow the leave is. A leave that fails or is not awaited costs
+ * nothing worse than the place left behind, which expires with the waiter timeout.
+ */
+async function giveUp(spec: AcquisitionSpec, owner: string, answerBy: number): Promise<void> {
+  const leaving = spec.gaveUp?.(owner).catch(() => {});
+  const patience = answerBy - Date.now();
+  if (leaving === undefined || patience <= 0) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const outOfPatience = new Promise<void>((resolve) => {
+    if (Number.isFinite(patience)) timer = setTimeout(resolve, patience);
+  });
+  await Promise.race([leaving, outOfPatience]);
+  if (timer !== undefined) clearTimeout(timer);
 }
 
 /** A handed-off hold whose own lease is still to be confirmed. */

@@ -16,12 +16,15 @@ export interface LockKeys {
    * `for`, `for2`, `until` (a release's reservation: the two head waiters, till server ms).
    */
   readonly holdStats: string;
-  /** Sorted set: waiting owner → ticket (enqueue time in ms, strictly increasing). */
+  /**
+   * Sorted set: waiting acquisition (`<owner> <operation id>`, one place per acquisition, so two
+   * tasks of one owner wait apart) → ticket (enqueue time in ms, strictly increasing).
+   */
   readonly queue: string;
-  /** Sorted set: waiting owner → deadline (server ms); refreshed at every poll. */
+  /** Sorted set: waiting acquisition (as in `queue`) → deadline (server ms); refreshed at every poll. */
   readonly timeouts: string;
   /**
-   * Hash: parked waiter (push mode) → `<claim ms> <lease ms> <operation id> <server ms of its
+   * Hash: parked acquisition (push mode; as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms of its
    * latest registration>`: what a release needs to hand it the lock.
    */
   readonly parked: string;
@@ -66,7 +69,7 @@ export interface ReadWriteLockKeys extends LockKeys {
   readonly reads: string;
   /** Hash: owner → number of its read holds. Kept in step with `reads`. */
   readonly readers: string;
-  /** Sorted set: waiting writer → deadline (server ms), for writer preference. */
+  /** Sorted set: waiting writer acquisition (as in `queue`) → deadline (server ms), for writer preference. */
   readonly writers: string;
 }
 

@@ -14,7 +14,7 @@ export type HoldMode = "exclusive" | "shared";
 export interface KeyState {
   /** Owners holding the key, and how. */
   readonly holders: ReadonlyMap<string, HoldMode>;
-  /** Waiting owners → ticket (a fair lock's queue). */
+  /** Waiting owners → ticket of their earliest waiting acquisition (a fair lock's queue). */
   readonly queue: ReadonlyMap<string, number>;
   /** Waiting owners whose deadline had passed (the server may prune them at any time). */
   readonly stale: ReadonlySet<string>;
@@ -36,9 +36,9 @@ export interface KeyLayout {
   readonly hash: string;
   /** Sorted set `<owner> <hold id>` → expiry (server ms): shared holders (read holds). */
   readonly reads?: string;
-  /** Sorted set owner → ticket: waiters. */
+  /** Sorted set `<owner> <operation id>` → ticket: waiting acquisitions. */
   readonly queue?: string;
-  /** Sorted set owner → deadline (server ms): waiters' liveness. */
+  /** Sorted set `<owner> <operation id>` → deadline (server ms): waiters' liveness. */
   readonly timeouts?: string;
   /** The fencing counter. */
   readonly fence?: string;
@@ -108,12 +108,16 @@ export async function readKeys(
     }
     const queue = new Map<string, number>();
     if (layout.queue !== undefined) {
-      for (const [owner, ticket] of pairs(reply[next++])) queue.set(owner, Number(ticket));
+      // A member is one acquisition (`<owner> <operation id>`): an owner's earliest place.
+      for (const [member, ticket] of pairs(reply[next++])) {
+        const owner = member.split(" ")[0]!;
+        queue.set(owner, Math.min(Number(ticket), queue.get(owner) ?? Number.POSITIVE_INFINITY));
+      }
     }
     const stale = new Set<string>();
     if (layout.timeouts !== undefined) {
-      for (const [owner, deadline] of pairs(reply[next++])) {
-        if (Number(deadline) <= serverMs) stale.add(owner);
+      for (const [member, deadline] of pairs(reply[next++])) {
+        if (Number(deadline) <= serverMs) stale.add(member.split(" ")[0]!);
       }
     }
     const fence = layout.fence === undefined ? undefined : Number(reply[next++]);

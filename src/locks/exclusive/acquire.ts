@@ -9,7 +9,7 @@ import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
 import { endingParkBeside, registerParked } from "../queue/hand-off.js";
-import { joinQueue, pruneDeadWaiters, reservedForAnother } from "../queue/lua.js";
+import { joinQueue, pruneDeadWaiters, reservedForAnother, WAITER_LUA } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
@@ -35,10 +35,11 @@ function acquireScriptLua(rule: AcquireRule): string {
   const mayTakeFree =
     rule === "fair"
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
-  if head == nil or head == owner then count = 1 end`
+  if head == nil or head == waiter then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
   return endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
+${WAITER_LUA}
 if queueKey then
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 end
@@ -61,17 +62,17 @@ if not count then
     ${registerParked("parkedKey")}
     end
   elseif timeout < 0 then
-    redis.call('ZREM', queueKey, owner)
-    redis.call('ZREM', timeoutsKey, owner)
-    if parkedKey then redis.call('HDEL', parkedKey, owner) end
+    redis.call('ZREM', queueKey, waiter)
+    redis.call('ZREM', timeoutsKey, waiter)
+    if parkedKey then redis.call('HDEL', parkedKey, waiter) end
   end
   ${busyTurnReply("holdStatsKey", "queueKey")}
 end
 local waited = false
 if queueKey then
-  waited = redis.call('ZREM', queueKey, owner) == 1
-  redis.call('ZREM', timeoutsKey, owner)
-  if parkedKey then redis.call('HDEL', parkedKey, owner) end
+  waited = redis.call('ZREM', queueKey, waiter) == 1
+  redis.call('ZREM', timeoutsKey, waiter)
+  if parkedKey then redis.call('HDEL', parkedKey, waiter) end
 end
 ${grantExclusiveHold(`if holdStatsKey then
     ${learnHandOff("holdStatsKey", "waited")}

@@ -7,7 +7,7 @@
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
  * blocking pop returns already holding the lock.
  */
-import { pruneDeadWaiters } from "./lua.js";
+import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
 /**
  * Runs an acquire script's `body` (which may `return` anywhere) so that a park already in flight
@@ -30,16 +30,17 @@ return reply`;
 }
 
 /**
- * Registers `owner` as parked (and sets the caller's `parkedNow`), or forgets it (ARGV `claimMs` 0: a polling waiter). Needs `now`,
- * `owner`, `leaseMs`, `claimMs`, `parkId` (the acquisition's operation id) and a local `timeout`.
+ * Registers `waiter` (this acquisition) as parked and sets the caller's `parkedNow`, or forgets
+ * it (ARGV `claimMs` 0: a polling waiter). Needs `now`, `waiter`, `leaseMs`, `claimMs`, `parkId`
+ * (the acquisition's operation id) and a local `timeout`.
  */
 export function registerParked(parkedKey: string): string {
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
-  redis.call('HSET', ${parkedKey}, owner, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now)
+  redis.call('HSET', ${parkedKey}, waiter, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
 else
-  redis.call('HDEL', ${parkedKey}, owner)
+  redis.call('HDEL', ${parkedKey}, waiter)
 end`;
 }
 
@@ -94,7 +95,7 @@ local parked = head and redis.call('HGET', ${parkedKey}, head)
 if parked then
   local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)$')
   lease = math.min(tonumber(claim), tonumber(lease))
-  redis.call('HSET', lockKey, head, 1)
+  redis.call('HSET', lockKey, ${ownerOfWaiter("head")}, 1)
   redis.call('PEXPIRE', lockKey, lease)
   local fence = redis.call('INCR', fenceKey)
   redis.call('SET', lockKey .. ':op:' .. id, fence, 'PX', operationTtlMs)

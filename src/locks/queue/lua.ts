@@ -1,4 +1,20 @@
-/** Lua fragments of the fair lock's waiter queue (also used by the read-write lock's writers). */
+/**
+ * Lua fragments of the waiter queue (the plain, fair and write lock's). A place in the queue
+ * belongs to one acquisition, not to its owner: its member is `waiter`, the owner and the
+ * acquisition's operation id (see WAITER_LUA). Two tasks of one owner's scope that wait at once
+ * hold a place each, and one leaving never takes the other's.
+ */
+
+/**
+ * Declares `waiter`, the queue member of this acquisition. Needs `owner` and `parkId` (absent
+ * where the caller never queues, as RedLock's three-key attempt).
+ */
+export const WAITER_LUA = "local waiter = owner .. ' ' .. (parkId or '')";
+
+/** A Lua expression: the owner of queue member `member` (a Lua expression). */
+export function ownerOfWaiter(member: string): string {
+  return `string.match(${member}, '^(%S+)')`;
+}
 
 /**
  * Drops waiters whose deadline has passed (they stopped polling: crashed, or lost) from the
@@ -13,29 +29,29 @@ end`;
 }
 
 /**
- * Registers (or refreshes) waiter `owner` in `timeoutsKey` with the deadline `now + timeout`
- * and keeps the key alive at least `timeout` ms. Needs `now` and a local `timeout`.
+ * Registers (or refreshes) `waiter` in `timeoutsKey` with the deadline `now + timeout` and keeps
+ * the key alive at least `timeout` ms. Needs `now`, `waiter` and a local `timeout`.
  */
 export function refreshWaiter(timeoutsKey: string): string {
-  return `redis.call('ZADD', ${timeoutsKey}, now + timeout, owner)
+  return `redis.call('ZADD', ${timeoutsKey}, now + timeout, waiter)
 if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${timeoutsKey}, timeout) end`;
 }
 
 /**
- * Gives waiter `owner` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt
- * keeps its place), keeps its place alive `timeout` ms, and sets `position` to the number of
- * waiters ahead of it. Needs `now`, `owner`, a local `timeout` and a local `position`.
+ * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
+ * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
+ * ahead of it. Needs `now`, `waiter`, a local `timeout` and a local `position`.
  */
 export function joinQueue(queueKey: string, timeoutsKey: string): string {
-  return `if not redis.call('ZSCORE', ${queueKey}, owner) then
+  return `if not redis.call('ZSCORE', ${queueKey}, waiter) then
   local ticket = now
   local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')
   if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
-  redis.call('ZADD', ${queueKey}, ticket, owner)
+  redis.call('ZADD', ${queueKey}, ticket, waiter)
 end
 if redis.call('PTTL', ${queueKey}) < timeout then redis.call('PEXPIRE', ${queueKey}, timeout) end
 ${refreshWaiter(timeoutsKey)}
-position = redis.call('ZRANK', ${queueKey}, owner)`;
+position = redis.call('ZRANK', ${queueKey}, waiter)`;
 }
 
 /** Shortest and longest reservation of a free lock for the next waiters, and the one used
@@ -61,13 +77,14 @@ end`;
 }
 
 /**
- * A Lua expression: true when a release reserved the free lock for other owners, at least one of
- * which still waits in `queueKey`, and the reservation has not lapsed. Needs `now`, `owner`.
+ * A Lua expression: true when a release reserved the free lock for other acquisitions, at least
+ * one of which still waits in `queueKey`, and the reservation has not lapsed. Needs `now`,
+ * `waiter`.
  */
 export function reservedForAnother(statsKey: string, queueKey: string): string {
   return `(function()
   local reserved = redis.call('HMGET', ${statsKey}, 'for', 'for2', 'until')
-  if not reserved[1] or reserved[1] == owner or reserved[2] == owner then return false end
+  if not reserved[1] or reserved[1] == waiter or reserved[2] == waiter then return false end
   if tonumber(reserved[3]) <= now then return false end
   return redis.call('ZSCORE', ${queueKey}, reserved[1]) ~= false
     or redis.call('ZSCORE', ${queueKey}, reserved[2]) ~= false

@@ -223,7 +223,8 @@ export function queuedAttempts(
         keys,
         owner,
         lastOperationId,
-        () => releaseHold(ctx, keys, owner, { readWrite: kind.readWrite }),
+        (fencingToken) =>
+          releaseHold(ctx, keys, owner, { readWrite: kind.readWrite, fencingToken }),
         kind.readWrite?.writers,
       );
     },

@@ -18,7 +18,13 @@ import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
 import { endingParkBeside, registerParked } from "../queue/hand-off.js";
-import { joinQueue, pruneDeadWaiters, refreshWaiter, reservedForAnother } from "../queue/lua.js";
+import {
+  joinQueue,
+  pruneDeadWaiters,
+  refreshWaiter,
+  reservedForAnother,
+  WAITER_LUA,
+} from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import { pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
@@ -66,6 +72,7 @@ export const WRITE_ACQUIRE = defineScript({
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
   lua: endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
+${WAITER_LUA}
 ${pruneExpiredReads("readsKey", "readersKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
@@ -96,18 +103,18 @@ if not count then
     ${learnRoundTrip("holdStatsKey")}
     ${registerParked("parkedKey")}
   elseif timeout < 0 then
-    redis.call('ZREM', queueKey, owner)
-    redis.call('ZREM', timeoutsKey, owner)
-    redis.call('ZREM', writersKey, owner)
-    redis.call('HDEL', parkedKey, owner)
+    redis.call('ZREM', queueKey, waiter)
+    redis.call('ZREM', timeoutsKey, waiter)
+    redis.call('ZREM', writersKey, waiter)
+    redis.call('HDEL', parkedKey, waiter)
   end
   if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
   ${busyTurnReply("holdStatsKey", "queueKey")}
 end
-local waited = redis.call('ZREM', queueKey, owner) == 1
-redis.call('ZREM', timeoutsKey, owner)
-redis.call('ZREM', writersKey, owner)
-redis.call('HDEL', parkedKey, owner)
+local waited = redis.call('ZREM', queueKey, waiter) == 1
+redis.call('ZREM', timeoutsKey, waiter)
+redis.call('ZREM', writersKey, waiter)
+redis.call('HDEL', parkedKey, waiter)
 ${grantExclusiveHold(learnHandOff("holdStatsKey", "waited"))}`),
 });
 

@@ -33,8 +33,10 @@ interface Real {
   ctx: OperationContext;
   keys: FairLockKeys;
   owners: string[];
+  /** Each owner's current acquisition: its operation id names its place in the queue. */
+  waits: string[];
   expireHolder(): Promise<void>;
-  killWaiter(owner: string): Promise<void>;
+  killWaiter(member: string): Promise<void>;
 }
 
 type Cmd = fc.AsyncCommand<Model, Real>;
@@ -69,9 +71,11 @@ class Attempt implements Cmd {
       "fair",
       r.owners[this.who]!,
       20_000,
-      newOperationId(),
+      r.waits[this.who]!,
       { timeoutMs: this.queues ? WAITER_TIMEOUT_MS : 0, roundTripMs: 0, claimMs: 0 },
     );
+    // A place in the queue belongs to one acquisition: the owner's next one, after a hold, is new.
+    if (outcome.kind === "acquired") r.waits[this.who] = newOperationId();
     const expected = attemptInModel(m, this.who, this.queues);
     if (expected === "acquired") {
       expect(outcome).toEqual({ kind: "acquired", fencingToken: m.token });
@@ -90,12 +94,13 @@ class Leave implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    const wasWaiting = await leaveQueue(
+    const left = await leaveQueue(
       r.ctx,
       [r.keys.queue, r.keys.timeouts],
       r.owners[this.who]!,
+      r.waits[this.who]!,
     );
-    expect(wasWaiting).toBe(m.queue.includes(this.who) ? "left" : "notWaiting");
+    expect(left.kind).toBe(m.queue.includes(this.who) ? "left" : "notWaiting");
     m.queue = m.queue.filter((w) => w !== this.who);
   }
   toString = () => `leave(${this.who})`;
@@ -132,7 +137,8 @@ class KillWaiter implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    await r.killWaiter(r.owners[this.who]!);
+    // Its queue member: the owner and its acquisition's id.
+    await r.killWaiter(`${r.owners[this.who]!} ${r.waits[this.who]!}`);
     m.queue = m.queue.filter((w) => w !== this.who);
   }
   toString = () => `killWaiter(${this.who})`;
@@ -190,13 +196,14 @@ describe.each(backendKindsUnderTest())("fair lock against its FIFO model on %s",
           ctx: { redis, retry: { retries: 2, delayMs: 20 }, operationTtlMs: 60_000 },
           keys,
           owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          waits: Array.from({ length: OWNERS }, () => newOperationId()),
           async expireHolder() {
             await redis.pexpire(keys.lock, 1);
             await sleepMs(5);
           },
-          async killWaiter(owner) {
+          async killWaiter(member) {
             // Its deadline is long past: the next script prunes it, as after a crash.
-            await redis.zadd(keys.timeouts, { xx: true }, { score: 1, member: owner });
+            await redis.zadd(keys.timeouts, { xx: true }, { score: 1, member });
           },
         };
         const model: Model = { holder: null, count: 0, token: 0, queue: [] };

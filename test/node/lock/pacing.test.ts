@@ -141,7 +141,10 @@ describe.each(backendKindsUnderTest())("a waiter far back on %s", (kind) => {
     // By 2.5 s the waiter has asked twice (the ticket, then at 1.67 s).
     await sleepMs(2_500);
     const [nowSeconds, nowMicros] = (await redis.time()).map(Number) as [number, number];
-    const deadline = Number(await redis.zscore(`${base}:timeouts`, owner));
+    // Its place is its acquisition's: the member is the owner and the acquisition's id.
+    const members = await redis.zrange<string[]>(`${base}:timeouts`, 0, -1);
+    const member = members.find((each) => each.startsWith(`${owner} `))!;
+    const deadline = Number(await redis.zscore(`${base}:timeouts`, member));
     const keptMs = deadline - (nowSeconds * 1000 + Math.floor(nowMicros / 1000));
     await sleepMs(1_800);
     const attemptsBy4s = attempts;

@@ -36,6 +36,8 @@ interface Real {
   ctx: OperationContext;
   keys: ReadWriteLockKeys;
   owners: string[];
+  /** Each owner's waiting writer acquisition (always busy: its id never records a hold). */
+  waits: string[];
   readHandles: LockHandle[][];
   writeHandles: LockHandle[];
   /** Handles whose holds the model knows are gone. */
@@ -102,7 +104,8 @@ class Write implements Cmd {
         m.writer = this.who;
       }
       m.writes += 1;
-      m.waiting.delete(this.who);
+      // The waiting writer's registration belongs to its own acquisition (WaitToWrite's), which
+      // this one is not: it stays until that acquisition gives up.
       expect((outcome as LockHandle).fencingToken).toBe(m.token);
       r.writeHandles.push(outcome as LockHandle);
     }
@@ -128,11 +131,17 @@ class WaitToWrite implements Cmd {
       true,
       owner,
       20_000,
-      newOperationId(),
+      r.waits[this.who]!,
       { timeoutMs: 20_000, roundTripMs: 0, claimMs: 0 },
     );
     expect(outcome.kind).toBe("busy");
-    expect(await leaveQueue(r.ctx, [r.keys.queue, r.keys.timeouts], owner)).toBe("left");
+    const left = await leaveQueue(
+      r.ctx,
+      [r.keys.queue, r.keys.timeouts],
+      owner,
+      r.waits[this.who]!,
+    );
+    expect(left.kind).toBe("left");
     m.waiting.add(this.who);
   }
   toString = () => `waitToWrite(${this.who})`;
@@ -142,9 +151,8 @@ class GiveUpWriting implements Cmd {
   constructor(readonly who: number) {}
   check = () => true;
   async run(m: Model, r: Real) {
-    expect(await leaveQueue(r.ctx, [r.keys.writers], r.owners[this.who]!)).toBe(
-      m.waiting.has(this.who) ? "left" : "notWaiting",
-    );
+    const left = await leaveQueue(r.ctx, [r.keys.writers], r.owners[this.who]!, r.waits[this.who]!);
+    expect(left.kind).toBe(m.waiting.has(this.who) ? "left" : "notWaiting");
     m.waiting.delete(this.who);
   }
   toString = () => `giveUpWriting(${this.who})`;
@@ -286,6 +294,7 @@ describe.each(backendKindsUnderTest())("read-write lock against its model on %s"
           ctx: { redis, retry: { retries: 2, delayMs: 20 }, operationTtlMs: 60_000 },
           keys,
           owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          waits: Array.from({ length: OWNERS }, () => newOperationId()),
           readHandles: Array.from({ length: OWNERS }, () => []),
           writeHandles: [],
           stale: [],

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
 
 /** A lock kind seen as the acquire and force release these cases need. */
 interface Exclusive {
@@ -126,5 +126,60 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
       await later.release();
       expect(await lock.isLocked()).toBe(false);
     });
+  });
+
+  /** The queued kinds: a place in the queue (and a parked registration) per acquisition. */
+  const QUEUED = [
+    { kind: "lock", make: (c: LockClient) => c.lock("siblings"), fifo: false },
+    { kind: "fairLock", make: (c: LockClient) => c.fairLock("siblings"), fifo: true },
+    {
+      kind: "writeLock",
+      make: (c: LockClient) => c.readWriteLock("siblings").writeLock(),
+      fifo: false,
+    },
+  ] as const;
+
+  describe.each(QUEUED)("$kind", ({ make, fifo }) => {
+    it.each(["poll", "push"] as const)(
+      "one sibling giving up its wait leaves the other's place (%s)",
+      async (mode) => {
+        const prefix = freshPrefix();
+        const queueKey = `${prefix}:{siblings}:queue`;
+        const holder = make(bed.client({ prefix }));
+        const waiting = make(bed.client({ prefix, wait: { mode } }));
+        const redis = bed.redis();
+        const held = await holder.acquire({ leaseMs: 10_000 });
+        // Two tasks of one scope wait at once; then an owner of another request.
+        const giveUp = new AbortController();
+        const first = waiting.acquire({ owner: OWNER, leaseMs: 10_000, signal: giveUp.signal });
+        await until(async () => (await redis.zcard(queueKey)) === 1);
+        const second = waiting.acquire({ owner: OWNER, leaseMs: 10_000 });
+        await until(async () => (await redis.zcard(queueKey)) === 2);
+        const later = holder.acquire({ leaseMs: 10_000 });
+        await until(async () => (await redis.zcard(queueKey)) === 3);
+        // The first task gives up: only its own place goes.
+        giveUp.abort();
+        await expect(first).rejects.toThrow();
+        expect(await redis.zcard(queueKey)).toBe(2);
+        const order: string[] = [];
+        const track = (label: string, handle: Promise<{ release(): Promise<void> }>) =>
+          handle.then((h) => {
+            order.push(label);
+            return h;
+          });
+        const secondHeld = track("sibling", second);
+        const laterHeld = track("later", later);
+        const releasedAt = Date.now();
+        await held.release();
+        // The sibling, ahead of the later waiter, is served next (FIFO in the fair lock) and
+        // soon: its place and its registration were kept.
+        const winner = await Promise.race([secondHeld, laterHeld]);
+        if (fifo) expect(order).toEqual(["sibling"]);
+        if (order[0] === "sibling") expect(Date.now() - releasedAt).toBeLessThan(2_000);
+        await winner.release();
+        const next = await (order[0] === "sibling" ? laterHeld : secondHeld);
+        await next.release();
+      },
+    );
   });
 });

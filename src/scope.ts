@@ -4,10 +4,13 @@
  * calls in one logical flow (one request) re-enter, while concurrent requests stay apart.
  *
  * The scope travels with async work through AsyncLocalStorage, reached through
- * `process.getBuiltinModule` so that no bundler must resolve `node:async_hooks` (Node ≥ 22.3,
+ * `process.getBuiltinModule` so that no bundler must resolve `node:async_hooks` (Node ≥ 20.16,
  * Bun, Deno, and Workers with the `nodejs_compat` flag have it).
+ *
+ * There is one storage per module instance, not per client: a scope is ambient to every
+ * LockClient of the process (a client created or used inside `a.scope()` takes `a`'s owner).
  */
-import { LockInputError } from "./errors.js";
+import { LockScopeUnavailableError } from "./errors.js";
 
 interface OwnerStorage {
   getStore(): string | undefined;
@@ -39,9 +42,11 @@ export function currentScopeOwner(): string | undefined {
 export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
   if (!store) {
-    throw new LockInputError(
-      "scope() needs AsyncLocalStorage: on Cloudflare Workers add the nodejs_compat compatibility " +
-        "flag; elsewhere pass an explicit `owner` to acquire() instead.",
+    throw new LockScopeUnavailableError(
+      "client.scope() (and edgelock/hono's withLock() with `client`, which opens one per request) " +
+        "needs AsyncLocalStorage, which this runtime lacks: on Cloudflare Workers add the " +
+        'nodejs_compat compatibility flag (wrangler.toml: compatibility_flags = ["nodejs_compat"]); ' +
+        "elsewhere pass an explicit `owner` to acquire() instead.",
     );
   }
   return store.run(owner, fn);

@@ -74,6 +74,37 @@ function markerBefore(lines: readonly string[], fence: number): Marker {
   };
 }
 
+/**
+ * Names a snippet imports and never uses (a reader copies them, and a linter then complains).
+ * TypeScript reports these only with noUnusedLocals, which would also flag a snippet's
+ * illustrative top-level constants.
+ */
+export function unusedImports(code: string): string[] {
+  const unused: string[] = [];
+  const imports = /^import\s+(?:type\s+)?([^;]*?)\s+from\s+["'][^"']+["'];?\s*$/gm;
+  const rest = code.replace(imports, "");
+  // A snippet of import lines alone shows where something comes from: nothing to use them.
+  if (rest.replace(/\/\/.*$/gm, "").trim() === "") return [];
+  for (const match of code.matchAll(imports)) {
+    const clause = match[1] ?? "";
+    const names = [
+      ...(/^([\w$]+)/.exec(clause)?.slice(1) ?? []),
+      ...(/\*\s+as\s+([\w$]+)/.exec(clause)?.slice(1) ?? []),
+      ...(/\{([^}]*)\}/.exec(clause)?.[1] ?? "")
+        .split(",")
+        .map((part) => part.trim().replace(/^type\s+/, ""))
+        .filter((part) => part !== "")
+        .map((part) => part.split(/\s+as\s+/).at(-1) ?? part),
+    ];
+    for (const name of names) {
+      if (!new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`).test(rest)) {
+        unused.push(name);
+      }
+    }
+  }
+  return unused;
+}
+
 /** Why a snippet marked `worker` is not a Worker as written (empty when it is). */
 export function workerProblems(code: string): string[] {
   const problems: string[] = [];
@@ -264,6 +295,13 @@ function main(): number {
   );
   const checked = snippets.filter((snippet) => snippet.skipReason === undefined);
   let failures = 0;
+  for (const snippet of checked) {
+    const unused = unusedImports(snippet.code);
+    if (unused.length > 0) {
+      failures++;
+      console.log(`FAIL ${snippet.origin} imports and never uses: ${unused.join(", ")}`);
+    }
+  }
   for (const snippet of checked.filter((snippet) => snippet.runtime === "worker")) {
     const problems = workerProblems(snippet.code);
     if (problems.length === 0) {

@@ -17,6 +17,7 @@ import {
   linksOutsidePackage,
   mapsMissingSources,
   relativeLinks,
+  unusedImports,
   workerProblems,
 } from "../../../scripts/check-snippets.js";
 
@@ -154,5 +155,36 @@ describe("worker snippets", () => {
     ).filter((snippet) => snippet.runtime === "worker");
     expect(workers.length).toBeGreaterThan(0);
     for (const snippet of workers) expect(workerProblems(snippet.code)).toEqual([]);
+  });
+});
+
+describe("unused imports", () => {
+  it("finds named, default and namespace imports that the code never uses", () => {
+    const code = [
+      'import { middlewareFor, stripeEventId } from "edgelock/hono";',
+      'import { type LockClient, withLock as lockRoute } from "edgelock";',
+      'import Default from "x";',
+      'import * as all from "y";',
+      "middlewareFor(app); let c: LockClient; all.x();",
+    ].join("\n");
+    expect(unusedImports(code)).toEqual(["stripeEventId", "lockRoute", "Default"]);
+  });
+
+  it("finds none in README.md and docs/", () => {
+    const root = join(import.meta.dirname, "../../..");
+    const files = [
+      "README.md",
+      ...readdirSync(join(root, "docs"))
+        .filter((name) => name.endsWith(".md"))
+        .map((name) => `docs/${name}`),
+    ];
+    const found = files.flatMap((file) =>
+      extractSnippets(file, readFileSync(join(root, file), "utf8"))
+        .filter((snippet) => snippet.skipReason === undefined)
+        .flatMap((snippet) =>
+          unusedImports(snippet.code).map((name) => `${snippet.origin} ${name}`),
+        ),
+    );
+    expect(found).toEqual([]);
   });
 });

@@ -179,8 +179,10 @@ export class LockClient {
 
   /**
    * Runs `fn` with an ambient owner: acquisitions inside it without an explicit `owner` share
-   * it, so nested acquisitions of one lock re-enter. Needs AsyncLocalStorage (Workers:
-   * `nodejs_compat`).
+   * it, so nested acquisitions of one lock re-enter. The scope is process-wide, not this
+   * client's: every LockClient (also one created inside `fn`) uses its owner. Needs
+   * AsyncLocalStorage; without it (a Worker without `nodejs_compat`) throws
+   * LockScopeUnavailableError.
    * @param fn the work of one logical flow (for example one request)
    * @param owner the owner to use; default a fresh random token
    */

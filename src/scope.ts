@@ -22,7 +22,13 @@ type ProcessWithBuiltins = { getBuiltinModule?: (id: string) => unknown };
 
 function createStorage(): OwnerStorage | undefined {
   const proc = (globalThis as { process?: ProcessWithBuiltins }).process;
-  const hooks = proc?.getBuiltinModule?.("node:async_hooks") as AsyncHooksModule | undefined;
+  let hooks: AsyncHooksModule | undefined;
+  try {
+    hooks = proc?.getBuiltinModule?.("node:async_hooks") as AsyncHooksModule | undefined;
+  } catch {
+    // A runtime with a partial `process` (a Worker without nodejs_compat) may refuse the module.
+    hooks = undefined;
+  }
   return hooks?.AsyncLocalStorage ? new hooks.AsyncLocalStorage() : undefined;
 }
 

@@ -49,10 +49,7 @@ export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
   if (!store) {
     throw new LockScopeUnavailableError(
-      "client.scope() (and edgelock/hono's withLock() with `client`, which opens one per request) " +
-        "needs AsyncLocalStorage, which this runtime lacks: on Cloudflare Workers add the " +
-        'nodejs_compat compatibility flag (wrangler.toml: compatibility_flags = ["nodejs_compat"]); ' +
-        "elsewhere pass an explicit `owner` to acquire() instead.",
+      "scope() needs AsyncLocalStorage: add the nodejs_compat compatibility flag, or pass owner.",
     );
   }
   return store.run(owner, fn);

@@ -8,14 +8,8 @@
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError } from "../errors.js";
 import { sleep } from "../wait/sleep.js";
-import {
-  describeAuthRefusal,
-  describeFetchFailure,
-  hostOf,
-  probeRestUrl,
-  restUrlOf,
-} from "./diagnose.js";
-import { classifyFailure, markTransient, sanitizedFailure } from "./failures.js";
+import { describeFetchFailure, hostOf, probeRestUrl, restUrlOf } from "./diagnose.js";
+import { classifyFailure, isAuthRefusal, markTransient, sanitizedFailure } from "./failures.js";
 import type { RedisLike } from "./redis-like.js";
 import type { Script } from "./script.js";
 
@@ -134,7 +128,7 @@ function backendFailure(
   const named =
     context.finding ??
     describeFetchFailure(error, url === undefined ? "the server" : hostOf(url)) ??
-    describeAuthRefusal(cause.message);
+    (isAuthRefusal(cause.message) ? "REST token refused" : undefined);
   const failure = new LockBackendError(
     `HTTP Redis failed during ${what}: ${named === undefined ? "" : `${named}; `}${cause.message}`,
     { cause },

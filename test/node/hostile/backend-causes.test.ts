@@ -52,7 +52,7 @@ describe("backend failures name their cause", () => {
       expect(() => new LockClient({ redis: noUrl })).toThrow(LockInputError);
       expect(() => new LockClient({ redis: noUrl })).toThrow(/UPSTASH_REDIS_REST_URL/);
       expect(() => new LockClient({ redis: noToken })).toThrow(/UPSTASH_REDIS_REST_TOKEN/);
-      expect(() => new LockClient({ redis: empty })).toThrow(/a URL .* and a token/);
+      expect(() => new LockClient({ redis: empty })).toThrow(/no url .* and no token/);
       expect(() => new LockClient({ redis: noUrl })).not.toThrow(new RegExp(TOKEN));
     } finally {
       warn.mockRestore();
@@ -83,14 +83,14 @@ describe("backend failures name their cause", () => {
     const url = bed.server.url.replace("http://", "https://");
     const client = new LockClient({ redis: defaultRedis(url), backendTimeoutMs: 1_000 });
     const { error } = await failureOf(client);
-    expect((error as Error).message).toMatch(/TLS handshake with 127\.0\.0\.1:\d+ failed/);
+    expect((error as Error).message).toMatch(/TLS handshake failed with 127\.0\.0\.1:\d+/);
     expect(messages(error)).not.toContain(TOKEN);
   });
 
-  it("a wrong token: the server refused the token (HTTP 401)", async () => {
+  it("a wrong token: the REST token refused (HTTP 401)", async () => {
     const client = new LockClient({ redis: defaultRedis(bed.server.url), prefix: freshPrefix() });
     const { error } = await failureOf(client);
-    expect((error as Error).message).toMatch(/refused the token/);
+    expect((error as Error).message).toMatch(/REST token refused/);
     expect(messages(error)).not.toContain(TOKEN);
   });
 
@@ -98,7 +98,7 @@ describe("backend failures name their cause", () => {
     const dns = new TypeError("fetch failed", {
       cause: Object.assign(new Error("getaddrinfo ENOTFOUND db.invalid"), { code: "ENOTFOUND" }),
     });
-    expect(describeFetchFailure(dns, "db.invalid")).toMatch(/DNS lookup of db\.invalid failed/);
+    expect(describeFetchFailure(dns, "db.invalid")).toMatch(/DNS lookup failed for db\.invalid/);
     const tls = new TypeError("fetch failed", {
       cause: Object.assign(new Error("self-signed certificate"), {
         code: "DEPTH_ZERO_SELF_SIGNED_CERT",

@@ -95,7 +95,9 @@ function diagnoseWhenSlow(
           probe = probeRestUrl(url, deadline - Date.now()).catch(() => undefined);
         }, budgetMs / 2);
   return {
-    stop: () => clearTimeout(timer),
+    stop: () => {
+      if (timer !== undefined) clearTimeout(timer);
+    },
     // Only a call that timed out waits for the probe (which ends by the deadline, now).
     finding: async (timedOut) => (timedOut ? probe : undefined),
   };

@@ -5,7 +5,7 @@
 import { readFileSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { writeDevVars } from "./dev-vars.js";
+import { previousDevToken, writeDevVars } from "./dev-vars.js";
 import { type BackendChoice, type DevServer, startDevServer } from "./index.js";
 import { LoggingStats, summarizeStats } from "./request-log.js";
 import type { FaultOptions } from "./rest/faults.js";
@@ -27,9 +27,10 @@ Options:
   --port N            port to listen on (default 8079; 0 = any free port)
   --host H            interface to listen on (default 127.0.0.1)
   --token T           bearer token clients must send (default: $EDGELOCK_DEV_TOKEN if set,
-                      else random for each start); a fixed one keeps .dev.vars valid
+                      else the one an earlier start wrote into --dev-vars FILE, else random)
   --dev-vars FILE     write UPSTASH_REDIS_REST_URL and _TOKEN into FILE (e.g. .dev.vars, which
-                      wrangler dev reads), keeping its other lines
+                      wrangler dev reads), keeping its other lines; a restart serves the token
+                      already there, so a running wrangler dev keeps working
   --verbose           log every request's commands and every error response
   --backend B         auto | redis-server | embedded (default auto: REDIS_URL if set,
                       else a spawned redis-server if installed, else embedded)
@@ -236,8 +237,20 @@ async function startForCli(command: DevCommand, io: CliIo): Promise<DevServer> {
   }
 }
 
+/**
+ * The token to serve: `--token` or EDGELOCK_DEV_TOKEN, else the one an earlier start wrote into
+ * the --dev-vars file (wrangler dev reads that file once, at its own start, so a new random
+ * token on each restart would lock a running wrangler dev out), else a random one.
+ */
+async function tokenFor(command: DevCommand): Promise<string | undefined> {
+  if (command.token !== undefined || command.devVars === undefined) return command.token;
+  return previousDevToken(command.devVars);
+}
+
 async function runDev(args: readonly string[], io: CliIo): Promise<number> {
-  const command = parseDevArgs(args, io.env);
+  const parsed = parseDevArgs(args, io.env);
+  const token = await tokenFor(parsed);
+  const command: DevCommand = { ...parsed, token };
   // Listen for signals before starting, so Ctrl-C during startup still shuts down cleanly.
   const stop = io.stopSignal ?? waitForSignal();
   const server = await startForCli(command, io);

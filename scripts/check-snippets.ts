@@ -6,6 +6,14 @@
  *
  * A snippet that cannot stand alone is skipped by a visible comment right before its fence:
  *   <!-- snippet: skip (the reason) -->
+ * A snippet is checked under the Workers tsconfig unless it imports a Node tool (edgelock/dev,
+ * edgelock/testing) or is marked `node` (`<!-- snippet: node -->`, `<!-- snippet: node given`):
+ * then under @types/node. One marked `worker` must be a whole Worker (`export default`) that
+ * needs no Node global (`process`, `Buffer`): @cloudflare/workers-types declares them as `any`,
+ * so only this check catches a quickstart that works in Node but not in a Worker.
+ *
+ * Every relative link in README.md and docs/ must name a file the package ships (README's must
+ * be absolute: relative links break on the package page).
  *
  * Every check runs twice: with this repository's TypeScript and with the latest a new project
  * installs (LATEST_TYPESCRIPT, the native 7.x line), fetched through npm's cache or the registry.
@@ -28,24 +36,85 @@ export interface Snippet {
   readonly given: string;
   /** The reason given in a skip marker, when skipped. */
   readonly skipReason: string | undefined;
+  /** Where the snippet runs, when its marker says (`node` or `worker`). */
+  readonly runtime?: Runtime | undefined;
 }
 
+type Runtime = "node" | "worker";
+
 const SKIP_MARKER = /^<!--\s*snippet:\s*skip\s*\((.+)\)\s*-->\s*$/;
-const GIVEN_START = /^<!--\s*snippet:\s*given\s*$/;
+const RUNTIME_MARKER = /^<!--\s*snippet:\s*(node|worker)\s*-->\s*$/;
+const GIVEN_START = /^<!--\s*snippet:\s*(?:(node|worker)\s+)?given\s*$/;
+
+interface Marker {
+  skip?: string;
+  given?: string;
+  runtime?: Runtime;
+}
 
 /** The marker comment right before the fence at `fence` (blank lines between are allowed). */
-function markerBefore(lines: readonly string[], fence: number): { skip?: string; given?: string } {
+function markerBefore(lines: readonly string[], fence: number): Marker {
   let last = fence - 1;
   while (last >= 0 && (lines[last] ?? "").trim() === "") last--;
   const skip = SKIP_MARKER.exec(lines[last] ?? "");
   if (skip) return { skip: skip[1] ?? "" };
+  const runtime = RUNTIME_MARKER.exec(lines[last] ?? "");
+  if (runtime) return { runtime: runtime[1] as Runtime };
   if ((lines[last] ?? "").trim() !== "-->") return {};
   let first = last - 1;
   while (first >= 0 && !GIVEN_START.test(lines[first] ?? "")) {
     if ((lines[first] ?? "").includes("-->")) return {};
     first--;
   }
-  return first < 0 ? {} : { given: lines.slice(first + 1, last).join("\n") };
+  if (first < 0) return {};
+  const marked = GIVEN_START.exec(lines[first] ?? "")?.[1] as Runtime | undefined;
+  return {
+    given: lines.slice(first + 1, last).join("\n"),
+    ...(marked === undefined ? {} : { runtime: marked }),
+  };
+}
+
+/**
+ * Names a snippet imports and never uses (a reader copies them, and a linter then complains).
+ * TypeScript reports these only with noUnusedLocals, which would also flag a snippet's
+ * illustrative top-level constants.
+ */
+export function unusedImports(code: string): string[] {
+  const unused: string[] = [];
+  const imports = /^import\s+(?:type\s+)?([^;]*?)\s+from\s+["'][^"']+["'];?\s*$/gm;
+  const rest = code.replace(imports, "");
+  // A snippet of import lines alone shows where something comes from: nothing to use them.
+  if (rest.replace(/\/\/.*$/gm, "").trim() === "") return [];
+  for (const match of code.matchAll(imports)) {
+    const clause = match[1] ?? "";
+    const names = [
+      ...(/^([\w$]+)/.exec(clause)?.slice(1) ?? []),
+      ...(/\*\s+as\s+([\w$]+)/.exec(clause)?.slice(1) ?? []),
+      ...(/\{([^}]*)\}/.exec(clause)?.[1] ?? "")
+        .split(",")
+        .map((part) => part.trim().replace(/^type\s+/, ""))
+        .filter((part) => part !== "")
+        .map((part) => part.split(/\s+as\s+/).at(-1) ?? part),
+    ];
+    for (const name of names) {
+      if (!new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`).test(rest)) {
+        unused.push(name);
+      }
+    }
+  }
+  return unused;
+}
+
+/** Why a snippet marked `worker` is not a Worker as written (empty when it is). */
+export function workerProblems(code: string): string[] {
+  const problems: string[] = [];
+  if (!/^export default\b/m.test(code)) problems.push("no `export default` handler");
+  for (const global of ["process", "Buffer", "require", "__dirname"]) {
+    if (new RegExp(`(?<![\\w.])${global}\\b`).test(code)) {
+      problems.push(`uses \`${global}\`, a Node global a Worker has not without nodejs_compat`);
+    }
+  }
+  return problems;
 }
 
 /**
@@ -72,6 +141,7 @@ export function extractSnippets(file: string, markdown: string): Snippet[] {
       code: body.join("\n"),
       given: marker.given ?? "",
       skipReason: marker.skip,
+      ...(marker.runtime === undefined ? {} : { runtime: marker.runtime }),
     });
   }
   return snippets;
@@ -106,6 +176,27 @@ export function relativeLinks(markdown: string): string[] {
   return [...targets, ...sources].filter((target) => !/^(?:[a-z]+:|#)/i.test(target));
 }
 
+/**
+ * Relative links of the shipped Markdown (`file`, e.g. `docs/push.md`) to paths the package does
+ * not contain: they work in the repository but not in node_modules or on the package page.
+ * `shipped(path)` says whether the package holds a path (relative to the package root).
+ */
+export function linksOutsidePackage(
+  file: string,
+  markdown: string,
+  shipped: (path: string) => boolean,
+): string[] {
+  const base = dirname(file);
+  return relativeLinks(markdown)
+    .map((link) => link.replace(/[#?].*$/, ""))
+    .filter((path) => path !== "")
+    .filter((path) => {
+      const target = join(base, decodeURIComponent(path));
+      return target.startsWith("..") || !shipped(target);
+    })
+    .map((path) => `${file}: ${path}`);
+}
+
 /** What a user meets on the package page and in node_modules, beyond the types. */
 function packageHygiene(installed: string): string[] {
   const problems = mapsMissingSources(join(installed, "dist")).map(
@@ -120,6 +211,15 @@ function packageHygiene(installed: string): string[] {
   }
   for (const link of relativeLinks(readFileSync(join(installed, "README.md"), "utf8"))) {
     problems.push(`README.md links relatively (broken on the package page): ${link}`);
+  }
+  for (const name of readdirSync(join(installed, "docs")).filter((n) => n.endsWith(".md"))) {
+    const file = `docs/${name}`;
+    const markdown = readFileSync(join(installed, file), "utf8");
+    for (const broken of linksOutsidePackage(file, markdown, (path) =>
+      existsSync(join(installed, path)),
+    )) {
+      problems.push(`links to a path the package does not ship: ${broken}`);
+    }
   }
   return problems;
 }
@@ -194,21 +294,40 @@ function main(): number {
     extractSnippets(file, readFileSync(join(REPO_ROOT, file), "utf8")),
   );
   const checked = snippets.filter((snippet) => snippet.skipReason === undefined);
+  let failures = 0;
+  for (const snippet of checked) {
+    const unused = unusedImports(snippet.code);
+    if (unused.length > 0) {
+      failures++;
+      console.log(`FAIL ${snippet.origin} imports and never uses: ${unused.join(", ")}`);
+    }
+  }
+  for (const snippet of checked.filter((snippet) => snippet.runtime === "worker")) {
+    const problems = workerProblems(snippet.code);
+    if (problems.length === 0) {
+      console.log(`ok   ${snippet.origin} is a Worker as written`);
+    } else {
+      failures++;
+      console.log(`FAIL ${snippet.origin} is not a Worker as written: ${problems.join("; ")}`);
+    }
+  }
   for (const skipped of snippets.filter((snippet) => snippet.skipReason !== undefined)) {
     console.log(`skip ${skipped.origin}: ${skipped.skipReason}`);
   }
 
   const project = createPackedProject();
-  let failures = 0;
   try {
     mkdirSync(join(project.dir, "snippets"));
     mkdirSync(join(project.dir, "snippets-node"));
     const fileToOrigin = new Map<string, string>();
     checked.forEach((snippet, index) => {
-      // Snippets of the Node tools (edgelock/dev, edgelock/testing) are checked under @types/node.
-      const folder = [...NODE_ONLY_ENTRIES].some((entry) => snippet.code.includes(`"${entry}"`))
-        ? "snippets-node"
-        : "snippets";
+      // Snippets of the Node tools (edgelock/dev, edgelock/testing) and those marked `node` are
+      // checked under @types/node; the rest (those marked `worker` too) under the Workers types.
+      const folder =
+        snippet.runtime === "node" ||
+        [...NODE_ONLY_ENTRIES].some((entry) => snippet.code.includes(`"${entry}"`))
+          ? "snippets-node"
+          : "snippets";
       const name = `${folder}/${String(index).padStart(2, "0")}-${snippet.origin.replace(/[/:.]/g, "_")}.ts`;
       fileToOrigin.set(name, snippet.origin);
       // The given comes first, then the snippet; `export {}` keeps every file a module.
@@ -227,7 +346,7 @@ function main(): number {
     const checks = [
       ["docs snippets (Workers tsconfig)", "snippets", WORKERS_COMPILER_OPTIONS],
       [
-        "docs snippets of edgelock/dev and edgelock/testing (@types/node)",
+        "docs snippets marked node, and of edgelock/dev and edgelock/testing (@types/node)",
         "snippets-node",
         NODE_COMPILER_OPTIONS,
       ],
@@ -275,7 +394,7 @@ function main(): number {
     }
     const problems = packageHygiene(join(project.dir, "node_modules", "edgelock"));
     if (problems.length === 0) {
-      console.log("ok   package hygiene (source maps, repository/homepage, README links)");
+      console.log("ok   package hygiene (source maps, repository/homepage, README and docs links)");
     } else {
       failures++;
       console.log(`FAIL package hygiene\n${problems.join("\n")}\n`);

@@ -19,6 +19,17 @@ export class LockInputError extends EdgelockError {
   override readonly name = "LockInputError" as const;
 }
 
+/**
+ * An owner scope (`client.scope()`, and edgelock/hono's `withLock()` with `client`, which opens
+ * one per request) needs AsyncLocalStorage, and this runtime has none: on Cloudflare Workers, the
+ * `nodejs_compat` compatibility flag is missing. Thrown before any request. Running on unscoped
+ * would give each acquisition of a request its own owner, so a nested acquisition of the
+ * request's own lock would wait for itself.
+ */
+export class LockScopeUnavailableError extends EdgelockError {
+  override readonly name = "LockScopeUnavailableError" as const;
+}
+
 /** The lock stayed busy until `waitMs` passed. Nothing is held and nothing is queued. */
 export class LockWaitTimeoutError extends EdgelockError {
   override readonly name:
@@ -174,6 +185,7 @@ export class QuorumLostError extends LockLostError {
 /** Every error class edgelock throws (not the abstract base), as a union `err.name` narrows. */
 export type AnyEdgelockError =
   | LockInputError
+  | LockScopeUnavailableError
   | LockWaitTimeoutError
   | LockBudgetExceededError
   | LockAbortedError
@@ -187,6 +199,7 @@ export type AnyEdgelockError =
 
 const ERROR_NAMES: ReadonlySet<string> = new Set<EdgelockErrorName>([
   "LockInputError",
+  "LockScopeUnavailableError",
   "LockWaitTimeoutError",
   "LockBudgetExceededError",
   "LockAbortedError",

@@ -16,6 +16,7 @@ import { ParkedSiblings } from "./locks/queue/parking.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
+import { checkCredentials } from "./transport/diagnose.js";
 import { checkCanBlock, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
 import {
   checkCount,
@@ -100,6 +101,8 @@ export class LockClient {
       throw new LockInputError("new LockClient({ redis }) needs an options object with `redis`.");
     }
     const given = checkOptions<LockClientOptions>(options, "LockClient options", CLIENT_KEYS);
+    // A missing URL or token fails here, by name, not as a timeout on the first request.
+    checkCredentials(checkRedisLike(given.redis));
     const ctx: OperationContext = {
       redis: checkRedisLike(given.redis),
       retry: {
@@ -176,8 +179,10 @@ export class LockClient {
 
   /**
    * Runs `fn` with an ambient owner: acquisitions inside it without an explicit `owner` share
-   * it, so nested acquisitions of one lock re-enter. Needs AsyncLocalStorage (Workers:
-   * `nodejs_compat`).
+   * it, so nested acquisitions of one lock re-enter. The scope is process-wide, not this
+   * client's: every LockClient (also one created inside `fn`) uses its owner. Needs
+   * AsyncLocalStorage; without it (a Worker without `nodejs_compat`) throws
+   * LockScopeUnavailableError.
    * @param fn the work of one logical flow (for example one request)
    * @param owner the owner to use; default a fresh random token
    */

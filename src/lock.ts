@@ -16,6 +16,7 @@ export {
   LockInputError,
   LockLostError,
   LockNotHeldError,
+  LockScopeUnavailableError,
   LockWaitTimeoutError,
 } from "./errors.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";

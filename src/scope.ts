@@ -4,10 +4,13 @@
  * calls in one logical flow (one request) re-enter, while concurrent requests stay apart.
  *
  * The scope travels with async work through AsyncLocalStorage, reached through
- * `process.getBuiltinModule` so that no bundler must resolve `node:async_hooks` (Node ≥ 22.3,
+ * `process.getBuiltinModule` so that no bundler must resolve `node:async_hooks` (Node ≥ 20.16,
  * Bun, Deno, and Workers with the `nodejs_compat` flag have it).
+ *
+ * There is one storage per module instance, not per client: a scope is ambient to every
+ * LockClient of the process (a client created or used inside `a.scope()` takes `a`'s owner).
  */
-import { LockInputError } from "./errors.js";
+import { LockScopeUnavailableError } from "./errors.js";
 
 interface OwnerStorage {
   getStore(): string | undefined;
@@ -19,7 +22,13 @@ type ProcessWithBuiltins = { getBuiltinModule?: (id: string) => unknown };
 
 function createStorage(): OwnerStorage | undefined {
   const proc = (globalThis as { process?: ProcessWithBuiltins }).process;
-  const hooks = proc?.getBuiltinModule?.("node:async_hooks") as AsyncHooksModule | undefined;
+  let hooks: AsyncHooksModule | undefined;
+  try {
+    hooks = proc?.getBuiltinModule?.("node:async_hooks") as AsyncHooksModule | undefined;
+  } catch {
+    // A runtime with a partial `process` (a Worker without nodejs_compat) may refuse the module.
+    hooks = undefined;
+  }
   return hooks?.AsyncLocalStorage ? new hooks.AsyncLocalStorage() : undefined;
 }
 
@@ -39,9 +48,8 @@ export function currentScopeOwner(): string | undefined {
 export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
   if (!store) {
-    throw new LockInputError(
-      "scope() needs AsyncLocalStorage: on Cloudflare Workers add the nodejs_compat compatibility " +
-        "flag; elsewhere pass an explicit `owner` to acquire() instead.",
+    throw new LockScopeUnavailableError(
+      "scope() needs AsyncLocalStorage: add the nodejs_compat compatibility flag, or pass owner.",
     );
   }
   return store.run(owner, fn);

@@ -4,24 +4,16 @@
  * requests stay apart.
  */
 
-import { LockInputError } from "../errors.js";
 import type { LockClient } from "../lock-client.js";
 
 /**
  * Runs `fn` in an owner scope of `client`: the enclosing one if there is one already (an outer
  * middleware opened it), else a new one. Without AsyncLocalStorage (Workers without
- * `nodejs_compat`) it runs `fn` unscoped: each acquisition then gets a fresh owner.
+ * `nodejs_compat`) it throws LockScopeUnavailableError before any request: running unscoped
+ * would give the handler's own acquisitions of the request's lock another owner, so they would
+ * wait out their `waitMs` against their own request.
  */
 export async function inRequestScope<T>(client: LockClient, fn: () => Promise<T>): Promise<T> {
   if (client.currentOwner !== undefined) return fn();
-  let entered = false;
-  try {
-    return await client.scope(() => {
-      entered = true;
-      return fn();
-    });
-  } catch (error) {
-    if (!entered && error instanceof LockInputError) return fn();
-    throw error;
-  }
+  return client.scope(fn);
 }

@@ -24,7 +24,12 @@ export interface LockBusy {
   readonly name: string;
   /** The holder's remaining lease at the last attempt, in ms (null when unknown). */
   readonly holderTtlMs: number | null;
-  /** The Retry-After the default answer sends: the holder's lease in whole seconds, at least 1. */
+  /**
+   * The Retry-After the default answer sends, in whole seconds (at least 1): with `leaseMs`, when
+   * the holder's lease ends; in watchdog mode, where the holder's lease is renewed and says nothing
+   * about when it finishes, the longest of this middleware's recent holds in this isolate (1 s
+   * before any has ended), never past the holder's lease.
+   */
   readonly retryAfterSeconds: number;
 }
 
@@ -94,6 +99,13 @@ export interface WithLockSettings<E extends Env = Env> {
    */
   onBusy?: (c: Context<E>, busy: LockBusy) => Response | Promise<Response>;
   /**
+   * Whether the default busy answer names the lock in its body. Off, since a lock name often
+   * holds an id (an order, a customer) that the caller of a public route need not see.
+   * @default false
+   * @example withLock({ client, key, exposeLockName: true })
+   */
+  exposeLockName?: boolean;
+  /**
    * Called when the release after the handler fails: the lease ran out mid-handler (the lock was
    * not held to the end), or Redis failed (the release is retried in the background). The
    * handler's response is sent all the same.
@@ -124,15 +136,56 @@ const OPTION_KEYS = [
   "wait",
   "onBusy",
   "onFailure",
+  "exposeLockName",
 ] as const;
 
-function defaultBusy(_c: unknown, busy: LockBusy): Response {
-  return problem(
-    409,
-    "Locked",
-    `"${busy.name}" is being worked on by another request; retry after ${busy.retryAfterSeconds} s.`,
-    { "retry-after": String(busy.retryAfterSeconds) },
-  );
+function busyAnswer(exposeLockName: boolean) {
+  return (_c: unknown, busy: LockBusy): Response =>
+    problem(
+      409,
+      "Locked",
+      `${exposeLockName ? `"${busy.name}"` : "This resource"} is being worked on by another ` +
+        `request; retry after ${busy.retryAfterSeconds} s.`,
+      { "retry-after": String(busy.retryAfterSeconds) },
+    );
+}
+
+/** How many recent hold durations a middleware keeps for its watchdog-mode Retry-After. */
+const RECENT_HOLDS = 8;
+
+/**
+ * Recent hold durations of one middleware in this isolate. In watchdog mode the holder's lease is
+ * renewed every third of it, so its remaining lease (about `watchdogTimeoutMs`) says nothing about
+ * when the holder finishes: a 1 s handler would get Retry-After 30. The holds seen end here are
+ * what is known instead.
+ */
+class RecentHolds {
+  readonly #durations: number[] = [];
+
+  add(ms: number): void {
+    this.#durations.push(ms);
+    if (this.#durations.length > RECENT_HOLDS) this.#durations.shift();
+  }
+
+  /** The longest recent hold in ms, or null before any hold ended. */
+  longest(): number | null {
+    return this.#durations.length === 0 ? null : Math.max(...this.#durations);
+  }
+}
+
+/**
+ * Retry-After for a busy lock: with a fixed lease the holder's remaining lease (the lock is free by
+ * then at the latest); in watchdog mode the longest recent hold, capped by that lease, 1 s before
+ * any hold ended. Whole seconds, at least 1.
+ */
+export function busyRetryAfter(
+  holderTtlMs: number | null,
+  leaseMode: boolean,
+  longestHoldMs: number | null,
+): number {
+  if (leaseMode) return retryAfterSeconds(holderTtlMs);
+  const guess = longestHoldMs ?? 1_000;
+  return retryAfterSeconds(holderTtlMs === null ? guess : Math.min(holderTtlMs, guess));
 }
 
 /**
@@ -145,7 +198,8 @@ function defaultBusy(_c: unknown, busy: LockBusy): Response {
  * @param options.lock - instead of `key`: `(c) => any lock kind` (fair, read/write, multi, RedLock)
  * @param options.waitMs - how long to wait for a busy lock, in ms (default 0)
  * @param options.leaseMs - lease in ms (default: watchdog mode)
- * @param options.onBusy - the answer when busy (default 409 with Retry-After)
+ * @param options.onBusy - the answer when busy (default 409 with Retry-After, no lock name)
+ * @param options.exposeLockName - name the lock in the default 409's body (default false)
  * @param options.onFailure - reports a failed release (default console.error)
  * @returns a middleware that sets `c.get("lock")` to the handle (fencing token, `extend()`)
  *
@@ -172,7 +226,9 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
   options: WithLockOptions<E, H>,
 ): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>> {
   const given = checkOptions<WithLockOptions<E, H>>(options, "withLock options", OPTION_KEYS);
-  const { wait, onBusy = defaultBusy, onFailure = logFailure } = given;
+  const { wait, onFailure = logFailure } = given;
+  const onBusy = given.onBusy ?? busyAnswer(given.exposeLockName === true);
+  const holds = new RecentHolds();
   const lockFor = resolveLock<E, H>(given);
   const clientFor = resolveClient(given.client);
   const waitMs = given.waitMs === undefined ? 0 : checkDuration(given.waitMs, "waitMs", { min: 0 });
@@ -197,7 +253,7 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
           return onBusy(ctx, {
             name: lockName,
             holderTtlMs,
-            retryAfterSeconds: retryAfterSeconds(holderTtlMs),
+            retryAfterSeconds: busyRetryAfter(holderTtlMs, leaseMs !== undefined, holds.longest()),
           });
         }
         throw error;
@@ -205,9 +261,11 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
       // Nested withLock() on one route: the inner handle shows while the inner lock is held.
       const outer = c.get("lock") as H | undefined;
       c.set("lock", held);
+      const heldAt = Date.now();
       try {
         await next();
       } finally {
+        holds.add(Date.now() - heldAt);
         if (outer !== undefined) c.set("lock", outer);
         const error = await releaseOrRetry(c, held);
         if (error !== undefined) {

@@ -8,7 +8,8 @@
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError } from "../errors.js";
 import { sleep } from "../wait/sleep.js";
-import { classifyFailure, markTransient, sanitizedFailure } from "./failures.js";
+import { describeFetchFailure, hostOf, probeRestUrl, restUrlOf } from "./diagnose.js";
+import { classifyFailure, isAuthRefusal, markTransient, sanitizedFailure } from "./failures.js";
 import type { RedisLike } from "./redis-like.js";
 import type { Script } from "./script.js";
 
@@ -46,36 +47,94 @@ export async function callScript(
 ): Promise<unknown> {
   const budgetMs = retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
   const deadline = Date.now() + budgetMs;
+  const diagnosis = diagnoseWhenSlow(redis, budgetMs, deadline);
   let lastError: unknown;
   let refused = false;
-  for (let attempt = 0; attempt <= retry.retries; attempt++) {
-    if (attempt > 0) {
-      const pause = retry.delayMs * 2 ** (attempt - 1);
-      const resendAt = Date.now() + pause;
-      if (resendAt >= deadline || resendAt >= (retry.sendBy ?? Number.POSITIVE_INFINITY)) break;
-      await sleep(pause);
+  try {
+    for (let attempt = 0; attempt <= retry.retries; attempt++) {
+      if (attempt > 0) {
+        const pause = retry.delayMs * 2 ** (attempt - 1);
+        const resendAt = Date.now() + pause;
+        if (resendAt >= deadline || resendAt >= (retry.sendBy ?? Number.POSITIVE_INFINITY)) break;
+        await sleep(pause);
+      }
+      observer?.onAttempt?.(script);
+      try {
+        return await settleBy(script.run(redis, keys, args), deadline, budgetMs);
+      } catch (error) {
+        lastError = error;
+        refused = classifyFailure(error) === "refused";
+        if (refused || Date.now() >= deadline) break;
+      }
     }
-    observer?.onAttempt?.(script);
-    try {
-      return await settleBy(script.run(redis, keys, args), deadline, budgetMs);
-    } catch (error) {
-      lastError = error;
-      refused = classifyFailure(error) === "refused";
-      if (refused || Date.now() >= deadline) break;
-    }
+  } finally {
+    diagnosis.stop();
   }
-  throw backendFailure(lastError, script.name, [...args, script.source]);
+  throw backendFailure(lastError, script.name, [...args, script.source], {
+    redis,
+    finding: await diagnosis.finding(isTimeout(lastError)),
+  });
+}
+
+/**
+ * A probe of the REST URL, started if the call is still unanswered at half its budget and done by
+ * its deadline: `@upstash/redis` re-sends a request whose fetch threw for ~4 s, so a refused
+ * connection would otherwise show only as a timeout. Costs nothing while the backend answers.
+ */
+function diagnoseWhenSlow(
+  redis: RedisLike,
+  budgetMs: number,
+  deadline: number,
+): { finding(timedOut: boolean): Promise<string | undefined>; stop(): void } {
+  const url = restUrlOf(redis);
+  let probe: Promise<string | undefined> | undefined;
+  const timer =
+    url === undefined
+      ? undefined
+      : setTimeout(() => {
+          probe = probeRestUrl(url, deadline - Date.now()).catch(() => undefined);
+        }, budgetMs / 2);
+  return {
+    stop: () => {
+      if (timer !== undefined) clearTimeout(timer);
+    },
+    // Only a call that timed out waits for the probe (which ends by the deadline, now).
+    finding: async (timedOut) => (timedOut ? probe : undefined),
+  };
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && error.name === "TimeoutError";
+}
+
+/** Where the failure happened and what a probe found, for the message. */
+interface FailureContext {
+  readonly redis?: RedisLike;
+  readonly finding?: string | undefined;
 }
 
 /**
  * The LockBackendError of a failed call `what`: transient unless refused. Its cause is a
  * sanitized copy, since the client's error echoes the command (`secrets`: Lua, owner token).
+ * The message names the cause where known: a probe's finding, a refused connection, DNS or TLS
+ * error seen directly (with `retry: { retries: 0 }` on the Redis client), a refused token.
  */
-function backendFailure(error: unknown, what: string, secrets: readonly string[]): Error {
+function backendFailure(
+  error: unknown,
+  what: string,
+  secrets: readonly string[],
+  context: FailureContext = {},
+): Error {
   const cause = sanitizedFailure(error, secrets);
-  const failure = new LockBackendError(`HTTP Redis failed during ${what}: ${cause.message}`, {
-    cause,
-  });
+  const url = context.redis === undefined ? undefined : restUrlOf(context.redis);
+  const named =
+    context.finding ??
+    describeFetchFailure(error, url === undefined ? "the server" : hostOf(url)) ??
+    (isAuthRefusal(cause.message) ? "REST token refused" : undefined);
+  const failure = new LockBackendError(
+    `HTTP Redis failed during ${what}: ${named === undefined ? "" : `${named}; `}${cause.message}`,
+    { cause },
+  );
   return classifyFailure(error) === "refused" ? failure : markTransient(failure);
 }
 
@@ -100,7 +159,7 @@ export async function callBlocking(
     return await settleBy(redis.exec(command), Date.now() + budgetMs, budgetMs, signal);
   } catch (error) {
     if (signal?.aborted) throw error;
-    throw backendFailure(error, command[0], command);
+    throw backendFailure(error, command[0], command, { redis });
   }
 }
 

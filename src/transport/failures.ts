@@ -24,6 +24,11 @@ export function redisMessageOf(error: unknown): string {
   return withoutPrefix.length > 300 ? `${withoutPrefix.slice(0, 300)}…` : withoutPrefix;
 }
 
+/** Whether a server's message refuses the credentials (HTTP 401/403 of the REST API). */
+export function isAuthRefusal(message: string): boolean {
+  return AUTH.test(message);
+}
+
 export function classifyFailure(error: unknown): FailureKind {
   const message = redisMessageOf(error);
   if (/NOSCRIPT/i.test(message)) return "noscript";

@@ -176,6 +176,77 @@ describe("edgelock dev on the embedded engine", () => {
     }
   });
 
+  it("keeps the token across restarts with --dev-vars, so a running wrangler dev keeps working", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "edgelock-cli-"));
+    const file = join(dir, ".dev.vars");
+    try {
+      const first = await runDevUntilStopped([
+        "--port",
+        "0",
+        "--backend",
+        "embedded",
+        "--dev-vars",
+        file,
+      ]);
+      const token = first.server.token;
+      expect(await first.stop()).toBe(0);
+      // A client configured from the first start's file (as wrangler dev is) still gets in.
+      const second = await runDevUntilStopped([
+        "--port",
+        "0",
+        "--backend",
+        "embedded",
+        "--dev-vars",
+        file,
+      ]);
+      expect(second.server.token).toBe(token);
+      const res = await fetch(`${second.server.url}/ping`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+      expect(await second.stop()).toBe(0);
+      // --token and EDGELOCK_DEV_TOKEN still win.
+      const third = await runDevUntilStopped([
+        "--port",
+        "0",
+        "--backend",
+        "embedded",
+        "--dev-vars",
+        file,
+        "--token",
+        "chosen",
+      ]);
+      expect(third.server.token).toBe("chosen");
+      expect(await third.stop()).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("never takes a token from a --dev-vars file whose URL is not local (a real Upstash one)", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "edgelock-cli-"));
+    const file = join(dir, ".dev.vars");
+    await writeFile(
+      file,
+      'UPSTASH_REDIS_REST_URL="https://eu1-real.upstash.io"\nUPSTASH_REDIS_REST_TOKEN="real-secret"\n',
+    );
+    try {
+      const run = await runDevUntilStopped([
+        "--port",
+        "0",
+        "--backend",
+        "embedded",
+        "--dev-vars",
+        file,
+      ]);
+      expect(run.server.token).not.toBe("real-secret");
+      expect(run.out.join("\n")).not.toContain("real-secret");
+      expect(await run.stop()).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("logs requests under --verbose and sums up what it served on exit", async () => {
     const run = await runDevUntilStopped(["--port", "0", "--backend", "embedded", "--verbose"]);
     const redis = upstash(run.server);

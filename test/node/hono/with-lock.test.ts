@@ -7,11 +7,24 @@ import {
   type WithLockSettings,
   withLock,
 } from "../../../src/hono/index.js";
+import { busyRetryAfter } from "../../../src/hono/with-lock.js";
 import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
+
+describe("withLock()'s Retry-After", () => {
+  it("is the holder's lease with leaseMs, and the longest recent hold in watchdog mode", () => {
+    expect(busyRetryAfter(4_500, true, 200)).toBe(5);
+    expect(busyRetryAfter(null, true, null)).toBe(1);
+    // Watchdog mode: the renewed lease (about 30 s) is no estimate of the holder's end.
+    expect(busyRetryAfter(29_000, false, null)).toBe(1);
+    expect(busyRetryAfter(29_000, false, 1_500)).toBe(2);
+    expect(busyRetryAfter(400, false, 3_000)).toBe(1);
+    expect(busyRetryAfter(null, false, 2_100)).toBe(3);
+  });
+});
 
 describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   const bed = useTestBed(kind);
@@ -71,10 +84,14 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     const client = bed.client();
     const holder = await client.lock("orders:3").acquire({ leaseMs: 4_500 });
     let ran = false;
-    const app = appWith(client, () => {
-      ran = true;
-      return new Response("ok");
-    });
+    const app = appWith(
+      client,
+      () => {
+        ran = true;
+        return new Response("ok");
+      },
+      { leaseMs: 4_500 },
+    );
     const before = bed.requests();
     const res = await app.request("/orders/3", { method: "POST" }, {}, executionContext());
     expect(bed.requests() - before).toBe(1);
@@ -82,7 +99,45 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     expect(res.status).toBe(409);
     expect(res.headers.get("retry-after")).toBe("5");
     expect(res.headers.get("content-type")).toBe("application/problem+json");
-    expect(await res.json()).toMatchObject({ status: 409, title: "Locked" });
+    const body = (await res.json()) as { detail: string };
+    expect(body).toMatchObject({ status: 409, title: "Locked" });
+    // The lock name (here an order id) stays out of the public answer by default.
+    expect(body.detail).not.toContain("orders:3");
+    expect(body.detail).toContain("retry after 5 s");
+    await holder.release();
+  });
+
+  it("names the lock in the 409 body only with exposeLockName", async () => {
+    const client = bed.client();
+    const holder = await client.lock("orders:31").acquire({ leaseMs: 10_000 });
+    const app = appWith(client, () => new Response("ok"), { exposeLockName: true });
+    const res = await app.request("/orders/31", { method: "POST" }, {}, executionContext());
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as { detail: string }).detail).toContain('"orders:31"');
+    await holder.release();
+  });
+
+  it("in watchdog mode, bases Retry-After on the holds it saw, not the renewed 30 s lease", async () => {
+    const client = bed.client();
+    const entered = gate();
+    const finish = gate();
+    const app = appWith(client, async () => {
+      entered.open();
+      await finish.opened;
+      return new Response("ok");
+    });
+    // Before any hold ended here: 1 s, although the holder's watchdog lease is 30 s.
+    const first = app.request("/orders/32", { method: "POST" }, {}, executionContext());
+    await entered.opened;
+    const early = await app.request("/orders/32", { method: "POST" }, {}, executionContext());
+    expect(early.status).toBe(409);
+    expect(early.headers.get("retry-after")).toBe("1");
+    finish.open();
+    expect((await first).status).toBe(200);
+    // After a short hold ended: still 1 s (the hold took well under a second).
+    const holder = await client.lock("orders:32").acquire();
+    const later = await app.request("/orders/32", { method: "POST" }, {}, executionContext());
+    expect(later.headers.get("retry-after")).toBe("1");
     await holder.release();
   });
 
@@ -90,6 +145,7 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     const client = bed.client();
     const holder = await client.lock("orders:4").acquire({ leaseMs: 10_000 });
     const app = appWith(client, () => new Response("ok"), {
+      leaseMs: 10_000,
       onBusy: (c, busy) => c.json({ later: busy.retryAfterSeconds, name: busy.name }, 503),
     });
     const res = await app.request("/orders/4", { method: "POST" }, {}, executionContext());

@@ -4,6 +4,7 @@ import {
   LockBackendError,
   LockBudgetExceededError,
   type LockInputError,
+  LockScopeUnavailableError,
   LockWaitTimeoutError,
   QuorumUnreachableError,
   QuorumWaitTimeoutError,
@@ -22,6 +23,7 @@ describe("error classes", () => {
     }
     expectTypeOf<LockInputError["name"]>().toEqualTypeOf<"LockInputError">();
     expectTypeOf<LockBudgetExceededError["name"]>().toEqualTypeOf<"LockBudgetExceededError">();
+    expectTypeOf<LockScopeUnavailableError["name"]>().toEqualTypeOf<"LockScopeUnavailableError">();
   });
 
   it("makes a spent poll budget a kind of wait timeout, so one catch covers both", () => {
@@ -38,6 +40,7 @@ describe("error classes", () => {
     expect(new QuorumWaitTimeoutError("a", 1, null, tally).name).toBe("QuorumWaitTimeoutError");
     expect(new QuorumUnreachableError("a", tally, []).name).toBe("QuorumUnreachableError");
     expect(new LockBackendError("x").name).toBe("LockBackendError");
+    expect(new LockScopeUnavailableError("x").name).toBe("LockScopeUnavailableError");
   });
 
   it("recognises an edgelock error by name across bundles, and nothing else", () => {

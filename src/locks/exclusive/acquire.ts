@@ -59,7 +59,7 @@ if not count then
     ${joinQueue("queueKey", "timeoutsKey")}
     ${learnRoundTrip("holdStatsKey")}
     if parkedKey then
-    ${registerParked("parkedKey")}
+    ${registerParked("parkedKey", "holdStatsKey")}
     end
   elseif timeout < 0 then
     redis.call('ZREM', queueKey, waiter)

@@ -14,7 +14,8 @@ import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
  * beside the attempt (ARGV `parkBeside` 1: the waiter sent its blocking pop with the attempt, as
  * it does where it recently had to wait) never blocks for nothing: unless the body registered the
  * waiter as parked (`registerParked` sets `parkedNow`), `none` is pushed to its wake list, so that
- * the pop returns at once. The wake list is the one the hand-off pushes to (see LockKeys.wake).
+ * the pop returns at once (a lost answer to it costs nothing: the attempt's reply goes on
+ * without the park). The wake list is the one the hand-off pushes to (see LockKeys.wake).
  */
 export function endingParkBeside(body: string): string {
   return `local parkedNow = false
@@ -24,24 +25,83 @@ end
 local reply = attempt()
 if parkBeside == '1' and not parkedNow then
   redis.call('RPUSH', lockKey .. ':wake:' .. parkId, 'none')
-  redis.call('PEXPIRE', lockKey .. ':wake:' .. parkId, operationTtlMs)
+  -- Only the pop sent beside this attempt wants it, within moments; one that already took
+  -- other word (of a hand-off ahead) leaves it, so it goes soon.
+  redis.call('PEXPIRE', lockKey .. ':wake:' .. parkId, math.max(2000, tonumber(claimMs)))
 end
 return reply`;
 }
 
+/** A park at the head ends this long after the holder's lease would (ms): then it is free. */
+export const PARK_PAST_LEASE_MS = 25;
+
+/**
+ * A hand-off tells the parked waiter behind the new holder when that holder's claim window ends
+ * if its own park would otherwise end more than this much later (ms): a grant to a waiter that
+ * died while parked then passes on about one claim window after the release.
+ */
+export const BEHIND_NOTICE_MS = 250;
+
+/**
+ * A Lua expression: when the park of a waiter registering now ends at the latest (server ms),
+ * by the rule the client bounds it with (parkBoundMs in queue/parking.ts, which this mirrors;
+ * capped by the waiter's place, `timeout`). Needs `now`, `pttl`, `position`, `claimMs` and
+ * `timeout`; `statsKey` is the lock's statistics hash.
+ */
+function parkEndLua(statsKey: string): string {
+  return `(function()
+  local bound = timeout
+  local claim = tonumber(claimMs)
+  if pttl >= 0 then bound = math.min(bound, pttl + position * claim + ${PARK_PAST_LEASE_MS}) end
+  local pace = redis.call('HMGET', ${statsKey}, 'hold', 'cycle', 'at')
+  if position >= 1 and pace[1] then
+    local hold = tonumber(pace[1])
+    local current = 0
+    if pttl ~= -2 then
+      local heldFor = 0
+      if pace[3] then heldFor = math.max(0, now - tonumber(pace[3])) end
+      current = math.max(0, hold - heldFor)
+    end
+    bound = math.min(bound, current + position * tonumber(pace[2] or pace[1]) + claim)
+  end
+  return now + math.floor(bound)
+end)()`;
+}
+
 /**
  * Registers `waiter` (this acquisition) as parked and sets the caller's `parkedNow`, or forgets
- * it (ARGV `claimMs` 0: a polling waiter). Needs `now`, `waiter`, `leaseMs`, `claimMs`, `parkId`
- * (the acquisition's operation id) and a local `timeout`.
+ * it (ARGV `claimMs` 0: a polling waiter). The registration records when its park ends at the
+ * latest (see parkEndLua). Needs `now`, `waiter`, `leaseMs`, `claimMs`, `parkId` (the
+ * acquisition's operation id), `pttl`, `position` and a local `timeout`.
  */
-export function registerParked(parkedKey: string): string {
+export function registerParked(parkedKey: string, statsKey: string): string {
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
-  redis.call('HSET', ${parkedKey}, waiter, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now)
+  redis.call('HSET', ${parkedKey}, waiter, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)})
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
 else
   redis.call('HDEL', ${parkedKey}, waiter)
 end`;
+}
+
+/**
+ * After a hand-off with lease `lease` (a local): when the waiter now at the head of `queueKey`
+ * is parked and its park would end more than BEHIND_NOTICE_MS after that lease, pushes
+ * `behind <lease>` to its wake list, so that it parks again bounded by that lease: if the new
+ * holder died while parked, its grant lapses unclaimed and this waiter takes the lock then,
+ * instead of when its own park ends (which may be a whole holder's lease later, after an early
+ * release). The word is of use only within that lease, and expires with it. Needs `now`, `lockKey`.
+ */
+function noticeBehind(queueKey: string, parkedKey: string): string {
+  return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+  local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
+  if behindParked then
+    local behindId, parkEnd = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+)$')
+    if parkEnd and tonumber(parkEnd) > now + lease + ${BEHIND_NOTICE_MS} then
+      redis.call('RPUSH', lockKey .. ':wake:' .. behindId, 'behind ' .. lease)
+      redis.call('PEXPIRE', lockKey .. ':wake:' .. behindId, lease)
+    end
+  end`;
 }
 
 /**
@@ -75,7 +135,7 @@ end`
  * (hold count 1, lease min(its lease, its claim window), the next fencing token, its operation
  * record), takes it out of the queue (and, with `writersKey`, out of a read-write lock's waiting
  * writers: its wait is over, so readers no longer defer to it) and pushes `grant <fence> <lease> <ms since its latest
- * registration>` to its wake list, and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
+ * registration>` to its wake list (twice, so that a pop re-sent after a lost answer finds it), and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
  * list are named after the lock key and the waiter's operation id (see LockKeys.wake). Needs
  * `now`, `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
  */
@@ -93,7 +153,7 @@ export function handOffToParkedHead(
   return `local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
 if parked then
-  local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)$')
+  local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)')
   lease = math.min(tonumber(claim), tonumber(lease))
   redis.call('HSET', lockKey, ${ownerOfWaiter("head")}, 1)
   redis.call('PEXPIRE', lockKey, lease)
@@ -102,8 +162,13 @@ if parked then
   redis.call('ZREM', ${queueKey}, head)
   redis.call('ZREM', ${timeoutsKey}, head)
   redis.call('HDEL', ${parkedKey}, head)${leaveWriters}
-  redis.call('RPUSH', lockKey .. ':wake:' .. id, 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)))
-  redis.call('PEXPIRE', lockKey .. ':wake:' .. id, operationTtlMs)
+  -- Twice: a pop whose answer was lost is re-sent by the Redis client on its own, and the
+  -- second copy answers it at once, within the claim window, instead of its full timeout.
+  local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
+  redis.call('RPUSH', lockKey .. ':wake:' .. id, grant, grant)
+  -- The copy is of use only within the claim window; then the list goes.
+  redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   handedOff = true
+  ${noticeBehind(queueKey, parkedKey)}
 end`;
 }

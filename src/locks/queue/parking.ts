@@ -15,13 +15,12 @@ import type { TurnView } from "../../wait/turn.js";
 import type { AttemptOutcome, AttemptWait } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
+import { PARK_PAST_LEASE_MS } from "./hand-off.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
 const MIN_PARK_MS = 10;
 /** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
 export const PARK_GRACE_MS = 1_000;
-/** A park at the head ends this long after the holder's lease would (ms): then it is free. */
-const PARK_PAST_LEASE_MS = 25;
 
 /**
  * This client's parked acquisitions per (lock, owner). The server keeps one parked registration
@@ -58,7 +57,8 @@ export class ParkedSiblings {
  * How long a waiter that got `view` parks at most: at the head, until just after the holder's
  * lease ends (a holder that crashed hands nothing over); behind it, until well after its turn is
  * expected (the claim window after it), so that a grant to a waiter that died while parked is
- * noticed soon after its claim window ran out.
+ * noticed soon after its claim window ran out. The acquire scripts record the same bound with
+ * the registration (parkEndLua in queue/hand-off.ts), to know whom a hand-off must tell.
  */
 export function parkBoundMs(view: TurnView, claimMs: number): number {
   let bound = Number.POSITIVE_INFINITY;
@@ -73,7 +73,10 @@ export function parkBoundMs(view: TurnView, claimMs: number): number {
   return bound;
 }
 
-/** How a park ended: a grant (the waiter holds the lock), woken without one, or failed. */
+/**
+ * How a park ended: a grant (the waiter holds the lock), word that the lock was handed to the
+ * waiter ahead for `leaseMs` (its claim window), woken without either, or failed.
+ */
 type ParkEnd =
   | {
       readonly kind: "granted";
@@ -81,6 +84,7 @@ type ParkEnd =
       readonly leaseMs: number;
       readonly sinceRegistrationMs: number;
     }
+  | { readonly kind: "behind"; readonly leaseMs: number }
   | { readonly kind: "woken" }
   | { readonly kind: "failed"; readonly error: unknown };
 
@@ -104,10 +108,11 @@ export function parkingFor(
   return new Parking(ctx, ctx.redis, keys, plan.policy, plan.contention, plan.parkedSiblings);
 }
 
-/** A park in flight, and when its timeout lapses (client clock). */
+/** A park in flight, when its timeout lapses (client clock), and whether it has ended. */
 interface ParkInFlight {
   readonly ended: Promise<ParkEnd>;
   readonly endsAt: number;
+  readonly settled: () => boolean;
 }
 
 /** The parking of one acquisition. */
@@ -262,12 +267,26 @@ export class Parking {
       this.#siblingHeld,
     ]);
     // Past the bound, or a sibling holds the lock: ask again while the park stays open (the
-    // attempt, sent beside it, wakes it unless it registers this waiter again).
-    if (ended === undefined) return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
+    // attempt, sent beside it, wakes it unless it registers this waiter again). A park that
+    // ended meanwhile (word of a hand-off ahead, say) is open no more.
+    if (ended === undefined) {
+      if (park.settled()) this.#inFlight = undefined;
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
+    }
     this.#inFlight = undefined;
     if (ended.kind === "failed") throw ended.error;
     if (ended.kind === "woken") {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
+    }
+    if (ended.kind === "behind") {
+      // The waiter ahead was handed the lock: park again, at the head now, until its claim
+      // window ends (a grant to it that nobody claims frees the lock then).
+      const handedAt = Date.now();
+      this.#registered = {
+        view: { ...view, position: 0, locked: true, holderTtlMs: ended.leaseMs },
+        sentAt: handedAt,
+      };
+      return { kind: "busy", holderTtlMs: ended.leaseMs, nextPollMs: 0 };
     }
     return this.#acquiredBy(ended, sentAt);
   }
@@ -307,7 +326,11 @@ export class Parking {
           // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
           wait.signal?.aborted ? { kind: "woken" } : { kind: "failed", error },
       );
-    return { ended, endsAt: Date.now() + parkMs };
+    let settled = false;
+    void ended.then(() => {
+      settled = true;
+    });
+    return { ended, endsAt: Date.now() + parkMs, settled: () => settled };
   }
 }
 
@@ -342,12 +365,15 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | un
 
 /**
  * A park's reply: null when it timed out; else `[key, message]` with `grant <fence> <lease ms>
- * <ms since registration>` (a hand-off) or `none` (an attempt beside it did not register it).
+ * <ms since registration>` (a hand-off), `behind <lease ms>` (a hand-off to the waiter ahead) or
+ * `none` (an attempt beside it did not register it).
  */
 function wakeReply(reply: unknown): ParkEnd {
   if (reply === null) return { kind: "woken" };
   const message = Array.isArray(reply) ? reply[1] : undefined;
   if (message === "none") return { kind: "woken" };
+  const behind = typeof message === "string" ? /^behind (\d+)$/.exec(message) : null;
+  if (behind !== null) return { kind: "behind", leaseMs: Number(behind[1]) };
   const match = typeof message === "string" ? /^grant (\d+) (\d+) (\d+)$/.exec(message) : null;
   if (match === null) {
     throw new LockBackendError(

@@ -101,7 +101,7 @@ if not count then
     end
     ${joinQueue("queueKey", "timeoutsKey")}
     ${learnRoundTrip("holdStatsKey")}
-    ${registerParked("parkedKey")}
+    ${registerParked("parkedKey", "holdStatsKey")}
   elseif timeout < 0 then
     redis.call('ZREM', queueKey, waiter)
     redis.call('ZREM', timeoutsKey, waiter)

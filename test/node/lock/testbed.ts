@@ -86,3 +86,17 @@ export function slowScriptAnswers(redis: RedisLike & { exec: NonNullable<RedisLi
   };
   return { redis: slow, state };
 }
+
+/**
+ * The wake lists of the lock `base` (`<prefix>:{<name>}`) that still hold a `none`: a park sent
+ * beside an attempt that then took the lock leaves none once its pop returned.
+ */
+export async function wakeListsWithNone(bed: TestBed, base: string): Promise<string[]> {
+  const redis = bed.redis();
+  const lists = await redis.keys(`${base}:wake:*`);
+  const withNone: string[] = [];
+  for (const list of lists) {
+    if ((await redis.lrange(list, 0, -1)).includes("none")) withNone.push(list);
+  }
+  return withNone;
+}

@@ -83,8 +83,12 @@ export class LockWatchdog {
 
   /**
    * The Redis this object renews on. Default: `UPSTASH_REDIS_REST_URL` and
-   * `UPSTASH_REDIS_REST_TOKEN` of its env. Override in a subclass to connect otherwise; it must
-   * be the Redis the holders' LockClient uses. (Not named `connect`: that is the socket handler.)
+   * `UPSTASH_REDIS_REST_TOKEN` of its env, on an `@upstash/redis` client whose own re-sends are
+   * off (`retry: { retries: 0 }`). Override in a subclass to connect otherwise; it must be the
+   * Redis the holders' LockClient uses, and its client should not re-send on its own either:
+   * the object's transport re-sends only before a renewal's deadline, and a client re-send after
+   * it holds a crashed holder's lock past the documented bound. (Not named `connect`: that is
+   * the socket handler.)
    */
   protected createRedis(env: WatchdogEnv): RedisLike | undefined {
     return redisFromEnv(env);

@@ -4,9 +4,11 @@
  * keeps registrations in storage and arms its one alarm for the earliest renewal due; `alarm()`
  * renews every due lease with the reentrant lock's own renew script (`lock.extend`) and re-arms.
  *
- * It stops renewing — and remembers why, for an hour — when the holder deregisters, the script
- * finds the lock gone or taken, `maxHoldMs` passes, required heartbeats stop, or renewals fail
- * until the lease has passed. So a crashed holder's lock frees itself within a bound (see
+ * Each registration is one hold (lock key, owner, fencing token), and its renewals name the hold
+ * by its token: they never re-arm a later hold of the same owner. It stops renewing — and
+ * remembers why, for an hour — when the holder deregisters, the script finds the hold gone or
+ * the lock taken, `maxHoldMs` passes, required heartbeats stop, or renewals fail until the lease
+ * has passed. So a crashed holder's lock frees itself within a bound (see
  * docs/lease-vs-watchdog.md), and a lost lock reaches the holder through its next heartbeat.
  *
  * Alarms are at-least-once and may run late: a due lease is claimed in storage before its renewal
@@ -21,6 +23,7 @@ import { redisMessageOf } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import {
   type DeregisterMessage,
+  type EndReason,
   keysOfLockKey,
   type LeaseQuery,
   parseDeregister,
@@ -80,8 +83,12 @@ export class LockWatchdog {
 
   /**
    * The Redis this object renews on. Default: `UPSTASH_REDIS_REST_URL` and
-   * `UPSTASH_REDIS_REST_TOKEN` of its env. Override in a subclass to connect otherwise; it must
-   * be the Redis the holders' LockClient uses. (Not named `connect`: that is the socket handler.)
+   * `UPSTASH_REDIS_REST_TOKEN` of its env, on an `@upstash/redis` client whose own re-sends are
+   * off (`retry: { retries: 0 }`). Override in a subclass to connect otherwise; it must be the
+   * Redis the holders' LockClient uses, and its client should not re-send on its own either:
+   * the object's transport re-sends only before a renewal's deadline, and a client re-send after
+   * it holds a crashed holder's lock past the documented bound. (Not named `connect`: that is
+   * the socket handler.)
    */
   protected createRedis(env: WatchdogEnv): RedisLike | undefined {
     return redisFromEnv(env);
@@ -117,7 +124,7 @@ export class LockWatchdog {
           return json(await this.#heartbeat(parseQuery(await readJson(request))));
         case WATCHDOG_ROUTES.status: {
           const query = parseQuery(await readJson(request));
-          const status = this.#store.status(query.key, query.owner);
+          const status = this.#store.status(query.key, query.owner, query.fencingToken);
           await this.#tidy();
           return json(status);
         }
@@ -158,7 +165,7 @@ export class LockWatchdog {
     for (const lease of this.#store.due(now)) {
       const limit = limitReached(lease, now);
       if (limit) {
-        this.#store.remove(lease.key, lease.owner, lease.registration, { ...limit, at: now });
+        this.#end(lease, { ...limit, at: now });
         continue;
       }
       // Claimed before the request goes out: a duplicate alarm finds it no longer due.
@@ -176,11 +183,14 @@ export class LockWatchdog {
       if (!ctx) throw new Error("no Redis configured (UPSTASH_REDIS_REST_URL, _TOKEN)");
       // A re-send after the renewal deadline would re-arm the lease past its documented bound.
       const bounded = { ...ctx, retry: { ...ctx.retry, sendBy: renewalDeadline(lease) } };
-      held = await extendLease(bounded, keysOfLockKey(lease.key), lease.owner, lease.leaseMs);
+      // Named by its token: a later hold of the same owner is not this lease's to renew.
+      held = await extendLease(bounded, keysOfLockKey(lease.key), lease.owner, lease.leaseMs, {
+        fencingToken: lease.fencingToken,
+      });
     } catch (error) {
       const at = Date.now();
       if (at - lease.confirmedAt >= lease.leaseMs) {
-        this.#store.remove(lease.key, lease.owner, lease.registration, {
+        this.#end(lease, {
           reason: "renewal-failed",
           detail: `renewals failed until the lease had passed: ${redisMessageOf(error)}`,
           at,
@@ -193,13 +203,18 @@ export class LockWatchdog {
     if (held) {
       this.#store.renewed(lease, sentAt, sentAt + renewalIntervalMs(lease.leaseMs));
     } else {
-      this.#store.remove(lease.key, lease.owner, lease.registration, {
+      this.#end(lease, {
         reason: "gone",
         detail:
-          "the renew script found the lock gone (expired or force-released) or another owner's",
+          "the renew script found the hold gone (expired or force-released), the lock another owner's, or a later hold of the same owner's",
         at: Date.now(),
       });
     }
+  }
+
+  /** Stops renewing this registration and records why. */
+  #end(lease: LeaseRecord, ending: { reason: EndReason; detail: string; at: number }): void {
+    this.#store.remove(lease.key, lease.owner, lease.fencingToken, lease.registration, ending);
   }
 
   async #register(message: RegisterMessage): Promise<WatchdogStatus> {
@@ -208,6 +223,7 @@ export class LockWatchdog {
     this.#store.put({
       key: message.key,
       owner: message.owner,
+      fencingToken: message.fencingToken,
       registration: message.registration,
       leaseMs: message.leaseMs,
       registeredAt: now,
@@ -222,37 +238,44 @@ export class LockWatchdog {
     });
     const current = await this.#storage.getAlarm();
     if (current === null || current > nextRenewalAt) await this.#storage.setAlarm(nextRenewalAt);
-    return this.#store.status(message.key, message.owner);
+    return this.#store.status(message.key, message.owner, message.fencingToken);
   }
 
+  /**
+   * The holder's release removes its own registration (of its hold) without a record; `forget()`
+   * removes hold `fencingToken`, or every hold of the owner, and records them as released.
+   */
   async #deregister(message: DeregisterMessage): Promise<WatchdogStatus> {
+    const { key, owner, fencingToken, registration } = message;
     const ending =
-      message.registration === null
+      registration === null
         ? {
             reason: "released" as const,
             detail: "forgotten by its owner from another invocation",
             at: Date.now(),
           }
         : undefined;
-    this.#store.remove(message.key, message.owner, message.registration, ending);
-    const status = this.#store.status(message.key, message.owner);
+    const holds =
+      fencingToken === null
+        ? this.#store.leasesOf(key, owner).map((lease) => lease.fencingToken)
+        : [fencingToken];
+    for (const hold of holds) this.#store.remove(key, owner, hold, registration, ending);
+    const status = this.#store.status(key, owner, fencingToken);
     await this.#tidy();
     return status;
   }
 
+  /** Keeps hold `fencingToken` (null: the owner's latest hold) renewing; no other hold. */
   async #heartbeat(query: LeaseQuery): Promise<WatchdogStatus> {
     const now = Date.now();
-    const lease = this.#store.get(query.key, query.owner);
+    const lease = this.#store.get(query.key, query.owner, query.fencingToken);
     if (lease) {
       // A heartbeat after the deadline does not revive the lease: the bound holds.
       const limit = limitReached(lease, now);
-      if (limit) {
-        this.#store.remove(lease.key, lease.owner, lease.registration, { ...limit, at: now });
-      } else {
-        this.#store.heartbeat(query.key, query.owner, now);
-      }
+      if (limit) this.#end(lease, { ...limit, at: now });
+      else this.#store.heartbeat(lease, now);
     }
-    const status = this.#store.status(query.key, query.owner);
+    const status = this.#store.status(query.key, query.owner, query.fencingToken);
     await this.#tidy();
     return status;
   }

@@ -16,10 +16,17 @@ import {
   checkPrefix,
 } from "../validate.js";
 
-/** Version of the messages below. A change that old objects would misread bumps it. */
-export const WATCHDOG_PROTOCOL = 1;
+/**
+ * Version of the messages below. A change that old objects would misread bumps it. v2: every
+ * message names the hold by its fencing token (v1 named only the owner, so an ended hold's
+ * registration renewed a later hold of the same owner).
+ */
+export const WATCHDOG_PROTOCOL = 2;
 
-/** Path of each message, under the object's fetch handler. */
+/**
+ * Path of each message, under the object's fetch handler. The paths stay those of v1, so that a
+ * holder of another version reaches the handler and is refused by the version check (400).
+ */
 export const WATCHDOG_ROUTES = {
   register: "/v1/register",
   deregister: "/v1/deregister",
@@ -36,6 +43,11 @@ export interface RegisterMessage {
   /** The lock's Redis key, `<prefix>:{<name>}`. */
   readonly key: string;
   readonly owner: string;
+  /**
+   * The hold's fencing token: renewals name it, so they re-arm only this hold and never a later
+   * hold of the same owner. Re-entrant handles of one hold share it (and one registration).
+   */
+  readonly fencingToken: number;
   /** Random id of this registration: a late deregistration of an older one cannot remove it. */
   readonly registration: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
@@ -48,26 +60,41 @@ export interface RegisterMessage {
   readonly heartbeatTimeoutMs: number | null;
 }
 
-/** "Stop renewing." `registration: null` forgets whichever registration (another invocation). */
+/**
+ * "Stop renewing." With a `registration` (the holder's release), only that registration of hold
+ * `fencingToken`, without a record. With `registration: null` (`watchdog.forget()` from another
+ * invocation), hold `fencingToken`, or every hold of the owner when that is null too, recorded
+ * as "released".
+ */
 export interface DeregisterMessage {
   readonly v: typeof WATCHDOG_PROTOCOL;
   readonly key: string;
   readonly owner: string;
+  /** The hold meant; null (only with `registration: null`): every hold of the owner. */
+  readonly fencingToken: number | null;
   readonly registration: string | null;
 }
 
-/** A heartbeat (keeps a registration that requires them) or a status query: same shape. */
+/**
+ * A heartbeat (keeps a registration that requires them) or a status query: same shape. It is
+ * about hold `fencingToken` only; null (a lock known by name and owner alone): the owner's latest
+ * hold, the one with the highest token the object knows.
+ */
 export interface LeaseQuery {
   readonly v: typeof WATCHDOG_PROTOCOL;
   readonly key: string;
   readonly owner: string;
+  readonly fencingToken: number | null;
 }
 
 /** Why the object stopped renewing a lease. */
 export type EndReason =
   /** The holder's owner was deregistered from another invocation (`watchdog.forget()`). */
   | "released"
-  /** The renew script found the lock gone (expired, force-released) or held by another owner. */
+  /**
+   * The renew script found the hold gone: expired, force-released, held by another owner, or
+   * taken again by the same owner (a later hold, with a later token, has a registration of its own).
+   */
   | "gone"
   /** `maxHoldMs` passed since registration. */
   | "max-hold"
@@ -76,12 +103,13 @@ export type EndReason =
   /** Renewals kept failing (Redis unreachable) until the lease had surely passed. */
   | "renewal-failed";
 
-/** What the object knows of one (lock, owner): the answer to every message. */
+/** What the object knows of one hold (lock, owner, fencing token): the answer to every message. */
 export type WatchdogStatus =
   | {
       readonly state: "renewing";
       readonly key: string;
       readonly owner: string;
+      readonly fencingToken: number;
       readonly leaseMs: number;
       /** Object clock, epoch ms. */
       readonly registeredAt: number;
@@ -97,12 +125,19 @@ export type WatchdogStatus =
       readonly failures: number;
     }
   | ({ readonly state: "ended" } & EndedRegistration)
-  | { readonly state: "unknown"; readonly key: string; readonly owner: string };
+  | {
+      readonly state: "unknown";
+      readonly key: string;
+      readonly owner: string;
+      /** The hold asked about; null: the question named none (and the owner has none here). */
+      readonly fencingToken: number | null;
+    };
 
 /** How a registration ended, kept by the object for a while so that late questions get it. */
 export interface EndedRegistration {
   readonly key: string;
   readonly owner: string;
+  readonly fencingToken: number;
   readonly reason: EndReason;
   /** A sentence for logs. */
   readonly detail: string;
@@ -148,6 +183,20 @@ function checkVersion(value: unknown): typeof WATCHDOG_PROTOCOL {
   return WATCHDOG_PROTOCOL;
 }
 
+/** A fencing token: the fence counter's value when the hold was first acquired (1 or more). */
+export function checkFencingToken(value: unknown): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+    throw new LockInputError(
+      `fencingToken must be a whole number of at least 1, got ${JSON.stringify(value) ?? String(value)}.`,
+    );
+  }
+  return value;
+}
+
+function checkTokenOrNull(value: unknown): number | null {
+  return value === null ? null : checkFencingToken(value);
+}
+
 function checkRegistrationId(value: unknown): string {
   if (typeof value !== "string" || !REGISTRATION_ID.test(value)) {
     throw new LockInputError("registration must be 16 to 64 lowercase hex characters.");
@@ -161,6 +210,7 @@ export function parseRegister(body: unknown): RegisterMessage {
     "kind",
     "key",
     "owner",
+    "fencingToken",
     "registration",
     "leaseMs",
     "sinceConfirmedMs",
@@ -175,6 +225,7 @@ export function parseRegister(body: unknown): RegisterMessage {
     kind: "lock",
     key: checkLockKey(given.key),
     owner: checkOwner(given.owner),
+    fencingToken: checkFencingToken(given.fencingToken),
     registration: checkRegistrationId(given.registration),
     leaseMs: checkLease(given.leaseMs),
     sinceConfirmedMs: checkDuration(given.sinceConfirmedMs, "sinceConfirmedMs", { min: 0 }),
@@ -191,19 +242,35 @@ export function parseDeregister(body: unknown): DeregisterMessage {
     "v",
     "key",
     "owner",
+    "fencingToken",
     "registration",
+  ]);
+  const message: DeregisterMessage = {
+    v: checkVersion(given.v),
+    key: checkLockKey(given.key),
+    owner: checkOwner(given.owner),
+    fencingToken: checkTokenOrNull(given.fencingToken),
+    registration: given.registration === null ? null : checkRegistrationId(given.registration),
+  };
+  if (message.registration !== null && message.fencingToken === null) {
+    throw new LockInputError("A deregistration that names its registration names its hold too.");
+  }
+  return message;
+}
+
+export function parseQuery(body: unknown): LeaseQuery {
+  const given = checkOptions<LeaseQuery>(body, "lease query", [
+    "v",
+    "key",
+    "owner",
+    "fencingToken",
   ]);
   return {
     v: checkVersion(given.v),
     key: checkLockKey(given.key),
     owner: checkOwner(given.owner),
-    registration: given.registration === null ? null : checkRegistrationId(given.registration),
+    fencingToken: checkTokenOrNull(given.fencingToken),
   };
-}
-
-export function parseQuery(body: unknown): LeaseQuery {
-  const given = checkOptions<LeaseQuery>(body, "lease query", ["v", "key", "owner"]);
-  return { v: checkVersion(given.v), key: checkLockKey(given.key), owner: checkOwner(given.owner) };
 }
 
 /** Checks a status the object answered (the holder side trusts nothing it did not check). */
@@ -214,13 +281,19 @@ export function parseStatus(body: unknown): WatchdogStatus {
     typeof value === "object" &&
     typeof value.key === "string" &&
     typeof value.owner === "string" &&
-    (value.state === "unknown" ||
-      (value.state === "renewing" && typeof value.renewals === "number") ||
-      (value.state === "ended" && END_REASONS.includes(value.reason as EndReason)));
+    (value.state === "unknown"
+      ? value.fencingToken === null || isToken(value.fencingToken)
+      : isToken(value.fencingToken) &&
+        ((value.state === "renewing" && typeof value.renewals === "number") ||
+          (value.state === "ended" && END_REASONS.includes(value.reason as EndReason))));
   if (!ok) {
     throw new LockBackendError(
       `Unexpected answer from the LockWatchdog: ${JSON.stringify(body)?.slice(0, 200)}.`,
     );
   }
   return value as WatchdogStatus;
+}
+
+function isToken(value: unknown): boolean {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 1;
 }

@@ -11,10 +11,19 @@ export interface WatchdogEnv {
   UPSTASH_REDIS_REST_TOKEN?: string;
 }
 
+/**
+ * The client's own re-sends, off. By default `@upstash/redis` re-sends a request whose fetch
+ * threw up to 5 times over ~4 s, unobserved by edgelock's transport, which re-sends only before
+ * the renewal deadline (`sendBy`); a client re-send after it would hold a crashed holder's lock
+ * past the documented bound. `{ retries: 0 }`, not `false`: in @upstash/redis 1.x `retry: false`
+ * still allows one re-send (it sets one retry attempt).
+ */
+export const WATCHDOG_REDIS_RETRY = { retries: 0 } as const;
+
 /** A RedisLike on the env's Upstash REST URL and token, or undefined when either is missing. */
 export function redisFromEnv(env: WatchdogEnv): RedisLike | undefined {
   const url = env.UPSTASH_REDIS_REST_URL;
   const token = env.UPSTASH_REDIS_REST_TOKEN;
   if (!url || !token) return undefined;
-  return new Redis({ url, token });
+  return new Redis({ url, token, retry: WATCHDOG_REDIS_RETRY });
 }

@@ -1,8 +1,9 @@
 /**
- * The holder's side of one registered lease: register it with the object (one request, retried
+ * The holder's side of one registered hold: register it with the object (one request, retried
  * only on failure and only while the lease lasts), send automatic heartbeats while the isolate
  * lives, turn an "ended" answer into `target.lost()` (the handle's signal aborts), and
- * deregister on release (one request, after the registration it cancels).
+ * deregister on release (one request, after the registration it cancels). Every message names
+ * the hold by its fencing token, so it never acts on another hold of the same owner.
  */
 import { LockBackendError } from "../errors.js";
 import { newOperationId } from "../ids.js";
@@ -29,10 +30,15 @@ export interface ActiveRegistration extends Renewal {
   readonly name: string;
   readonly key: string;
   readonly owner: string;
+  /** The hold this registration renews: answers about another hold are not about it. */
+  readonly fencingToken: number;
   /** True once the object has confirmed the registration: only later answers are about it. */
   readonly confirmed: boolean;
-  /** Applies an answer of the object: an ended or unknown lease means the lock is lost. */
-  observe(status: WatchdogStatus): void;
+  /**
+   * Applies an answer of the object: an ended or unknown lease means the lock is lost. An answer
+   * about another hold is ignored, unless `everyHold` (it ended every hold of the owner).
+   */
+  observe(status: WatchdogStatus, everyHold?: boolean): void;
 }
 
 /** Why the holder lost the lock, from the object's answer. */
@@ -56,7 +62,8 @@ export function startRegistration(
   confirmedAt: number,
 ): ActiveRegistration {
   const { namespace, options } = context;
-  const { key, owner, leaseMs } = target;
+  const { key, owner, fencingToken, leaseMs } = target;
+  const hold = { v: WATCHDOG_PROTOCOL, key, owner, fencingToken } as const;
   const objectName = objectNameFor(options.shardBy, key, owner);
   const registration = newOperationId();
   const heartbeatEvery = options.heartbeatIntervalMs ?? leaseMs;
@@ -82,10 +89,8 @@ export function startRegistration(
     for (;;) {
       if (stopped) return false;
       const message: RegisterMessage = {
-        v: WATCHDOG_PROTOCOL,
+        ...hold,
         kind: "lock",
-        key,
-        owner,
         registration,
         leaseMs,
         sinceConfirmedMs: Math.max(0, Date.now() - confirmedAt),
@@ -117,9 +122,7 @@ export function startRegistration(
             error,
           );
           // A registration that arrived unanswered must not renew a hold its holder gave up.
-          void call("deregister", { v: WATCHDOG_PROTOCOL, key, owner, registration }).catch(
-            () => {},
-          );
+          void call("deregister", { ...hold, registration }).catch(() => {});
           return false;
         }
         await sleep(retryDelay);
@@ -130,7 +133,7 @@ export function startRegistration(
   async function beat(): Promise<void> {
     if (stopped || ended) return;
     try {
-      const outcome = await call("heartbeat", { v: WATCHDOG_PROTOCOL, key, owner });
+      const outcome = await call("heartbeat", hold);
       if (outcome.kind === "refused") target.failed(refusal("heartbeat", outcome));
       else active.observe(outcome.status);
     } catch (error) {
@@ -150,10 +153,14 @@ export function startRegistration(
     name: target.name,
     key,
     owner,
+    fencingToken,
     get confirmed() {
       return confirmed;
     },
-    observe(status) {
+    observe(status, everyHold = false) {
+      // An answer about another hold of the owner (a later one, say) says nothing of this one.
+      const another = status.fencingToken !== null && status.fencingToken !== fencingToken;
+      if (another && !everyHold) return;
       const reason = lossReason(status);
       if (reason !== undefined) end(reason);
     },
@@ -164,7 +171,7 @@ export function startRegistration(
       context.forget(active);
       if (ended) return;
       const deregister = () =>
-        call("deregister", { v: WATCHDOG_PROTOCOL, key, owner, registration }).then(
+        call("deregister", { ...hold, registration }).then(
           () => {},
           // Harmless: the object's next renewal finds the lock released and stops by itself.
           () => {},

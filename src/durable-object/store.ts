@@ -1,8 +1,10 @@
 /**
  * The watchdog's durable state, in the object's SQLite: the leases it renews and, for a while,
- * why it stopped renewing others. Every write names the registration it applies to, so that an
- * alarm that was awaiting Redis cannot overwrite a registration that changed meanwhile (the
- * object serves other requests while an alarm awaits its renewals).
+ * why it stopped renewing others, one row per hold (lock key, owner, fencing token), so that what
+ * is done for one hold never lands on another hold of the same owner. Every write names the
+ * registration it applies to, so that an alarm that was awaiting Redis cannot overwrite a
+ * registration that changed meanwhile (the object serves other requests while an alarm awaits
+ * its renewals).
  */
 import type { EndedRegistration, EndReason, WatchdogStatus } from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";
@@ -11,6 +13,8 @@ import { EARLY_RENEWAL_DIVISOR } from "./schedule.js";
 export interface LeaseRecord {
   readonly key: string;
   readonly owner: string;
+  /** The hold this lease is: renewals name it (see `lock.extend`). */
+  readonly fencingToken: number;
   readonly registration: string;
   readonly leaseMs: number;
   readonly registeredAt: number;
@@ -25,13 +29,18 @@ export interface LeaseRecord {
   readonly failures: number;
 }
 
-const LEASES = "edgelock_watchdog_leases_v1";
-const ENDINGS = "edgelock_watchdog_endings_v1";
+const LEASES = "edgelock_watchdog_leases_v2";
+const ENDINGS = "edgelock_watchdog_endings_v2";
 
+// The v1 tables knew leases by (key, owner) only: renewing them without a token is the bug v2
+// fixes, so they go (their locks expire within a lease; their holders hear "unknown").
 const SCHEMA = `
+DROP TABLE IF EXISTS edgelock_watchdog_leases_v1;
+DROP TABLE IF EXISTS edgelock_watchdog_endings_v1;
 CREATE TABLE IF NOT EXISTS ${LEASES} (
   lock_key TEXT NOT NULL,
   owner TEXT NOT NULL,
+  fencing_token INTEGER NOT NULL,
   registration TEXT NOT NULL,
   lease_ms INTEGER NOT NULL,
   registered_at INTEGER NOT NULL,
@@ -43,17 +52,18 @@ CREATE TABLE IF NOT EXISTS ${LEASES} (
   last_renewed_at INTEGER,
   next_renewal_at INTEGER NOT NULL,
   failures INTEGER NOT NULL,
-  PRIMARY KEY (lock_key, owner)
+  PRIMARY KEY (lock_key, owner, fencing_token)
 );
 CREATE INDEX IF NOT EXISTS ${LEASES}_due ON ${LEASES} (next_renewal_at);
 CREATE TABLE IF NOT EXISTS ${ENDINGS} (
   lock_key TEXT NOT NULL,
   owner TEXT NOT NULL,
+  fencing_token INTEGER NOT NULL,
   reason TEXT NOT NULL,
   detail TEXT NOT NULL,
   ended_at INTEGER NOT NULL,
   renewals INTEGER NOT NULL,
-  PRIMARY KEY (lock_key, owner)
+  PRIMARY KEY (lock_key, owner, fencing_token)
 );`;
 
 function integer(row: Record<string, unknown>, column: string): number {
@@ -80,6 +90,7 @@ function leaseFrom(row: Record<string, unknown>): LeaseRecord {
   return {
     key: text(row, "lock_key"),
     owner: text(row, "owner"),
+    fencingToken: integer(row, "fencing_token"),
     registration: text(row, "registration"),
     leaseMs: integer(row, "lease_ms"),
     registeredAt: integer(row, "registered_at"),
@@ -98,6 +109,7 @@ function endingFrom(row: Record<string, unknown>): EndedRegistration {
   return {
     key: text(row, "lock_key"),
     owner: text(row, "owner"),
+    fencingToken: integer(row, "fencing_token"),
     reason: text(row, "reason") as EndReason,
     detail: text(row, "detail"),
     endedAt: integer(row, "ended_at"),
@@ -105,10 +117,11 @@ function endingFrom(row: Record<string, unknown>): EndedRegistration {
   };
 }
 
-/** The status message of a lease, an ending, or neither. */
+/** The status message of a lease, an ending, or neither (of hold `fencingToken`, if named). */
 export function statusOf(
   key: string,
   owner: string,
+  fencingToken: number | null,
   lease: LeaseRecord | undefined,
   ending: EndedRegistration | undefined,
 ): WatchdogStatus {
@@ -117,7 +130,14 @@ export function statusOf(
     return { state: "renewing", ...shown };
   }
   if (ending) return { state: "ended", ...ending };
-  return { state: "unknown", key, owner };
+  return { state: "unknown", key, owner, fencingToken };
+}
+
+/** Rows of hold `fencingToken` of (key, owner), or, for null, of its latest hold. */
+function holdFilter(fencingToken: number | null): { where: string; bindings: SqlValue[] } {
+  return fencingToken === null
+    ? { where: "ORDER BY fencing_token DESC LIMIT 1", bindings: [] }
+    : { where: "AND fencing_token = ?", bindings: [fencingToken] };
 }
 
 export class LeaseStore {
@@ -145,15 +165,16 @@ export class LeaseStore {
     this.#schemaReady = false;
   }
 
-  /** Inserts or replaces the registration of (key, owner); forgets an earlier ending. */
+  /** Inserts or replaces the registration of the hold (key, owner, token); forgets its ending. */
   put(lease: LeaseRecord): void {
     this.#write(
-      `INSERT OR REPLACE INTO ${LEASES} (lock_key, owner, registration, lease_ms, registered_at,
-        hold_until, heartbeat_timeout_ms, last_heartbeat_at, confirmed_at, renewals,
-        last_renewed_at, next_renewal_at, failures)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO ${LEASES} (lock_key, owner, fencing_token, registration, lease_ms,
+        registered_at, hold_until, heartbeat_timeout_ms, last_heartbeat_at, confirmed_at,
+        renewals, last_renewed_at, next_renewal_at, failures)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       lease.key,
       lease.owner,
+      lease.fencingToken,
       lease.registration,
       lease.leaseMs,
       lease.registeredAt,
@@ -166,29 +187,62 @@ export class LeaseStore {
       lease.nextRenewalAt,
       lease.failures,
     );
-    this.#write(`DELETE FROM ${ENDINGS} WHERE lock_key = ? AND owner = ?`, lease.key, lease.owner);
+    this.#write(
+      `DELETE FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? AND fencing_token = ?`,
+      lease.key,
+      lease.owner,
+      lease.fencingToken,
+    );
   }
 
-  get(key: string, owner: string): LeaseRecord | undefined {
+  /** The lease of hold `fencingToken` of (key, owner); null: of its latest hold. */
+  get(key: string, owner: string, fencingToken: number | null): LeaseRecord | undefined {
+    const hold = holdFilter(fencingToken);
     const [row] = this.#exec(
-      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ?`,
+      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ? ${hold.where}`,
       key,
       owner,
+      ...hold.bindings,
     ).toArray();
     return row === undefined ? undefined : leaseFrom(row);
   }
 
-  ending(key: string, owner: string): EndedRegistration | undefined {
-    const [row] = this.#exec(
-      `SELECT * FROM ${ENDINGS} WHERE lock_key = ? AND owner = ?`,
+  /** Every lease of (key, owner), whatever the hold. */
+  leasesOf(key: string, owner: string): LeaseRecord[] {
+    return this.#exec(
+      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ? ORDER BY fencing_token`,
       key,
       owner,
+    )
+      .toArray()
+      .map(leaseFrom);
+  }
+
+  ending(key: string, owner: string, fencingToken: number | null): EndedRegistration | undefined {
+    const hold = holdFilter(fencingToken);
+    const [row] = this.#exec(
+      `SELECT * FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? ${hold.where}`,
+      key,
+      owner,
+      ...hold.bindings,
     ).toArray();
     return row === undefined ? undefined : endingFrom(row);
   }
 
-  status(key: string, owner: string): WatchdogStatus {
-    return statusOf(key, owner, this.get(key, owner), this.ending(key, owner));
+  /**
+   * The status of hold `fencingToken` of (key, owner); null: of the latest hold the object knows
+   * (the highest token, renewing or ended).
+   */
+  status(key: string, owner: string, fencingToken: number | null): WatchdogStatus {
+    const lease = this.get(key, owner, fencingToken);
+    const ending = this.ending(key, owner, fencingToken);
+    if (fencingToken === null && lease && ending) {
+      // Both kinds exist for different holds: the later hold is the one asked about.
+      return lease.fencingToken > ending.fencingToken
+        ? statusOf(key, owner, null, lease, undefined)
+        : statusOf(key, owner, null, undefined, ending);
+    }
+    return statusOf(key, owner, fencingToken, lease, ending);
   }
 
   /** Leases whose renewal is due at `now` (or within a sixth of their lease), earliest first. */
@@ -204,15 +258,12 @@ export class LeaseStore {
 
   /** Every lease and ending, for inspection. */
   list(): WatchdogStatus[] {
-    const leases = this.#exec(`SELECT * FROM ${LEASES} ORDER BY lock_key, owner`)
-      .toArray()
-      .map(leaseFrom);
-    const endings = this.#exec(`SELECT * FROM ${ENDINGS} ORDER BY lock_key, owner`)
-      .toArray()
-      .map(endingFrom);
+    const order = "ORDER BY lock_key, owner, fencing_token";
+    const leases = this.#exec(`SELECT * FROM ${LEASES} ${order}`).toArray().map(leaseFrom);
+    const endings = this.#exec(`SELECT * FROM ${ENDINGS} ${order}`).toArray().map(endingFrom);
     return [
-      ...leases.map((lease) => statusOf(lease.key, lease.owner, lease, undefined)),
-      ...endings.map((ending) => statusOf(ending.key, ending.owner, undefined, ending)),
+      ...leases.map((lease) => statusOf(lease.key, lease.owner, null, lease, undefined)),
+      ...endings.map((ending) => statusOf(ending.key, ending.owner, null, undefined, ending)),
     ];
   }
 
@@ -221,10 +272,11 @@ export class LeaseStore {
     return (
       this.#write(
         `UPDATE ${LEASES} SET next_renewal_at = ?
-         WHERE lock_key = ? AND owner = ? AND registration = ?`,
+         WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
         nextRenewalAt,
         lease.key,
         lease.owner,
+        lease.fencingToken,
         lease.registration,
       ) > 0
     );
@@ -234,12 +286,13 @@ export class LeaseStore {
     this.#write(
       `UPDATE ${LEASES} SET renewals = renewals + 1, last_renewed_at = ?, confirmed_at = ?,
          next_renewal_at = ?, failures = 0
-       WHERE lock_key = ? AND owner = ? AND registration = ?`,
+       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
       sentAt,
       sentAt,
       nextRenewalAt,
       lease.key,
       lease.owner,
+      lease.fencingToken,
       lease.registration,
     );
   }
@@ -247,50 +300,59 @@ export class LeaseStore {
   failed(lease: LeaseRecord, nextRenewalAt: number): void {
     this.#write(
       `UPDATE ${LEASES} SET failures = failures + 1, next_renewal_at = ?
-       WHERE lock_key = ? AND owner = ? AND registration = ?`,
+       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
       nextRenewalAt,
       lease.key,
       lease.owner,
+      lease.fencingToken,
       lease.registration,
     );
   }
 
-  /** Records a heartbeat; false when (key, owner) is not registered. */
-  heartbeat(key: string, owner: string, now: number): boolean {
+  /** Records a heartbeat of this registration (of one hold); false when it is no longer there. */
+  heartbeat(lease: LeaseRecord, now: number): boolean {
     return (
       this.#write(
-        `UPDATE ${LEASES} SET last_heartbeat_at = ? WHERE lock_key = ? AND owner = ?`,
+        `UPDATE ${LEASES} SET last_heartbeat_at = ?
+         WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
         now,
-        key,
-        owner,
+        lease.key,
+        lease.owner,
+        lease.fencingToken,
+        lease.registration,
       ) > 0
     );
   }
 
   /**
-   * Stops renewing (key, owner) — only `registration` when given — and, when `reason` is given,
-   * remembers why. Returns the removed lease, if any.
+   * Stops renewing hold `fencingToken` of (key, owner) — only `registration` when given — and,
+   * when `ending` is given, remembers why. Returns the removed lease, if any.
    */
   remove(
     key: string,
     owner: string,
+    fencingToken: number,
     registration: string | null,
     ending?: { reason: EndReason; detail: string; at: number },
   ): LeaseRecord | undefined {
-    const lease = this.get(key, owner);
+    const lease = this.get(key, owner, fencingToken);
     if (!lease || (registration !== null && lease.registration !== registration)) return undefined;
     this.#write(
-      `DELETE FROM ${LEASES} WHERE lock_key = ? AND owner = ? AND registration = ?`,
+      `DELETE FROM ${LEASES}
+       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
       key,
       owner,
+      fencingToken,
       lease.registration,
     );
     if (ending) {
       this.#write(
-        `INSERT OR REPLACE INTO ${ENDINGS} (lock_key, owner, reason, detail, ended_at, renewals)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT OR REPLACE INTO ${ENDINGS} (lock_key, owner, fencing_token, reason, detail,
+           ended_at, renewals)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
         key,
         owner,
+        fencingToken,
         ending.reason,
         ending.detail,
         ending.at,

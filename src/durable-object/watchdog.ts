@@ -13,7 +13,13 @@ import { checkLockName, checkOwner } from "../validate.js";
 import { inProcessRenewer } from "../watchdog/in-process.js";
 import type { Renewal, RenewalTarget, Renewer } from "../watchdog/renewer.js";
 import { callWatchdog, type WatchdogRoute } from "./calls.js";
-import { keysOfLockKey, lockKeyOf, WATCHDOG_PROTOCOL, type WatchdogStatus } from "./messages.js";
+import {
+  checkFencingToken,
+  keysOfLockKey,
+  lockKeyOf,
+  WATCHDOG_PROTOCOL,
+  type WatchdogStatus,
+} from "./messages.js";
 import {
   checkNamespace,
   type DurableObjectWatchdogOptions,
@@ -28,14 +34,22 @@ import { objectNameFor } from "./shard.js";
 const REMEMBERED_KEYS = 1_024;
 
 /**
- * A lock as the watchdog knows it: a LockHandle will do, or `{ name, owner }` carried to another
- * invocation. `prefix`: the LockClient's key prefix; default the one of the last hold of (name,
- * owner) started in this isolate, else the watchdog's `prefix` option.
+ * A lock as the watchdog knows it: a LockHandle will do, or `{ name, owner, fencingToken? }`
+ * carried to another invocation. `prefix`: the LockClient's key prefix; default the one of the
+ * last hold of (name, owner) started in this isolate, else the watchdog's `prefix` option.
  */
 export interface WatchedLock {
   readonly name: string;
   readonly owner: string;
   readonly prefix?: string;
+  /**
+   * The hold meant (a handle's `fencingToken`): only that hold is heartbeaten, asked about or
+   * forgotten, never another hold of the same owner. Without it: `heartbeat()` and `status()`
+   * are about the owner's latest hold the object knows, and `forget()` stops every hold of the
+   * owner on this lock.
+   * @default undefined (no hold named)
+   */
+  readonly fencingToken?: number;
 }
 
 export class DurableObjectWatchdog implements Renewer {
@@ -115,15 +129,18 @@ export class DurableObjectWatchdog implements Renewer {
   }
 
   async #ask(route: WatchdogRoute, lock: WatchedLock): Promise<WatchdogStatus> {
-    const { key, owner } = this.#resolve(lock);
-    const body =
-      route === "deregister"
-        ? { v: WATCHDOG_PROTOCOL, key, owner, registration: null }
-        : { v: WATCHDOG_PROTOCOL, key, owner };
+    const { key, owner, fencingToken } = this.#resolve(lock);
+    const hold = { v: WATCHDOG_PROTOCOL, key, owner, fencingToken };
+    const body = route === "deregister" ? { ...hold, registration: null } : hold;
     const objectName = objectNameFor(this.#options.shardBy, key, owner);
     // Only holds registered before the question was sent: an earlier answer is not about them.
+    // Each observes only an answer about its own hold (see ActiveRegistration.observe).
     const concerned = [...this.#active].filter(
-      (active) => active.key === key && active.owner === owner && active.confirmed,
+      (active) =>
+        active.key === key &&
+        active.owner === owner &&
+        (fencingToken === null || active.fencingToken === fencingToken) &&
+        active.confirmed,
     );
     const outcome = await this.#track(
       callWatchdog(this.#namespace, objectName, route, body, this.#options.requestTimeoutMs),
@@ -133,19 +150,28 @@ export class DurableObjectWatchdog implements Renewer {
         `The Durable Object watchdog refused ${route}: ${outcome.message}`,
       );
     }
-    for (const active of concerned) active.observe(outcome.status);
-    return outcome.status;
+    const { status } = outcome;
+    // forget() without a token stopped every hold of the owner, whichever one it answers for.
+    const everyHold = route === "deregister" && fencingToken === null;
+    for (const active of concerned) active.observe(status, everyHold);
+    return status;
   }
 
-  #resolve(lock: WatchedLock): { key: string; owner: string } {
+  #resolve(lock: WatchedLock): { key: string; owner: string; fencingToken: number | null } {
     if (lock === null || typeof lock !== "object") {
-      throw new LockInputError("Pass the lock as a handle or as { name, owner, prefix? }.");
+      throw new LockInputError(
+        "Pass the lock as a handle or as { name, owner, prefix?, fencingToken? }.",
+      );
     }
     const name = checkLockName(lock.name);
     const owner = checkOwner(lock.owner);
-    if (lock.prefix !== undefined) return { key: lockKeyOf(lock.prefix, name), owner };
+    const fencingToken =
+      lock.fencingToken === undefined ? null : checkFencingToken(lock.fencingToken);
+    if (lock.prefix !== undefined) {
+      return { key: lockKeyOf(lock.prefix, name), owner, fencingToken };
+    }
     const known = this.#keys.get(`${name}\n${owner}`);
-    return { key: known ?? lockKeyOf(this.#options.prefix, name), owner };
+    return { key: known ?? lockKeyOf(this.#options.prefix, name), owner, fencingToken };
   }
 
   #remember(name: string, owner: string, key: string): void {

@@ -30,6 +30,7 @@ const register = {
   kind: "lock",
   key: "edgelock:{protocol}",
   owner: OWNER,
+  fencingToken: 1,
   registration: "00112233445566778899aabb",
   leaseMs: 30_000,
   sinceConfirmedMs: 0,
@@ -78,25 +79,54 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
     const object = "lock:edgelock:{protocol}";
     const refusals: [unknown, RegExp][] = [
       ["not json", /not JSON/],
-      [{ ...register, v: 2 }, /protocol version 2/],
+      [{ ...register, v: 1 }, /protocol version 1/],
       [{ ...register, kind: "fair-lock" }, /kind must be "lock"/],
       [{ ...register, key: "edgelock:protocol" }, /lock key/],
       [{ ...register, owner: "me" }, /owner/],
       [{ ...register, leaseMs: 5 }, /leaseMs/],
       [{ ...register, registration: "Z" }, /registration/],
       [{ ...register, extra: 1 }, /unknown option "extra"/],
+      [{ ...register, fencingToken: undefined }, /fencingToken/],
+      [{ ...register, fencingToken: null }, /fencingToken/],
+      [{ ...register, fencingToken: 0 }, /fencingToken/],
+      [{ ...register, fencingToken: 1.5 }, /fencingToken/],
+      [{ ...register, fencingToken: "1" }, /fencingToken/],
     ];
     for (const [body, message] of refusals) {
       const response = await send(object, WATCHDOG_ROUTES.register, body);
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: string }).error).toMatch(message);
     }
-    const heartbeat = await send(object, WATCHDOG_ROUTES.heartbeat, {
-      v: 1,
-      key: "x",
+    const hold = {
+      v: WATCHDOG_PROTOCOL,
+      key: "edgelock:{protocol}",
       owner: OWNER,
-    });
-    expect(heartbeat.status).toBe(400);
+      fencingToken: 1,
+    };
+    const queries: [string, unknown, RegExp][] = [
+      [WATCHDOG_ROUTES.heartbeat, { ...hold, v: 1 }, /protocol version 1/],
+      [WATCHDOG_ROUTES.heartbeat, { ...hold, key: "x" }, /lock key/],
+      [WATCHDOG_ROUTES.heartbeat, { ...hold, fencingToken: undefined }, /fencingToken/],
+      [WATCHDOG_ROUTES.status, { ...hold, fencingToken: -1 }, /fencingToken/],
+      [WATCHDOG_ROUTES.status, { ...hold, registration: null }, /unknown option "registration"/],
+      [WATCHDOG_ROUTES.deregister, hold, /registration/],
+      [
+        WATCHDOG_ROUTES.deregister,
+        { ...hold, registration: null, fencingToken: 0 },
+        /fencingToken/,
+      ],
+      // A registration is one hold's: naming it without the hold is a mistake, not "every hold".
+      [
+        WATCHDOG_ROUTES.deregister,
+        { ...hold, fencingToken: null, registration: register.registration },
+        /names its hold/,
+      ],
+    ];
+    for (const [route, body, message] of queries) {
+      const response = await send(object, route, body);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: string }).error).toMatch(message);
+    }
     const stub = env.LOCK_WATCHDOG.get(env.LOCK_WATCHDOG.idFromName(object));
     const list = await stub.fetch(`https://watchdog${WATCHDOG_ROUTES.list}`);
     expect(await list.json()).toEqual([]);
@@ -119,19 +149,74 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
     );
     // A late deregistration of another registration does not remove this one.
     const stale = await send(object, WATCHDOG_ROUTES.deregister, {
-      v: 1,
+      v: WATCHDOG_PROTOCOL,
       key,
       owner: OWNER,
+      fencingToken: 1,
       registration: "ffffffffffffffffffffffff",
     });
     expect(await stale.json()).toMatchObject({ state: "renewing" });
     const gone = await send(object, WATCHDOG_ROUTES.deregister, {
-      v: 1,
+      v: WATCHDOG_PROTOCOL,
       key,
       owner: OWNER,
+      fencingToken: 1,
       registration: register.registration,
     });
-    expect(await gone.json()).toMatchObject({ state: "unknown" });
+    expect(await gone.json()).toMatchObject({ state: "unknown", fencingToken: 1 });
+  });
+
+  it("a heartbeat or deregistration of one hold never touches another hold of the same owner", async () => {
+    const object = "lock:edgelock:{protocol-holds}";
+    const key = "edgelock:{protocol-holds}";
+    const first = { ...register, key, fencingToken: 7, registration: "0000000000000000000a" };
+    const later = { ...register, key, fencingToken: 8, registration: "0000000000000000000b" };
+    type Status = { state: string; fencingToken: number | null; lastHeartbeatAt?: number };
+    const call = async (path: string, body: unknown) =>
+      (await (await send(object, path, body)).json()) as Status;
+    const hold = (fencingToken: number | null) => ({
+      v: WATCHDOG_PROTOCOL,
+      key,
+      owner: OWNER,
+      fencingToken,
+    });
+    expect(await call(WATCHDOG_ROUTES.register, first)).toMatchObject({ fencingToken: 7 });
+    expect(await call(WATCHDOG_ROUTES.register, later)).toMatchObject({ fencingToken: 8 });
+    // Both holds of the owner are registered: the later did not replace the first.
+    const stub = env.LOCK_WATCHDOG.get(env.LOCK_WATCHDOG.idFromName(object));
+    expect(await (await stub.fetch(`https://watchdog${WATCHDOG_ROUTES.list}`)).json()).toHaveLength(
+      2,
+    );
+    const laterBefore = await call(WATCHDOG_ROUTES.status, hold(8));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A heartbeat of the first hold is about it alone.
+    const beat = await call(WATCHDOG_ROUTES.heartbeat, hold(7));
+    expect(beat).toMatchObject({ state: "renewing", fencingToken: 7 });
+    expect(beat.lastHeartbeatAt).toBeGreaterThan(laterBefore.lastHeartbeatAt!);
+    expect(await call(WATCHDOG_ROUTES.status, hold(8))).toEqual(laterBefore);
+    // No hold named: the owner's latest hold.
+    expect(await call(WATCHDOG_ROUTES.status, hold(null))).toMatchObject({ fencingToken: 8 });
+    // The first hold's release (its registration) leaves the later hold renewing.
+    const released = await call(WATCHDOG_ROUTES.deregister, {
+      ...hold(7),
+      registration: first.registration,
+    });
+    expect(released).toMatchObject({ state: "unknown", fencingToken: 7 });
+    expect(await call(WATCHDOG_ROUTES.status, hold(8))).toMatchObject({ state: "renewing" });
+    // A deregistration naming the later hold with the first hold's registration removes nothing.
+    expect(
+      await call(WATCHDOG_ROUTES.deregister, { ...hold(8), registration: first.registration }),
+    ).toMatchObject({ state: "renewing", fencingToken: 8 });
+    // forget() of one hold records it as released; forget() with no hold named ends them all.
+    expect(await call(WATCHDOG_ROUTES.register, first)).toMatchObject({ state: "renewing" });
+    expect(
+      await call(WATCHDOG_ROUTES.deregister, { ...hold(7), registration: null }),
+    ).toMatchObject({ state: "ended", fencingToken: 7 });
+    expect(await call(WATCHDOG_ROUTES.status, hold(8))).toMatchObject({ state: "renewing" });
+    expect(
+      await call(WATCHDOG_ROUTES.deregister, { ...hold(null), registration: null }),
+    ).toMatchObject({ state: "ended", fencingToken: 8 });
+    expect(await call(WATCHDOG_ROUTES.status, hold(7))).toMatchObject({ state: "ended" });
   });
 
   it("serves the host Worker's routes: a lock acquired in one request outlives it", async () => {

@@ -1,0 +1,69 @@
+/**
+ * A LockWatchdog Durable Object in this process, for the safety tests: SQLite storage
+ * (node:sqlite), its alarm a timer as the runtime would deliver it (or none: the test calls
+ * `alarm()` itself), and a namespace whose stubs reach it.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { afterEach } from "vitest";
+import { LockWatchdog } from "../../../src/durable-object/lock-watchdog.js";
+import type { WatchdogNamespace } from "../../../src/durable-object/platform.js";
+import type { WatchdogEnv } from "../../../src/durable-object/redis.js";
+import { SqliteSql } from "../../chaos/durable-object.js";
+
+/** What a test started and must stop: alarms, servers. */
+const cleanups: (() => void | Promise<void>)[] = [];
+
+/** Runs `cleanup` after the current test. */
+export function afterThisTest(cleanup: () => void | Promise<void>): void {
+  cleanups.push(cleanup);
+}
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/**
+ * One LockWatchdog on `env` (its default Redis client, built from the env as in a Worker).
+ * `alarms: false`: the alarm is never delivered; the test calls `object.alarm()` by hand.
+ */
+export function objectInNode(env: WatchdogEnv, { alarms = true } = {}) {
+  let alarm: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
+  const disarm = () => {
+    if (alarm) clearTimeout(alarm.timer);
+    alarm = null;
+  };
+  afterThisTest(disarm);
+  const sql = new SqliteSql();
+  const object = new LockWatchdog(
+    {
+      storage: {
+        sql,
+        getAlarm: async () => alarm?.at ?? null,
+        async setAlarm(at) {
+          disarm();
+          if (!alarms) return;
+          const timer = setTimeout(
+            () => {
+              alarm = null;
+              // The object re-arms itself in `finally`; a throw is its business, not the test's.
+              void object.alarm({ retryCount: 0, isRetry: false }).catch(() => {});
+            },
+            Math.max(0, at - Date.now()),
+          );
+          alarm = { at, timer };
+        },
+        deleteAlarm: async () => disarm(),
+        async deleteAll() {
+          sql.database.close();
+          sql.database = new DatabaseSync(":memory:");
+        },
+      },
+    },
+    env,
+  );
+  const namespace: WatchdogNamespace = {
+    idFromName: (name) => name,
+    get: () => ({ fetch: (input, init) => object.fetch(new Request(input, init)) }),
+  };
+  return { object, namespace };
+}

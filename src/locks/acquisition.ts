@@ -124,8 +124,11 @@ export interface AcquisitionSpec {
    * handles of one hold share a renewal, a later hold gets its own. Default: the token.
    */
   holdId?(fencingToken: number): string;
-  /** Called when a wait ends without the lock (timeout, abort, budget), e.g. to leave a queue. */
-  gaveUp?(owner: string): Promise<void>;
+  /**
+   * Called when a wait ends without the lock (timeout, abort, budget, failure): leaves a queue,
+   * and closes operation `operationId` so that a late copy of one of its attempts takes nothing.
+   */
+  gaveUp?(owner: string, operationId: string): Promise<void>;
 }
 
 /** The hold a renewal acts on. */
@@ -192,12 +195,13 @@ export async function acquireHold(
   } catch (error) {
     // On a failing backend the leave is sent but not awaited: the error comes within its
     // documented bound, not one more call later.
-    await giveUp(spec, owner, error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY);
+    const answerBy = error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY;
+    await giveUp(spec, owner, operationId, answerBy);
     throw error;
   }
   if (!result.acquired) {
     const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
-    await giveUp(spec, owner, wait.deadline + backendTimeoutMs);
+    await giveUp(spec, owner, operationId, wait.deadline + backendTimeoutMs);
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
 
@@ -256,8 +260,13 @@ export async function acquireHold(
  * `backendTimeoutMs` however slow the leave is. A leave that fails or is not awaited costs
  * nothing worse than the place left behind, which expires with the waiter timeout.
  */
-async function giveUp(spec: AcquisitionSpec, owner: string, answerBy: number): Promise<void> {
-  const leaving = spec.gaveUp?.(owner).catch(() => {});
+async function giveUp(
+  spec: AcquisitionSpec,
+  owner: string,
+  operationId: string,
+  answerBy: number,
+): Promise<void> {
+  const leaving = spec.gaveUp?.(owner, operationId).catch(() => {});
   const patience = answerBy - Date.now();
   if (leaving === undefined || patience <= 0) return;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -15,6 +15,7 @@ import { MULTI_RELEASE } from "./multi-lock/release.js";
 import { MULTI_ROLLBACK } from "./multi-lock/rollback.js";
 import { LEAVE_QUEUE } from "./queue/leave.js";
 import { QUEUE_LENGTH } from "./queue/length.js";
+import { READ_ABANDON } from "./read-write-lock/read-abandon.js";
 import { READ_ACQUIRE } from "./read-write-lock/read-acquire.js";
 import { READ_EXTEND } from "./read-write-lock/read-extend.js";
 import { READ_FORCE_RELEASE } from "./read-write-lock/read-force-release.js";
@@ -34,6 +35,7 @@ export const LOCK_SCRIPTS: ReadonlyMap<string, Script> = new Map(
     FAIR_ACQUIRE,
     LEAVE_QUEUE,
     QUEUE_LENGTH,
+    READ_ABANDON,
     READ_ACQUIRE,
     READ_EXTEND,
     READ_FORCE_RELEASE,

@@ -2,8 +2,11 @@
  * A waiter that gives up (timeout, abort, poll budget) leaves the queue before returning, so the
  * waiters behind it move up at once instead of after the waiter timeout. It removes only its
  * own place (its acquisition's, see queue/lua.ts): another task of the same owner waiting at
- * once keeps its place and its parked registration. Removing a member twice is harmless, so a
- * re-send needs no operation id.
+ * once keeps its place and its parked registration. And it closes its operation: a copy of one
+ * of its attempts that reaches Redis later (re-sent by the Redis client after edgelock gave up
+ * on it) finds the record `left` and takes nothing; a hold such a copy (or a hand-off) took
+ * before is reported, to be released. Removing a member twice is harmless, so a re-send needs no
+ * operation id.
  */
 
 import type { OperationContext } from "../context.js";
@@ -12,13 +15,13 @@ import { fenceStillAt } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers);
-//       push mode adds the parked waiters, the lock hash, its fence counter and the
-//       acquisition's operation record, and for a parked writer its registration as a waiting
-//       writer
-// ARGV: 1 owner, 2 the acquisition's operation id (with the owner, its queue member).
-// Reply: {1} was waiting; {0} was not; {2, token} a hand-off made it the holder (with that
-//        fencing token) before it left: its operation record names the hold, which is still
-//        the owner's current one.
+//       the parked waiters, the lock hash, its fence counter and the acquisition's operation
+//       record, and for a writer its registration as a waiting writer
+// ARGV: 1 owner, 2 the acquisition's operation id (with the owner, its queue member), 3 the
+//       operation record's ttl ms
+// Reply: {1} was waiting; {0} was not; {2, token} it holds the lock by this operation (a
+//        hand-off, or a late copy of an attempt) with that fencing token, still the owner's
+//        current hold; else the record now says `left`.
 export const LEAVE_QUEUE = defineScript({
   name: "queue.leave",
   keys: [
@@ -31,18 +34,20 @@ export const LEAVE_QUEUE = defineScript({
     "writersKey",
   ],
   optionalKeys: ["deadlinesKey", "parkedKey", "lockKey", "fenceKey", "operationKey", "writersKey"],
-  args: ["owner", "waiterId"],
+  args: ["owner", "waiterId", "operationTtlMs"],
   replies: { 1: [1], 0: [1], 2: [2] },
   lua: `local waiter = owner .. ' ' .. waiterId
 local removed = redis.call('ZREM', waitersKey, waiter)
 if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, waiter) end
 if writersKey then removed = removed + redis.call('ZREM', writersKey, waiter) end
-if parkedKey then
-  redis.call('HDEL', parkedKey, waiter)
-  local granted = redis.call('GET', operationKey)
-  if granted and redis.call('HEXISTS', lockKey, owner) == 1
-      and ${fenceStillAt("fenceKey", "tonumber(granted)")} then
-    return {2, tonumber(granted)}
+if parkedKey then redis.call('HDEL', parkedKey, waiter) end
+if operationKey then
+  local taken = redis.call('GET', operationKey)
+  if not taken then
+    redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
+  elseif tonumber(taken) and redis.call('HEXISTS', lockKey, owner) == 1
+      and ${fenceStillAt("fenceKey", "tonumber(taken)")} then
+    return {2, tonumber(taken)}
   end
 end
 if removed > 0 then return {1} end
@@ -83,17 +88,17 @@ export async function leaveQueue(
       operationKey: parked?.operationKey,
       writersKey: parked?.writersKey,
     },
-    { owner, waiterId },
+    { owner, waiterId, operationTtlMs: ctx.operationTtlMs },
   );
   if (reply[0] === 2) return { kind: "handedOff", fencingToken: reply[1] ?? 0 };
   return { kind: reply[0] === 1 ? "left" : "notWaiting" };
 }
 
 /**
- * Leaves as a waiter that may be parked (push mode): out of the queue of `keys` (and, for a
- * writer, out of the waiting writers: `writersKey`). A hand-off that made it the holder first is
- * released at once by `passOn` (that hold, by its fencing token), so the lock goes to the next
- * waiter.
+ * Leaves the wait of acquisition `operationId`: out of the queue of `keys` (and its parked
+ * registration, and for a writer its place among the waiting writers: `writersKey`), and closes
+ * the operation. A hold it took meanwhile (a hand-off, a late copy of an attempt) is released at
+ * once by `passOn` (that hold, by its fencing token), so the lock goes to the next waiter.
  */
 export async function leaveParkedQueue(
   ctx: OperationContext,

@@ -4,6 +4,7 @@ import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
+import { abandonReadAcquisition } from "./read-abandon.js";
 import { attemptReadAcquire } from "./read-acquire.js";
 import { extendReadHold } from "./read-extend.js";
 import { forceReleaseReads } from "./read-force-release.js";
@@ -56,6 +57,7 @@ export class ReadLock extends SingleNameLock {
         release: (operationId) => releaseReadHold(ctx, keys, owner, holdId, operationId),
       }),
       renew: (owner, leaseMs) => extendReadHold(ctx, keys, owner, holdId, leaseMs),
+      gaveUp: (owner, operationId) => abandonReadAcquisition(ctx, keys, owner, holdId, operationId),
     };
   }
 }

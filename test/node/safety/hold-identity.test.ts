@@ -182,4 +182,49 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
       },
     );
   });
+
+  /** Every kind that waits on one name, as a waiter sees it. */
+  const WAITERS = [
+    {
+      kind: "lock",
+      make: (c: LockClient) => c.lock("late"),
+      blocker: (c: LockClient) => c.lock("late"),
+    },
+    {
+      kind: "fairLock",
+      make: (c: LockClient) => c.fairLock("late"),
+      blocker: (c: LockClient) => c.fairLock("late"),
+    },
+    {
+      kind: "writeLock",
+      make: (c: LockClient) => c.readWriteLock("late").writeLock(),
+      blocker: (c: LockClient) => c.readWriteLock("late").writeLock(),
+    },
+    {
+      kind: "readLock",
+      make: (c: LockClient) => c.readWriteLock("late").readLock(),
+      blocker: (c: LockClient) => c.readWriteLock("late").writeLock(),
+    },
+  ] as const;
+
+  describe.each(WAITERS)("$kind", ({ make, blocker }) => {
+    it("a late copy of an attempt of an acquisition that gave up takes nothing", async () => {
+      const prefix = freshPrefix();
+      const holder = blocker(bed.client({ prefix }));
+      const recorded = recordingRedis(bed.redis());
+      const waiter = make(bed.client({ prefix, redis: recorded.client }));
+      const held = await holder.acquire({ leaseMs: 10_000 });
+      const before = recorded.calls.length;
+      await expect(
+        waiter.acquire({ owner: OWNER, leaseMs: 10_000, waitMs: 300 }),
+      ).rejects.toThrow();
+      const attempts = recorded.calls.slice(before);
+      await held.release();
+      // The Redis client re-sends the acquisition's requests after edgelock gave up on them:
+      // none may take a hold that no handle owns.
+      for (const copy of attempts) await copy();
+      expect(await waiter.isLocked()).toBe(false);
+      expect(await waiter.holdCount(OWNER)).toBe(0);
+    });
+  });
 });

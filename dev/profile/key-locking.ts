@@ -6,7 +6,7 @@
  * The same rewrite serves the real Redis and the embedded engine, so both answer alike.
  */
 import { createHash } from "node:crypto";
-import { luaKeySpecTable } from "./key-specs.js";
+import { luaKeySpecText } from "./key-specs.js";
 import { DYNAMIC_KEY_PREFIX, upstashErrors } from "./settings.js";
 
 export const KEY_LOCKING_FLAG = "allow-key-locking";
@@ -23,33 +23,41 @@ function keyCheckPrologue(): string {
     .uncheckedCommand("\u0000")
     .split("\u0000");
   return [
-    "local redis = (function(real, declared_list, specs)",
+    "local redis = (function(real, declared_list, spec_text)",
     "local declared = {} for i = 1, #declared_list do declared[declared_list[i]] = true end",
-    "local lower, fmt = string.lower, string.format",
+    "local lower, fmt, specs = string.lower, string.format, {}",
+    // Looked up in the spec string on first use: building a table of every command each run costs.
+    "local function spec(name) local s = specs[name] if s ~= nil then return s end",
+    'if name:find("[^%w_]") then return false end',
+    'local at = spec_text:find(" " .. name .. ":", 1, true)',
+    'local found = at and spec_text:match("^[^ ]*", at + #name + 2)',
+    "if found == nil then specs[name] = false return false end",
+    's = {} for part in found:gmatch("[^:]+") do s[#s + 1] = tonumber(part) or part end',
+    "specs[name] = s return s end",
+    "local function undeclared(argv, p) local v = argv[p + 1] if v == nil then return nil end",
+    'if type(v) == "number" then v = fmt("%.17g", v) else v = tostring(v) end',
+    "if declared[v] then return nil end return v end",
     "local function denied(...)",
     'local n = select("#", ...) local argv = {...}',
     'if type(argv[1]) ~= "string" then return nil end',
-    "local name = lower(argv[1]) local s = specs[name]",
-    `if s == nil then return ${luaString(uncheckedBefore ?? "")} .. name .. ${luaString(uncheckedAfter ?? "")} end`,
-    "local function undeclared(p) local v = argv[p + 1] if v == nil then return nil end",
-    'if type(v) == "number" then v = fmt("%.17g", v) else v = tostring(v) end',
-    "if declared[v] then return nil end return v end",
+    "local name = lower(argv[1]) local s = spec(name)",
+    `if not s then return ${luaString(uncheckedBefore ?? "")} .. name .. ${luaString(uncheckedAfter ?? "")} end`,
     "local bad = nil",
     'if s[1] == "r" then local last = s[3] if last < 0 then last = n + last end',
-    "for p = s[2], math.min(last, n - 1), s[4] do bad = bad or undeclared(p) end",
-    'elseif s[1] == "n" then for p = 1, s[3] do bad = bad or undeclared(p) end',
+    "for p = s[2], math.min(last, n - 1), s[4] do bad = bad or undeclared(argv, p) end",
+    'elseif s[1] == "n" then for p = 1, s[3] do bad = bad or undeclared(argv, p) end',
     "local count = tonumber(argv[s[2] + 1]) if count then",
-    "for p = s[2] + 1, math.min(s[2] + count, n - 1) do bad = bad or undeclared(p) end end",
+    "for p = s[2] + 1, math.min(s[2] + count, n - 1) do bad = bad or undeclared(argv, p) end end",
     'elseif s[1] == "s" then local at = nil',
     'for p = 1, n - 1 do local v = argv[p + 1] if at == nil and type(v) == "string" and lower(v) == "streams" then at = p end end',
-    "if at then for p = at + 1, at + math.floor((n - 1 - at) / 2) do bad = bad or undeclared(p) end end",
+    "if at then for p = at + 1, at + math.floor((n - 1 - at) / 2) do bad = bad or undeclared(argv, p) end end",
     "end",
     `if bad then return ${luaString(DYNAMIC_KEY_PREFIX)} .. bad end return nil end`,
     "local proxy = {}",
     "proxy.call = function(...) local e = denied(...) if e then error(real.error_reply(e)) end return real.call(...) end",
     "proxy.pcall = function(...) local e = denied(...) if e then return real.error_reply(e) end return real.pcall(...) end",
     "return setmetatable(proxy, {__index = real})",
-    `end)(redis, KEYS, ${luaKeySpecTable()});`,
+    `end)(redis, KEYS, ${luaString(luaKeySpecText())});`,
   ].join(" ");
 }
 

@@ -7,6 +7,14 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { previousDevToken, writeDevVars } from "./dev-vars.js";
 import { type BackendChoice, type DevServer, startDevServer } from "./index.js";
+import {
+  type BlockingMode,
+  isBlockingMode,
+  isServerProfile,
+  PROFILE_ENV,
+  resolveProfile,
+  type ServerProfile,
+} from "./profile/settings.js";
 import { LoggingStats, summarizeStats } from "./request-log.js";
 import type { FaultOptions } from "./rest/faults.js";
 
@@ -28,6 +36,12 @@ Options:
   --host H            interface to listen on (default 127.0.0.1)
   --token T           bearer token clients must send (default: $EDGELOCK_DEV_TOKEN if set,
                       else the one an earlier start wrote into --dev-vars FILE, else random)
+  --read-only-token T a token that may only read, as Upstash's (default: random, printed)
+  --profile P         upstash | redis: behave like production Upstash (blocking commands
+                      answer at once, allow-key-locking enforced, Upstash's limits) or like a
+                      Redis behind a REST proxy (default: $${PROFILE_ENV} if set, else redis)
+  --blocking M        under --profile upstash: immediate (answer as if timed out at once,
+                      the default) | error (refuse them with Upstash's error)
   --dev-vars FILE     write UPSTASH_REDIS_REST_URL and _TOKEN into FILE (e.g. .dev.vars, which
                       wrangler dev reads), keeping its other lines; a restart serves the token
                       already there, so a running wrangler dev keeps working
@@ -42,7 +56,8 @@ Options:
   --seed N            seed for the fault generator (default: random, printed)
   -h, --help          show this help
 
-On exit (Ctrl-C) it prints what it served: requests, commands and bytes.
+On exit (Ctrl-C) it prints what it served: requests, commands and bytes, and the scripts that
+would run under Upstash's global lock. GET /_edgelock/stats serves the same counters as JSON.
 `;
 
 /** Parsed `dev` options, ready for startDevServer. */
@@ -50,6 +65,9 @@ export interface DevCommand {
   readonly port: number;
   readonly host: string;
   readonly token: string | undefined;
+  readonly readOnlyToken: string | undefined;
+  readonly profile: ServerProfile;
+  readonly blocking: BlockingMode;
   readonly backend: BackendChoice;
   readonly faults: FaultOptions;
   /** File to write the connection variables into, for wrangler. */
@@ -74,6 +92,9 @@ const DEV_OPTIONS = {
   port: { type: "string" },
   host: { type: "string" },
   token: { type: "string" },
+  "read-only-token": { type: "string" },
+  profile: { type: "string" },
+  blocking: { type: "string" },
   backend: { type: "string" },
   "redis-url": { type: "string" },
   latency: { type: "string" },
@@ -101,7 +122,7 @@ function parseDevOptions(args: readonly string[]) {
 
 /**
  * Parses the arguments after `dev`. Throws UsageError on bad input. `env` supplies
- * EDGELOCK_DEV_TOKEN, the token when `--token` is not given.
+ * EDGELOCK_DEV_TOKEN, the token when `--token` is not given, and EDGELOCK_DEV_PROFILE.
  */
 export function parseDevArgs(
   args: readonly string[],
@@ -128,6 +149,24 @@ export function parseDevArgs(
     );
   }
   if (values["dev-vars"] === "") throw new UsageError("--dev-vars needs a file name");
+  const readOnlyToken = values["read-only-token"];
+  if (readOnlyToken !== undefined && (readOnlyToken === "" || /\s/.test(readOnlyToken))) {
+    throw new UsageError("--read-only-token must be non-empty, without spaces");
+  }
+  if (values.profile !== undefined && !isServerProfile(values.profile)) {
+    throw new UsageError("--profile must be upstash or redis");
+  }
+  let profile: ServerProfile;
+  try {
+    profile = resolveProfile(values.profile, env);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  const blocking = values.blocking ?? "immediate";
+  if (!isBlockingMode(blocking)) throw new UsageError("--blocking must be immediate or error");
+  if (values.blocking !== undefined && profile !== "upstash") {
+    throw new UsageError("--blocking applies to --profile upstash only");
+  }
 
   const faults: {
     -readonly [K in keyof FaultOptions]: FaultOptions[K];
@@ -146,6 +185,9 @@ export function parseDevArgs(
     port,
     host: values.host ?? "127.0.0.1",
     token,
+    readOnlyToken,
+    profile,
+    blocking,
     backend: redisUrl !== undefined ? { url: redisUrl } : (backendName as BackendChoice),
     faults,
     devVars: values["dev-vars"],
@@ -221,6 +263,9 @@ async function startForCli(command: DevCommand, io: CliIo): Promise<DevServer> {
       port: command.port,
       host: command.host,
       ...(command.token === undefined ? {} : { token: command.token }),
+      ...(command.readOnlyToken === undefined ? {} : { readOnlyToken: command.readOnlyToken }),
+      profile: command.profile,
+      blocking: command.blocking,
       backend: command.backend,
       faults: command.faults,
       ...(command.verbose ? { stats: new LoggingStats(io.err) } : {}),
@@ -257,12 +302,16 @@ async function runDev(args: readonly string[], io: CliIo): Promise<number> {
   try {
     io.out(`edgelock dev server listening on ${server.url}`);
     io.out(`backend: ${server.backendKind} — ${server.backendDescription}`);
+    io.out(
+      `profile: ${server.profile}${server.profile === "upstash" ? ` (blocking commands: ${server.blocking})` : ""}`,
+    );
     const faults = describeFaults(server);
     if (faults !== undefined) io.out(`faults: ${faults}`);
     io.out("");
     io.out("Point @upstash/redis at it with:");
     io.out(`UPSTASH_REDIS_REST_URL=${server.url}`);
     io.out(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
+    io.out(`(read-only token: ${server.readOnlyToken})`);
     if (command.devVars !== undefined) {
       await writeDevVars(command.devVars, {
         UPSTASH_REDIS_REST_URL: server.url,

@@ -8,6 +8,12 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Backend } from "./backend.js";
+import {
+  type BlockingMode,
+  DEFAULT_BLOCKING_MODE,
+  resolveProfile,
+  type ServerProfile,
+} from "./profile/settings.js";
 import { findRedisServerBinary, startRedisServer } from "./redis-server.js";
 import { createRedisUrlBackend } from "./resp/redis-backend.js";
 import { FaultController, type FaultOptions } from "./rest/faults.js";
@@ -16,6 +22,16 @@ import { ServerStats } from "./rest/stats.js";
 
 export type { Backend, Command, CommandArg, Reply } from "./backend.js";
 export { reply } from "./backend.js";
+export type { ProfileEvents, ScriptLock } from "./profile/backend.js";
+export {
+  type BlockingMode,
+  DEFAULT_BLOCKING_MODE,
+  DEFAULT_PROFILE,
+  PROFILE_ENV,
+  resolveProfile,
+  type ServerProfile,
+  UPSTASH_LIMITS,
+} from "./profile/settings.js";
 export { findRedisServerBinary, type RedisServerHandle, startRedisServer } from "./redis-server.js";
 export { createRedisUrlBackend, type RedisUrlBackendOptions } from "./resp/redis-backend.js";
 export {
@@ -28,7 +44,12 @@ export {
 } from "./rest/faults.js";
 export type { RouteKind } from "./rest/routes.js";
 export { type RestServer, type RestServerOptions, startRestServer } from "./rest/server.js";
-export { ServerStats, type StatsSnapshot } from "./rest/stats.js";
+export {
+  type BlockingStats,
+  type ScriptStats,
+  ServerStats,
+  type StatsSnapshot,
+} from "./rest/stats.js";
 
 /** Which store serves the commands. */
 export type BackendChoice = "auto" | "redis-server" | "embedded" | { readonly url: string };
@@ -42,6 +63,23 @@ export interface DevServerOptions {
   host?: string;
   /** Bearer token clients must send. Default: 32 random hex characters, new for each start. */
   token?: string;
+  /**
+   * A token that may only read, as Upstash's "Read Only" token (writes, KEYS and SCAN are refused
+   * with NOPERM). Default: 32 random hex characters, new for each start.
+   */
+  readOnlyToken?: string;
+  /**
+   * Which server to behave like: `"upstash"` (production Upstash as documented: blocking commands
+   * answer at once, `allow-key-locking` enforced, Upstash's limits) or `"redis"` (a Redis behind a
+   * REST proxy). Default: the `EDGELOCK_DEV_PROFILE` environment variable, else
+   * `DEFAULT_PROFILE` (`"redis"`). See docs/upstash.md.
+   */
+  profile?: ServerProfile;
+  /**
+   * Under `"upstash"`: blocking commands answer as if timed out at once (`"immediate"`, the
+   * default) or fail with Upstash's "not available" error (`"error"`).
+   */
+  blocking?: BlockingMode;
   /**
    * Where commands run. Default `"auto"`: the `REDIS_URL` environment variable if set, else a
    * spawned `redis-server` if the binary is found (PATH or `REDIS_SERVER_BIN`), else the embedded
@@ -66,12 +104,20 @@ export interface DevServer {
   readonly url: string;
   /** Token for `UPSTASH_REDIS_REST_TOKEN`. */
   readonly token: string;
+  /** The read-only token: reads pass, writes get `NOPERM`. */
+  readonly readOnlyToken: string;
+  readonly profile: ServerProfile;
+  readonly blocking: BlockingMode;
   readonly backendKind: BackendKind;
   /** e.g. `redis-server 7.0.15 at 127.0.0.1:41234 (spawned, not persisted)`. */
   readonly backendDescription: string;
   /** Change fault injection at runtime; read what was injected with `counts()`. */
   readonly faults: FaultController;
-  /** Request and command counters; `snapshot()` and `reset()`. */
+  /**
+   * Request and command counters; `snapshot()` and `reset()`. `snapshot().scripts.globalLock`
+   * counts the script runs Upstash would serialise under its database-wide lock (also served as
+   * JSON at `GET <url>/_edgelock/stats`).
+   */
   readonly stats: ServerStats;
   /** The backend behind the server, for tests that need to inspect state directly. */
   readonly backend: Backend;
@@ -127,6 +173,12 @@ async function chooseBackend(choice: BackendChoice): Promise<ChosenBackend> {
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const token = options.token ?? randomBytes(16).toString("hex");
   if (token === "" || /\s/.test(token)) throw new Error("token must be non-empty, without spaces");
+  const readOnlyToken = options.readOnlyToken ?? randomBytes(16).toString("hex");
+  if (readOnlyToken === "" || /\s/.test(readOnlyToken) || readOnlyToken === token) {
+    throw new Error("readOnlyToken must be non-empty, without spaces, and differ from token");
+  }
+  const profile = resolveProfile(options.profile);
+  const blocking = options.blocking ?? DEFAULT_BLOCKING_MODE;
   const log = options.log ?? (() => undefined);
   const faults = new FaultController(options.faults);
   const stats = options.stats ?? new ServerStats();
@@ -138,6 +190,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     rest = await startRestServer({
       backend,
       token,
+      readOnlyToken,
+      profile,
+      blocking,
       faults,
       stats,
       host: options.host ?? "127.0.0.1",
@@ -152,12 +207,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await backend.close();
     throw error;
   }
-  log(`listening on ${rest.url}`);
+  log(`listening on ${rest.url} (profile ${profile})`);
 
   let closing: Promise<void> | undefined;
   return {
     url: rest.url,
     token,
+    readOnlyToken,
+    profile,
+    blocking,
     backendKind: kind,
     backendDescription: backend.description,
     faults,

@@ -2,6 +2,7 @@
  * What `edgelock dev` prints about the traffic it served: one line per request's commands and per
  * error response under `--verbose`, and a summary on exit.
  */
+import type { ScriptLock } from "./profile/backend.js";
 import { ServerStats, type StatsSnapshot } from "./rest/stats.js";
 
 function clock(): string {
@@ -21,6 +22,18 @@ export class LoggingStats extends ServerStats {
     );
   }
 
+  override recordScript(lock: ScriptLock, sha: string, command: string): void {
+    super.recordScript(lock, sha, command);
+    if (lock === "global") {
+      this.log(`${clock()} ${command} ${sha.slice(0, 12)}… runs under Upstash's global lock`);
+    }
+  }
+
+  override recordDynamicKeyRejection(sha: string, message: string): void {
+    super.recordDynamicKeyRejection(sha, message);
+    this.log(`${clock()} script ${sha.slice(0, 12)}… rejected: ${message}`);
+  }
+
   override recordResponse(status: number, bodyBytes: number): void {
     super.recordResponse(status, bodyBytes);
     if (status >= 400) this.log(`${clock()} answered HTTP ${status}`);
@@ -33,7 +46,10 @@ function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** One line: requests, commands (the most frequent by name), bytes in and out, error statuses. */
+/**
+ * One line: requests, commands (the most frequent by name), bytes in and out, error statuses, and
+ * the scripts by the lock Upstash would take.
+ */
 export function summarizeStats(stats: StatsSnapshot): string {
   const top = Object.entries(stats.commandsByName)
     .sort(([, a], [, b]) => b - a)
@@ -46,6 +62,23 @@ export function summarizeStats(stats: StatsSnapshot): string {
     `served ${stats.requests} requests, ${stats.commands} commands` +
     (top.length > 0 ? ` (${top.join(", ")})` : "") +
     `, ${formatBytes(stats.bytesIn)} in, ${formatBytes(stats.bytesOut)} out` +
-    (errors.length > 0 ? `; ${errors.join(", ")}` : "")
+    (errors.length > 0 ? `; ${errors.join(", ")}` : "") +
+    summarizeScripts(stats)
   );
+}
+
+function summarizeScripts({ scripts, blocking }: StatsSnapshot): string {
+  const parts: string[] = [];
+  if (scripts.globalLock + scripts.keyLocking > 0) {
+    parts.push(
+      `scripts: ${scripts.globalLock} under Upstash's global lock, ${scripts.keyLocking} with allow-key-locking`,
+    );
+  }
+  if (scripts.dynamicKeyRejections > 0) {
+    parts.push(`${scripts.dynamicKeyRejections} dynamic-key rejections`);
+  }
+  if (blocking.answeredAtOnce > 0)
+    parts.push(`${blocking.answeredAtOnce} blocking commands answered at once`);
+  if (blocking.refused > 0) parts.push(`${blocking.refused} blocking commands refused`);
+  return parts.length > 0 ? `; ${parts.join(", ")}` : "";
 }

@@ -7,13 +7,21 @@
  */
 // Brings vitest's types into the program, so the augmentation below has a module to extend.
 import type {} from "vitest";
-import { type BackendKind, type DevServerOptions, startDevServer } from "./index.js";
+import {
+  type BackendKind,
+  type DevServerOptions,
+  type ServerProfile,
+  startDevServer,
+} from "./index.js";
 
 /** What the global setup hands to the test projects (vitest's `provide` / `inject`). */
 export interface ProvidedDevServer {
   readonly url: string;
   readonly token: string;
+  /** Reads only: writes are refused with NOPERM, as with Upstash's read-only token. */
+  readonly readOnlyToken: string;
   readonly backendKind: BackendKind;
+  readonly profile: ServerProfile;
 }
 
 declare module "vitest" {
@@ -38,6 +46,9 @@ export type EdgelockGlobalSetup = (project: ProvidingProject) => Promise<() => P
  *
  * @param options Passed to `startDevServer`. Default `{ backend: "embedded" }`: in-memory, no
  * Redis needed; `"auto"` prefers a real Redis (`REDIS_URL`, then a `redis-server` binary).
+ * `profile: "upstash"` (or `EDGELOCK_DEV_PROFILE=upstash` in the environment of the test run)
+ * makes the server behave as production Upstash: see docs/upstash.md. Read the global-lock script
+ * count from `GET <url>/_edgelock/stats` (`scripts.globalLock`).
  */
 export function edgelockGlobalSetup(options: DevServerOptions = {}): EdgelockGlobalSetup {
   return async function startForTests(project) {
@@ -45,7 +56,9 @@ export function edgelockGlobalSetup(options: DevServerOptions = {}): EdgelockGlo
     project.provide("edgelockDevServer", {
       url: server.url,
       token: server.token,
+      readOnlyToken: server.readOnlyToken,
       backendKind: server.backendKind,
+      profile: server.profile,
     });
     return () => server.close();
   };

@@ -21,17 +21,25 @@ export interface RestOutcome {
  * The REST API is stateless, so commands that only make sense on a connection of one's own
  * (MULTI, SELECT, SUBSCRIBE…) are refused for every backend alike.
  */
-function refusal(command: Command): Reply | undefined {
+function sharedRefusal(command: Command): Reply | undefined {
   const reason = sharedConnectionRefusal(command);
   return reason === undefined ? undefined : reply.error(reason);
 }
+
+/** Why this request may not run a command (e.g. its token is read-only), or undefined. */
+export type CommandGate = (command: Command) => string | undefined;
 
 export async function executePlan(
   plan: RequestPlan,
   backend: Backend,
   encoding: ResponseEncoding,
   options: CallOptions = {},
+  gate?: CommandGate,
 ): Promise<RestOutcome> {
+  const refusal = (command: Command): Reply | undefined => {
+    const reason = gate?.(command);
+    return reason === undefined ? sharedRefusal(command) : reply.error(reason);
+  };
   switch (plan.kind) {
     case "single": {
       const refused = refusal(plan.command);

@@ -38,7 +38,10 @@ function pathCommand(segments: readonly string[], query: URLSearchParams, body: 
   return command;
 }
 
-export function planRequest(route: Exclude<Route, { kind: "unknown" }>, body: Buffer): RequestPlan {
+export function planRequest(
+  route: Exclude<Route, { kind: "unknown" | "monitor" | "stats" }>,
+  body: Buffer,
+): RequestPlan {
   switch (route.kind) {
     case "command":
       return { kind: "single", command: toCommand(parseBodyJson(body)) };

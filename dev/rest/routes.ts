@@ -4,10 +4,23 @@
  * commands (`GET /set/foo/bar?EX=100`) are Upstash's documented curl-friendly form.
  */
 
-export type RouteKind = "command" | "pipeline" | "multi-exec" | "path" | "unknown";
+export type RouteKind =
+  | "command"
+  | "pipeline"
+  | "multi-exec"
+  | "path"
+  | "monitor"
+  | "stats"
+  | "unknown";
+
+/** The local server's own counters (not an Upstash route): `GET /_edgelock/stats`. */
+export const STATS_PATH = "/_edgelock/stats";
 
 export type Route =
   | { readonly kind: "command" | "pipeline" | "multi-exec" }
+  /** `/monitor`: every command as server-sent events, like Redis MONITOR. */
+  | { readonly kind: "monitor" }
+  | { readonly kind: "stats" }
   /** Path-style: the command's words from the path, and extra arguments from the query string. */
   | { readonly kind: "path"; readonly segments: readonly string[]; readonly query: URLSearchParams }
   | { readonly kind: "unknown"; readonly status: 404 | 405; readonly message: string };
@@ -23,6 +36,8 @@ export function resolveRoute(method: string, url: URL): Route {
     return { kind: "unknown", status: 405, message: `method ${method} is not allowed` };
   }
   const path = url.pathname.replace(/\/+$/, "");
+  if (path === STATS_PATH) return { kind: "stats" };
+  if (path.toLowerCase() === "/monitor") return { kind: "monitor" };
   if (path === "" || path === "/pipeline" || path === "/multi-exec") {
     if (!BODY_METHODS.has(method)) {
       return {

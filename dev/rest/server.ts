@@ -6,6 +6,15 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Backend } from "../backend.js";
+import { ProfileBackend } from "../profile/backend.js";
+import { readOnlyRefusal } from "../profile/read-only.js";
+import {
+  type BlockingMode,
+  DEFAULT_BLOCKING_MODE,
+  DEFAULT_PROFILE,
+  type ServerProfile,
+  upstashErrors,
+} from "../profile/settings.js";
 import { commandName, isBlockingCommand } from "../resp/command-policy.js";
 import { RequestShapeError } from "./arguments.js";
 import { AUTH_ERROR_MESSAGE, createTokenCheck, presentedToken } from "./auth.js";
@@ -13,6 +22,7 @@ import { readBody } from "./body.js";
 import { encodeError, type ResponseEncoding } from "./encode.js";
 import { executePlan, type RestOutcome } from "./execute.js";
 import type { FaultController, FaultDecision } from "./faults.js";
+import { MonitorHub } from "./monitor.js";
 import { planCommands, planRequest, type RequestPlan } from "./request-plan.js";
 import { resolveRoute } from "./routes.js";
 import type { ServerStats } from "./stats.js";
@@ -22,13 +32,22 @@ export interface RestServerOptions {
   readonly backend: Backend;
   /** The bearer token clients must present. */
   readonly token: string;
+  /** A second token that may only read (Upstash's "Read Only" token). Default: none. */
+  readonly readOnlyToken?: string;
+  /** Which server to behave like (profile/settings.ts). Default DEFAULT_PROFILE (`redis`). */
+  readonly profile?: ServerProfile;
+  /** How the `upstash` profile answers blocking commands. Default `"immediate"`. */
+  readonly blocking?: BlockingMode;
   readonly faults: FaultController;
   readonly stats: ServerStats;
   /** Interface to listen on. */
   readonly host: string;
   /** Port to listen on; 0 picks a free one. */
   readonly port: number;
-  /** Larger request bodies get HTTP 413. Default 10 MiB. */
+  /**
+   * Larger request bodies get HTTP 413 (`upstash` profile: HTTP 400 "ERR max request size
+   * exceeded", Upstash's answer). Default 10 MiB.
+   */
   readonly maxBodyBytes?: number;
   /**
    * Requests holding a blocking command (BLPOP…) that may wait at once; one more is answered
@@ -61,9 +80,24 @@ function urlHost(host: string): string {
 }
 
 export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
-  const { backend, faults, stats } = options;
+  const { faults, stats } = options;
+  const profile = options.profile ?? DEFAULT_PROFILE;
+  const backend = new ProfileBackend(
+    options.backend,
+    { profile, blocking: options.blocking ?? DEFAULT_BLOCKING_MODE },
+    {
+      script: (lock, sha, command) => stats.recordScript(lock, sha, command),
+      dynamicKeyRejection: (sha, message) => stats.recordDynamicKeyRejection(sha, message),
+      blocking: (outcome, command) => stats.recordBlocking(outcome, command),
+    },
+  );
+  // Under `upstash` nothing blocks, so the blocked-request limit never applies.
+  const blocks = profile !== "upstash";
+  const monitor = new MonitorHub();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const isValidToken = createTokenCheck(options.token);
+  const isReadOnlyToken =
+    options.readOnlyToken === undefined ? () => false : createTokenCheck(options.readOnlyToken);
   const log = options.log ?? (() => undefined);
   const maxBlockedRequests = options.maxBlockedRequests ?? DEFAULT_MAX_BLOCKED_REQUESTS;
   let blockedRequests = 0;
@@ -97,7 +131,9 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       bodyResult.kind === "ok" ? bodyResult.body.byteLength : bodyResult.received,
     );
 
-    if (!isValidToken(presentedToken(request.headers, url))) {
+    const presented = presentedToken(request.headers, url);
+    const readOnly = !isValidToken(presented) && isReadOnlyToken(presented);
+    if (!readOnly && !isValidToken(presented)) {
       send(request, response, 401, encodeError(AUTH_ERROR_MESSAGE));
       return;
     }
@@ -106,7 +142,23 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       return;
     }
     if (bodyResult.kind === "too-large") {
-      send(request, response, 413, encodeError(`request body exceeds ${maxBodyBytes} bytes`));
+      if (profile === "upstash")
+        send(request, response, 400, encodeError(upstashErrors.requestSize));
+      else send(request, response, 413, encodeError(`request body exceeds ${maxBodyBytes} bytes`));
+      return;
+    }
+    if (route.kind === "stats") {
+      send(request, response, 200, JSON.stringify({ profile, ...stats.snapshot() }));
+      return;
+    }
+    if (route.kind === "monitor") {
+      if (readOnly) {
+        send(request, response, 400, encodeError(upstashErrors.readOnly("monitor")));
+        return;
+      }
+      syncToken += 1;
+      monitor.stream(response, String(syncToken));
+      stats.recordResponse(200, 0);
       return;
     }
     if (request.headers["upstash-response-format"] !== undefined) {
@@ -142,7 +194,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       return;
     }
 
-    const blocking = planCommands(plan).some(isBlockingCommand);
+    const blocking = blocks && planCommands(plan).some(isBlockingCommand);
     if (blocking && blockedRequests >= maxBlockedRequests) {
       send(
         request,
@@ -160,7 +212,13 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     let outcome: RestOutcome;
     if (blocking) blockedRequests += 1;
     try {
-      outcome = await executePlan(plan, backend, encoding, { signal: clientGone.signal });
+      outcome = await executePlan(
+        plan,
+        backend,
+        encoding,
+        { signal: clientGone.signal },
+        readOnly ? readOnlyRefusal : undefined,
+      );
     } catch (error) {
       if (clientGone.signal.aborted) return;
       // The backend itself failed (connection lost…): the command may or may not have run.
@@ -172,6 +230,13 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       if (blocking) blockedRequests -= 1;
     }
     stats.recordCommands(outcome.executed);
+    if (monitor.active && outcome.executed.length > 0) {
+      const socket = request.socket;
+      monitor.publish(
+        planCommands(plan).filter((command) => outcome.executed.includes(commandName(command))),
+        `${socket.remoteAddress ?? "0.0.0.0"}:${socket.remotePort ?? 0}`,
+      );
+    }
 
     await sleep(decision.delayMs);
     if (decision.dropAfterExecute) {

@@ -1,5 +1,29 @@
 /** Counters of what the server did, for tests (e.g. "this lock call made exactly 2 requests"). */
+import type { ScriptLock } from "../profile/backend.js";
 import type { RouteKind } from "./routes.js";
+
+/** Scripts by the lock production Upstash would run them under (docs/upstash.md). */
+export interface ScriptStats {
+  /**
+   * Script runs (EVAL, EVALSHA, their _RO forms, FCALL) under Upstash's database-wide lock: no
+   * `allow-key-locking` flag, or queued in /multi-exec. Counted under both profiles.
+   */
+  readonly globalLock: number;
+  /** Script runs with `allow-key-locking` (only the `upstash` profile honours the flag). */
+  readonly keyLocking: number;
+  /** `allow-key-locking` scripts that touched a key not in their KEYS and got Upstash's error. */
+  readonly dynamicKeyRejections: number;
+  /** Global-lock runs by the client's script SHA (`function:<name>` for FCALL). */
+  readonly globalLockBySha: Readonly<Record<string, number>>;
+}
+
+/** Blocking commands (BLPOP…) the `upstash` profile did not let block. */
+export interface BlockingStats {
+  /** Answered as if their timeout had passed at once (`blocking: "immediate"`). */
+  readonly answeredAtOnce: number;
+  /** Refused with Upstash's error (`blocking: "error"`). */
+  readonly refused: number;
+}
 
 export interface StatsSnapshot {
   /** HTTP requests received, all routes. */
@@ -15,10 +39,12 @@ export interface StatsSnapshot {
   readonly bytesIn: number;
   /** Response body bytes sent. */
   readonly bytesOut: number;
+  readonly scripts: ScriptStats;
+  readonly blocking: BlockingStats;
 }
 
 function emptyByRoute(): Record<RouteKind, number> {
-  return { command: 0, pipeline: 0, "multi-exec": 0, path: 0, unknown: 0 };
+  return { command: 0, pipeline: 0, "multi-exec": 0, path: 0, monitor: 0, stats: 0, unknown: 0 };
 }
 
 export class ServerStats {
@@ -29,6 +55,12 @@ export class ServerStats {
   private byName = new Map<string, number>();
   private bytesInCount = 0;
   private bytesOutCount = 0;
+  private globalLockScripts = 0;
+  private keyLockingScripts = 0;
+  private dynamicKeyRejectionCount = 0;
+  private globalLockBySha = new Map<string, number>();
+  private blockingAtOnce = 0;
+  private blockingRefused = 0;
 
   /** A copy of the counters, safe to keep while the server goes on counting. */
   snapshot(): StatsSnapshot {
@@ -40,6 +72,13 @@ export class ServerStats {
       commandsByName: Object.fromEntries(this.byName),
       bytesIn: this.bytesInCount,
       bytesOut: this.bytesOutCount,
+      scripts: {
+        globalLock: this.globalLockScripts,
+        keyLocking: this.keyLockingScripts,
+        dynamicKeyRejections: this.dynamicKeyRejectionCount,
+        globalLockBySha: Object.fromEntries(this.globalLockBySha),
+      },
+      blocking: { answeredAtOnce: this.blockingAtOnce, refused: this.blockingRefused },
     };
   }
 
@@ -52,6 +91,12 @@ export class ServerStats {
     this.byName = new Map();
     this.bytesInCount = 0;
     this.bytesOutCount = 0;
+    this.globalLockScripts = 0;
+    this.keyLockingScripts = 0;
+    this.dynamicKeyRejectionCount = 0;
+    this.globalLockBySha = new Map();
+    this.blockingAtOnce = 0;
+    this.blockingRefused = 0;
   }
 
   /** @internal Called by the server. */
@@ -71,5 +116,26 @@ export class ServerStats {
   recordResponse(status: number, bodyBytes: number): void {
     this.byStatus.set(status, (this.byStatus.get(status) ?? 0) + 1);
     this.bytesOutCount += bodyBytes;
+  }
+
+  /** @internal Called by the server's profile. `command` is the lower-case name (evalsha…). */
+  recordScript(lock: ScriptLock, sha: string, _command: string): void {
+    if (lock === "key") {
+      this.keyLockingScripts += 1;
+      return;
+    }
+    this.globalLockScripts += 1;
+    this.globalLockBySha.set(sha, (this.globalLockBySha.get(sha) ?? 0) + 1);
+  }
+
+  /** @internal Called by the server's profile. */
+  recordDynamicKeyRejection(_sha: string, _message: string): void {
+    this.dynamicKeyRejectionCount += 1;
+  }
+
+  /** @internal Called by the server's profile. */
+  recordBlocking(outcome: "immediate" | "refused", _command: string): void {
+    if (outcome === "immediate") this.blockingAtOnce += 1;
+    else this.blockingRefused += 1;
   }
 }

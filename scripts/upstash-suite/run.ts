@@ -4,18 +4,20 @@
  * shim. Never vendors the tests: they are read from the checkout given on the command line.
  *
  *   npm run upstash-suite -- <path-to-redis-js-checkout> [--backend embedded|redis-server]
- *                           [--only-skipped]
+ *                           [--profile upstash|redis] [--only-skipped]
  *
  * Prints, per backend, the pass/fail/skip counts and the failed tests; with both backends, whether
  * they passed exactly the same tests; and any skip-list entry that names no test or file of the
  * checkout. `--only-skipped` runs the skip-listed tests instead: one that passes on both backends
- * no longer needs its skip.
+ * no longer needs its skip. `--profile` picks the server profile (default: EDGELOCK_DEV_PROFILE,
+ * else the server's default); each backend's line names it, with the scripts the suite ran under
+ * Upstash's global lock and the blocking commands the profile answered at once or refused.
  */
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startVitest } from "vitest/node";
-import { type BackendChoice, startDevServer } from "../../dev/index.js";
+import { type BackendChoice, type ServerProfile, startDevServer } from "../../dev/index.js";
 import { skippedFiles, skippedTests } from "./skips.js";
 
 /** The upstash/redis-js commit the skip list was written against. */
@@ -40,6 +42,8 @@ interface Counts {
   /** `path > describes > name` of every test that passed, and of every test collected. */
   passedTests: Set<string>;
   collectedTests: Set<string>;
+  /** The profile served, and what it counted (docs/upstash.md). */
+  profileSummary: string;
 }
 
 function packageRoot(checkout: string): string | undefined {
@@ -49,8 +53,13 @@ function packageRoot(checkout: string): string | undefined {
   return undefined;
 }
 
-async function runOn(backend: BackendChoice, root: string, onlySkipped: boolean): Promise<Counts> {
-  const server = await startDevServer({ backend });
+async function runOn(
+  backend: BackendChoice,
+  root: string,
+  onlySkipped: boolean,
+  profile: ServerProfile | undefined,
+): Promise<Counts> {
+  const server = await startDevServer({ backend, ...(profile === undefined ? {} : { profile }) });
   process.env.UPSTASH_REDIS_REST_URL = server.url;
   process.env.UPSTASH_REDIS_REST_TOKEN = server.token;
   process.env.UPSTASH_SUITE_SKIPPED_TESTS = JSON.stringify(Object.keys(skippedTests));
@@ -94,6 +103,7 @@ async function runOn(backend: BackendChoice, root: string, onlySkipped: boolean)
       failures: [],
       passedTests: new Set(),
       collectedTests: new Set(),
+      profileSummary: "",
     };
     for (const module of vitest.state.getTestModules()) {
       for (const testCase of module.children.allTests()) {
@@ -111,6 +121,11 @@ async function runOn(backend: BackendChoice, root: string, onlySkipped: boolean)
       }
     }
     await vitest.close();
+    const { scripts, blocking } = server.stats.snapshot();
+    counts.profileSummary =
+      `profile ${server.profile}: ${scripts.globalLock} script runs under the global lock, ` +
+      `${scripts.keyLocking} with allow-key-locking; blocking commands ` +
+      `${blocking.answeredAtOnce} answered at once, ${blocking.refused} refused`;
     return counts;
   } finally {
     await server.close();
@@ -119,7 +134,11 @@ async function runOn(backend: BackendChoice, root: string, onlySkipped: boolean)
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const checkout = args.find((arg) => !arg.startsWith("--"));
+  // The checkout is the one argument that is neither an option nor an option's value.
+  const checkout = args.find(
+    (arg, index) =>
+      !arg.startsWith("--") && !["--backend", "--profile"].includes(args[index - 1] ?? ""),
+  );
   const root = checkout === undefined ? undefined : packageRoot(path.resolve(checkout));
   if (root === undefined) {
     console.error(HOW_TO_GET_IT);
@@ -130,10 +149,12 @@ async function main(): Promise<void> {
   const backends: BackendChoice[] =
     backendIndex === -1 ? ["redis-server", "embedded"] : [args[backendIndex + 1] as BackendChoice];
   const onlySkipped = args.includes("--only-skipped");
+  const profileIndex = args.indexOf("--profile");
+  const profile = profileIndex === -1 ? undefined : (args[profileIndex + 1] as ServerProfile);
   const skippedFileCount = Object.keys(skippedFiles).length;
   const results = new Map<BackendChoice, Counts>();
   for (const backend of backends) {
-    const counts = await runOn(backend, root, onlySkipped);
+    const counts = await runOn(backend, root, onlySkipped, profile);
     results.set(backend, counts);
     console.log(
       `\n== ${String(backend)}: ${counts.passed} passed, ${counts.failed} failed, ` +
@@ -142,6 +163,7 @@ async function main(): Promise<void> {
           ? " (only the skip-listed tests ran)"
           : ` (plus ${skippedFileCount} skip-list file patterns)`),
     );
+    console.log(`   ${counts.profileSummary}`);
     for (const failure of counts.failures) console.log(`  FAIL ${failure}`);
     if (onlySkipped) {
       for (const id of counts.passedTests) console.log(`  PASSES DESPITE ITS SKIP ${id}`);

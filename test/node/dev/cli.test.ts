@@ -26,11 +26,25 @@ describe("edgelock CLI arguments", () => {
       port: 8079,
       host: "127.0.0.1",
       token: undefined,
+      readOnlyToken: undefined,
+      profile: "redis",
+      blocking: "immediate",
       backend: "auto",
       faults: {},
       devVars: undefined,
       verbose: false,
     });
+  });
+
+  it("takes the profile from --profile, else EDGELOCK_DEV_PROFILE", () => {
+    const env = { EDGELOCK_DEV_PROFILE: "upstash" };
+    expect(parseDevArgs([], env).profile).toBe("upstash");
+    expect(parseDevArgs(["--profile", "redis"], env).profile).toBe("redis");
+    expect(parseDevArgs(["--profile", "upstash", "--blocking", "error"])).toMatchObject({
+      profile: "upstash",
+      blocking: "error",
+    });
+    expect(() => parseDevArgs([], { EDGELOCK_DEV_PROFILE: "x" })).toThrow(/EDGELOCK_DEV_PROFILE/);
   });
 
   it("takes the token from EDGELOCK_DEV_TOKEN unless --token is given", () => {
@@ -66,11 +80,20 @@ describe("edgelock CLI arguments", () => {
         "--dev-vars",
         ".dev.vars",
         "--verbose",
+        "--read-only-token",
+        "ro",
+        "--profile",
+        "upstash",
+        "--blocking",
+        "error",
       ]),
     ).toEqual({
       port: 0,
       host: "0.0.0.0",
       token: "t",
+      readOnlyToken: "ro",
+      profile: "upstash",
+      blocking: "error",
       backend: { url: "redis://h:1" },
       faults: {
         latencyMs: 20,
@@ -93,6 +116,10 @@ describe("edgelock CLI arguments", () => {
     [["--backend", "embedded", "--redis-url", "redis://h"]],
     [["--seed", "-1"]],
     [["--token", ""]],
+    [["--profile", "upstsh"]],
+    [["--blocking", "error"]],
+    [["--profile", "upstash", "--blocking", "never"]],
+    [["--read-only-token", ""]],
   ])("rejects %j", (args) => {
     expect(() => parseDevArgs(args)).toThrow(UsageError);
   });
@@ -260,6 +287,32 @@ describe("edgelock dev on the embedded engine", () => {
     const summary = run.out.find((line) => line.startsWith("served "));
     expect(summary).toMatch(
       /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), \d+ B in, \d+ B out; HTTP 401 ×1$/,
+    );
+  });
+
+  it("--profile upstash: says so, logs and sums up global-lock scripts and rejections", async () => {
+    const run = await runDevUntilStopped(["--port", "0", "--backend", "embedded", "--verbose"], {
+      EDGELOCK_DEV_PROFILE: "upstash",
+    });
+    const redis = upstash(run.server);
+    await redis.eval("return 1", [], []);
+    await expect(
+      redis.eval("#!lua flags=allow-key-locking\nreturn redis.call('GET', ARGV[1])", [], ["x"]),
+    ).rejects.toThrow(/Dynamic keys are not allowed/);
+    const ro = await fetch(`${run.server.url}/set/k/v?_token=${run.server.readOnlyToken}`);
+    expect(ro.status).toBe(400);
+    expect(await run.stop()).toBe(0);
+    expect(run.out).toContain("profile: upstash (blocking commands: immediate)");
+    expect(run.out).toContain(`(read-only token: ${run.server.readOnlyToken})`);
+    expect(
+      run.err.some((line) => /eval [0-9a-f]{12}… runs under Upstash's global lock$/.test(line)),
+    ).toBe(true);
+    expect(run.err.some((line) => /rejected: ERR Dynamic keys .* Key was: x$/.test(line))).toBe(
+      true,
+    );
+    const summary = run.out.find((line) => line.startsWith("served "));
+    expect(summary).toMatch(
+      /; scripts: 1 under Upstash's global lock, 1 with allow-key-locking, 1 dynamic-key rejections$/,
     );
   });
 

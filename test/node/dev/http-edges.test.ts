@@ -122,6 +122,8 @@ describe.each(backendKindsUnderTest())("HTTP edge cases on %s", (kind) => {
       pipeline: 1,
       "multi-exec": 0,
       path: 0,
+      monitor: 0,
+      stats: 0,
       unknown: 1,
     });
     expect(snapshot.commands).toBe(3);

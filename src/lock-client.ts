@@ -12,7 +12,7 @@ import type { OperationContext } from "./locks/context.js";
 import type { LockHandle } from "./locks/handle.js";
 import type { AcquireOptions } from "./locks/lock/lock.js";
 import { Lock } from "./locks/lock/lock.js";
-import { ParkedSiblings } from "./locks/queue/parking.js";
+import { BlockingPops, ParkedSiblings } from "./locks/queue/parking.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
@@ -138,6 +138,7 @@ export class LockClient {
       waitPolicy,
       contention: new RecentContention(),
       parkedSiblings: new ParkedSiblings(),
+      blockingPops: new BlockingPops(),
       watchdogs: new WatchdogRegistry(watchdog),
       events: this.#events,
       resolveOwner: (explicit) =>

@@ -3,7 +3,7 @@ import type { RecentContention } from "../wait/contention.js";
 import type { WaitPolicy } from "../wait/policy.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
 import type { OperationContext } from "./context.js";
-import type { ParkedSiblings } from "./queue/parking.js";
+import type { BlockingPops, ParkedSiblings } from "./queue/parking.js";
 
 /** What a LockClient shares with the primitives it creates. */
 export interface LockRuntime {
@@ -15,6 +15,8 @@ export interface LockRuntime {
   readonly contention: RecentContention;
   /** This client's parked acquisitions per lock and owner (push mode). */
   readonly parkedSiblings: ParkedSiblings;
+  /** Whether this client's backend serves blocking pops (push mode polls where it does not). */
+  readonly blockingPops: BlockingPops;
   readonly watchdogs: WatchdogRegistry;
   readonly events: LockEvents;
   /** The explicit owner if given (validated), else the scope's, else a fresh token. */

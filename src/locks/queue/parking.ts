@@ -7,7 +7,7 @@
  */
 import { LockBackendError } from "../../errors.js";
 import { callBlocking } from "../../transport/call.js";
-import { shownSafely } from "../../transport/failures.js";
+import { isTransientFailure, shownSafely } from "../../transport/failures.js";
 import { canBlock, type RedisLike } from "../../transport/redis-like.js";
 import type { RecentContention } from "../../wait/contention.js";
 import type { WaitPolicy } from "../../wait/policy.js";
@@ -19,8 +19,33 @@ import { PARK_PAST_LEASE_MS } from "./hand-off.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
 const MIN_PARK_MS = 10;
+/**
+ * A pop that comes back empty before this fraction of its timeout did not block. Parks last at
+ * least MIN_PARK_MS, so a backend that answers at once is told from one that timed out.
+ */
+const NOT_BLOCKED_BELOW = 0.5;
 /** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
 export const PARK_GRACE_MS = 1_000;
+
+/**
+ * Whether this client's backend serves blocking pops. Production Upstash's REST API does not
+ * (its docs: "Blocking commands … are not supported"): a `BLPOP` there answers at once as if
+ * timed out, or is refused. Learnt once per client from the first park that shows it; from then
+ * on push mode waits by polling, and no acquisition registers as parked.
+ */
+export class BlockingPops {
+  #served = true;
+
+  /** False once a park came back long before its timeout with nothing, or was refused. */
+  get served(): boolean {
+    return this.#served;
+  }
+
+  /** A park showed that pops do not block here. */
+  notServed(): void {
+    this.#served = false;
+  }
+}
 
 /**
  * This client's parked acquisitions per (lock, owner). The server keeps one parked registration
@@ -86,7 +111,9 @@ type ParkEnd =
     }
   | { readonly kind: "behind"; readonly leaseMs: number }
   | { readonly kind: "woken" }
-  | { readonly kind: "failed"; readonly error: unknown };
+  | { readonly kind: "failed"; readonly error: unknown }
+  /** The pop answered at once with nothing, or was refused: this backend's pops do not block. */
+  | { readonly kind: "notBlocking" };
 
 type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
@@ -102,10 +129,13 @@ export function parkingFor(
     readonly policy: WaitPolicy;
     readonly contention: RecentContention;
     readonly parkedSiblings: ParkedSiblings;
+    readonly blockingPops: BlockingPops;
   },
 ): Parking | undefined {
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  return new Parking(ctx, ctx.redis, keys, plan.policy, plan.contention, plan.parkedSiblings);
+  // Where pops do not block, push mode polls (see BlockingPops).
+  if (!plan.blockingPops.served) return undefined;
+  return new Parking(ctx, ctx.redis, keys, plan.policy, plan);
 }
 
 /** A park in flight, when its timeout lapses (client clock), and whether it has ended. */
@@ -123,6 +153,7 @@ export class Parking {
   readonly #policy: WaitPolicy;
   readonly #contention: RecentContention;
   readonly #siblings: ParkedSiblings;
+  readonly #pops: BlockingPops;
   // The busy reply that registered this waiter as parked: its view, and when it was sent.
   #registered: { readonly view: TurnView; readonly sentAt: number } | undefined;
   // Settles (undefined) when another acquisition of this owner here came to hold the lock.
@@ -139,20 +170,35 @@ export class Parking {
     redis: BlockingRedis,
     keys: LockKeys,
     policy: WaitPolicy,
-    contention: RecentContention,
-    siblings: ParkedSiblings,
+    shared: {
+      readonly contention: RecentContention;
+      readonly parkedSiblings: ParkedSiblings;
+      readonly blockingPops: BlockingPops;
+    },
   ) {
     this.#ctx = ctx;
     this.#redis = redis;
     this.#keys = keys;
     this.#policy = policy;
-    this.#contention = contention;
-    this.#siblings = siblings;
+    this.#contention = shared.contention;
+    this.#siblings = shared.parkedSiblings;
+    this.#pops = shared.blockingPops;
   }
 
-  /** The claim window this waiter registers with (ARGV `claimMs` of the acquire scripts). */
+  /**
+   * False once this client learnt that its backend's pops do not block: the acquisition then
+   * polls, registering as parked no more.
+   */
+  get active(): boolean {
+    return this.#pops.served;
+  }
+
+  /**
+   * The claim window this waiter registers with (ARGV `claimMs` of the acquire scripts); 0 once
+   * it polls (the attempt then forgets its registration).
+   */
   get claimMs(): number {
-    return this.#policy.claimMs;
+    return this.active ? this.#policy.claimMs : 0;
   }
 
   /** How long a parked waiter's place lasts: its longest park and the way back to ask again. */
@@ -162,7 +208,7 @@ export class Parking {
 
   /** True when the last reply registered this waiter: the next step is to wait on the park. */
   get registered(): boolean {
-    return this.#registered !== undefined;
+    return this.#registered !== undefined && this.active;
   }
 
   /**
@@ -179,6 +225,7 @@ export class Parking {
   ): boolean {
     if (this.#operation?.id !== operationId)
       this.#operation = { id: operationId, firstSentAt: sentAt };
+    if (!this.active) return false;
     if (
       this.#inFlight === undefined &&
       !last &&
@@ -275,6 +322,11 @@ export class Parking {
     }
     this.#inFlight = undefined;
     if (ended.kind === "failed") throw ended.error;
+    if (ended.kind === "notBlocking") {
+      // From now on this client polls: the next attempt forgets the registration.
+      this.#pops.notServed();
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
+    }
     if (ended.kind === "woken") {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
@@ -312,6 +364,7 @@ export class Parking {
       MIN_PARK_MS,
       Math.min(this.#policy.parkMs, wait.deadline - Date.now(), boundMs),
     );
+    const sentAt = Date.now();
     const ended = callBlocking(
       this.#redis,
       ["BLPOP", this.#keys.wake(operationId), (parkMs / 1000).toFixed(3)],
@@ -320,12 +373,21 @@ export class Parking {
       wait.signal,
       this.#ctx.observer,
     )
-      .then(wakeReply)
-      .catch(
-        (error: unknown): ParkEnd =>
-          // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
-          wait.signal?.aborted ? { kind: "woken" } : { kind: "failed", error },
-      );
+      .then((reply): ParkEnd => {
+        // Nothing, long before the pop's timeout: the backend answered at once (Upstash's REST
+        // API serves no blocking pops) instead of blocking.
+        if (reply === null && Date.now() - sentAt < parkMs * NOT_BLOCKED_BELOW) {
+          return { kind: "notBlocking" };
+        }
+        return wakeReply(reply);
+      })
+      .catch((error: unknown): ParkEnd => {
+        // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
+        if (wait.signal?.aborted) return { kind: "woken" };
+        // Refused (not a network failure): the backend does not serve the pop.
+        if (!isTransientFailure(error)) return { kind: "notBlocking" };
+        return { kind: "failed", error };
+      });
     let settled = false;
     void ended.then(() => {
       settled = true;

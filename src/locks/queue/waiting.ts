@@ -21,7 +21,7 @@ import { releaseHold } from "../exclusive/release.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { leaveParkedQueue } from "./leave.js";
-import { type ParkedSiblings, parkingFor } from "./parking.js";
+import { type BlockingPops, type ParkedSiblings, parkingFor } from "./parking.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
@@ -55,6 +55,8 @@ export interface WaitPlan {
   readonly contention: RecentContention;
   /** This client's parked acquisitions per lock and owner (push mode). */
   readonly parkedSiblings: ParkedSiblings;
+  /** Whether this client's backend serves blocking pops (push mode). */
+  readonly blockingPops: BlockingPops;
 }
 
 /**
@@ -80,6 +82,7 @@ export function peekWaitPlan(
     policy,
     contention: runtime.contention,
     parkedSiblings: runtime.parkedSiblings,
+    blockingPops: runtime.blockingPops,
   };
 }
 
@@ -186,7 +189,11 @@ export function queuedAttempts(
     if (outcome.kind !== "busy" || last) mayBeQueued = false;
     if (parking !== undefined) {
       const registered =
-        !last && outcome.kind === "busy" && !outcome.operationSpent && outcome.queue.position >= 0;
+        parking.active &&
+        !last &&
+        outcome.kind === "busy" &&
+        !outcome.operationSpent &&
+        outcome.queue.position >= 0;
       if (registered) {
         parking.registeredBy(outcome.queue, sentAt, owner);
         return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };

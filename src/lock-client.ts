@@ -17,6 +17,7 @@ import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
 import { checkCredentials } from "./transport/diagnose.js";
+import { setKeyLocking } from "./transport/key-locking.js";
 import { checkCanBlock, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
 import {
   checkCount,
@@ -66,6 +67,14 @@ export interface LockClientOptions {
   operationTtlMs?: number;
   /** What renews leases in watchdog mode. Default: in-process timers (`inProcessRenewer()`). */
   watchdog?: Renewer;
+  /**
+   * Send every script with Upstash's `#!lua flags=allow-key-locking`, so that Upstash locks only
+   * the script's keys instead of the whole database. A plain Redis refuses the flag: leave it off
+   * there. Push mode polls where it is on (Upstash serves no blocking pops). Applies to every
+   * script sent through this `redis` client, the Hono middleware's included.
+   * @default true where the client's REST URL is on Upstash's domain (`*.upstash.io`), else false
+   */
+  scriptKeyLocking?: boolean;
   /** @internal Counts script calls; used by tests and benchmarks. */
   observer?: CallObserver;
 }
@@ -79,6 +88,7 @@ const CLIENT_KEYS = [
   "backendTimeoutMs",
   "operationTtlMs",
   "watchdog",
+  "scriptKeyLocking",
   "observer",
 ] as const;
 
@@ -122,6 +132,12 @@ export class LockClient {
           : checkDuration(given.operationTtlMs, "operationTtlMs", { min: 10_000 }),
       ...(given.observer ? { observer: given.observer } : {}),
     };
+    if (given.scriptKeyLocking !== undefined) {
+      if (typeof given.scriptKeyLocking !== "boolean") {
+        throw new LockInputError("scriptKeyLocking must be true or false.");
+      }
+      setKeyLocking(ctx.redis, given.scriptKeyLocking);
+    }
     const waitPolicy = resolveWaitPolicy(given.wait);
     if (waitPolicy.mode === "push") checkCanBlock(ctx.redis);
     const watchdog = given.watchdog === undefined ? inProcessRenewer() : given.watchdog;

@@ -6,6 +6,7 @@
  */
 
 import { classifyFailure } from "./failures.js";
+import { KEY_LOCKING_SHEBANG, usesKeyLocking } from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -13,6 +14,8 @@ export class Script {
   private sha?: Promise<string>;
   /** Redis clients on which this script is known to be cached. */
   private readonly cachedOn = new WeakSet<RedisLike>();
+  /** The same script with Upstash's per-key locking flag (see key-locking.ts). */
+  private flagged?: Script;
 
   constructor(
     /** A short name for errors and debugging, e.g. "lock.acquire". */
@@ -25,7 +28,16 @@ export class Script {
     return this.sha;
   }
 
+  /** This script as sent where per-key locking is on: the flag's shebang, then the source. */
+  get keyLocking(): Script {
+    this.flagged ??= new Script(this.name, `${KEY_LOCKING_SHEBANG}\n${this.source}`);
+    return this.flagged;
+  }
+
   async run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
+    if (usesKeyLocking(redis) && !this.source.startsWith(KEY_LOCKING_SHEBANG)) {
+      return this.keyLocking.run(redis, keys, args);
+    }
     if (!this.cachedOn.has(redis)) {
       const result = await redis.eval(this.source, keys, args);
       this.cachedOn.add(redis);

@@ -8,6 +8,7 @@
 import { LockBackendError } from "../../errors.js";
 import { callBlocking } from "../../transport/call.js";
 import { isTransientFailure, shownSafely } from "../../transport/failures.js";
+import { usesKeyLocking } from "../../transport/key-locking.js";
 import { canBlock, type RedisLike } from "../../transport/redis-like.js";
 import type { RecentContention } from "../../wait/contention.js";
 import type { WaitPolicy } from "../../wait/policy.js";
@@ -133,8 +134,9 @@ export function parkingFor(
   },
 ): Parking | undefined {
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  // Where pops do not block, push mode polls (see BlockingPops).
-  if (!plan.blockingPops.served) return undefined;
+  // Where pops do not block, push mode polls (see BlockingPops); so it does where scripts run
+  // under Upstash's per-key locking, which the hand-off's wake lists and records would break.
+  if (!plan.blockingPops.served || usesKeyLocking(ctx.redis)) return undefined;
   return new Parking(ctx, ctx.redis, keys, plan.policy, plan);
 }
 

@@ -43,6 +43,17 @@ describe("the script catalogue", () => {
     }
   });
 
+  it("sends each script with Upstash's per-key locking flag as its first line, where it is on", async () => {
+    for (const [name, script] of LOCK_SCRIPTS) {
+      const flagged = script.keyLocking;
+      expect(flagged.source, name).toBe(`#!lua flags=allow-key-locking\n${script.source}`);
+      expect(await flagged.sha1(), name).toBe(
+        createHash("sha1").update(flagged.source).digest("hex"),
+      );
+      // The flag is the only difference: the pinned source pins the flagged script too.
+    }
+  });
+
   it("declares every key and argument by name, and the body uses no position", () => {
     for (const script of LOCK_SCRIPTS.values()) {
       if (!(script instanceof LockScript)) continue;

@@ -16,7 +16,8 @@ import { UNDO_HOLDS_LUA } from "./rollback.js";
 //       with 's' (1 acquired, 0 or -1 rolled back) and each member's fencing token by position
 // ARGV: 1 owner, 2 lease ms, 3 record ttl ms
 // Reply: {1, token_1, ..., token_n} all held;
-//        {0, i, pttl} member i is held by another owner: nothing was taken;
+//        {0, i, pttl} member i is held by another owner: nothing was taken (the record says so,
+//        for a late copy of this request);
 //        {-1} a re-send whose first run acquired, but a hold it took is gone since (or the owner
 //        holds the member again by a later hold): the rest of what it took is undone;
 //        {-2} the operation was rolled back before it ran: nothing was taken.
@@ -44,6 +45,10 @@ end
 for i = 1, n do
   local lock = KEYS[2 * i - 1]
   if redis.call('EXISTS', lock) == 1 and redis.call('HEXISTS', lock, owner) == 0 then
+    -- Busy: the operation is over, having taken nothing. A copy of this request that the Redis
+    -- client re-sends later (after a later attempt acquired, or the wait ended) takes nothing.
+    redis.call('HSET', record, 's', 0)
+    redis.call('PEXPIRE', record, ARGV[3])
     return {0, i, redis.call('PTTL', lock)}
   end
 end

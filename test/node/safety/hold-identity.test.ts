@@ -227,4 +227,23 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
       expect(await waiter.holdCount(OWNER)).toBe(0);
     });
   });
+
+  it("MultiLock: a late copy of a busy attempt takes nothing after the acquisition succeeded", async () => {
+    const prefix = freshPrefix();
+    const recorded = recordingRedis(bed.redis());
+    const waiter = bed.client({ prefix, redis: recorded.client });
+    const other = bed.client({ prefix });
+    // Another owner holds one member and lets go after a moment: the first attempt is busy.
+    const blocker = await other.lock("a").acquire({ leaseMs: 30_000 });
+    setTimeout(() => void blocker.release(), 150);
+    const multi = waiter.multiLock([waiter.lock("a"), waiter.lock("b")]);
+    const before = recorded.calls.length;
+    const held = await multi.acquire({ leaseMs: 30_000, waitMs: 5_000 });
+    const attempts = recorded.calls.slice(before);
+    await held.release();
+    // The first, busy attempt reaches Redis again only now (the Redis client re-sent it).
+    await attempts[0]!();
+    expect(await other.lock("a").holdCount(held.owner)).toBe(0);
+    expect(await other.lock("b").holdCount(held.owner)).toBe(0);
+  });
 });

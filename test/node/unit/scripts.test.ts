@@ -21,7 +21,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "c6c7e4103d78d5a8c4193fee4367a22695d1f46e"],
   ["readWriteLock.acquireWrite", "dd92a476fac8b5afb240ae35670b0747ac909718"],
-  ["multiLock.acquire", "cf9d93804f0735372214867bc98ba3f1419a0cf6"],
+  ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
   ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],

@@ -52,7 +52,12 @@ elseif redis.call('EXISTS', lockKey) == 0 then
 end
 if not count then
   local pttl = redis.call('PTTL', lockKey)
-  if not queueKey then return {0, pttl} end
+  if not queueKey then
+    -- RedLock's attempt (a new id each round): it took nothing, and a copy of this request
+    -- that the Redis client re-sends later takes nothing either (see red-lock/undo.ts).
+    redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
+    return {0, pttl}
+  end
   local position = -1
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then

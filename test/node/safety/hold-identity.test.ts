@@ -4,7 +4,7 @@
  * claim confirmation — must never land on a later hold of the same owner.
  */
 import { describe, expect, it } from "vitest";
-import type { LockClient } from "../../../src/index.js";
+import { type LockClient, RedLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
@@ -245,5 +245,23 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
     await attempts[0]!();
     expect(await other.lock("a").holdCount(held.owner)).toBe(0);
     expect(await other.lock("b").holdCount(held.owner)).toBe(0);
+  });
+
+  it("RedLock: a late copy of a busy attempt takes nothing after the acquisition succeeded", async () => {
+    const recorded = recordingRedis(bed.redis());
+    const prefixes = [freshPrefix(), freshPrefix(), freshPrefix()];
+    const clients = prefixes.map((prefix, i) =>
+      bed.client({ prefix, ...(i === 0 ? { redis: recorded.client } : {}) }),
+    );
+    // Another owner holds the lock on every database and lets go after a moment.
+    const others = prefixes.map((prefix) => bed.client({ prefix }));
+    const blockers = await Promise.all(others.map((c) => c.lock("q").acquire({ leaseMs: 30_000 })));
+    setTimeout(() => void Promise.all(blockers.map((b) => b.release())), 150);
+    const before = recorded.calls.length;
+    const held = await new RedLock(clients).lock("q").acquire({ leaseMs: 30_000, waitMs: 5_000 });
+    const attempts = recorded.calls.slice(before);
+    await held.release();
+    await attempts[0]!(); // the first, busy attempt on the first database arrives only now
+    expect(await others[0]!.lock("q").holdCount(held.owner)).toBe(0);
   });
 });

@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "c8f9b8a40caa89568c369c7c8c65b301a17db3ef"],
+  ["lock.acquire", "8543ae4b7d50ed09707f6765868e594a321eb70e"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "3151c46869a610f2cd576df17172761039812dc4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "717b3e6889b4b3799f6e530594add0aca448652b"],
-  ["fairLock.acquire", "dbbd9bed13b66d296d80ad851e8f18024ea4d654"],
+  ["fairLock.acquire", "b96a1b1be0b34cfa051b09224798d997e0053fd8"],
   ["queue.leave", "011ba0b7dfe7d950aee085d40f16a9061b876da2"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],

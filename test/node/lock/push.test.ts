@@ -23,25 +23,18 @@ import {
   lateGrantNotTrusted,
   type ParkingKind,
 } from "./push-scenarios.js";
-import { freshPrefix, sleepMs, until, useTestBed, wakeListsWithNone } from "./testbed.js";
+import {
+  dyingAfterPark,
+  freshPrefix,
+  sleepMs,
+  until,
+  useTestBed,
+  wakeListsWithNone,
+} from "./testbed.js";
 
 const PUSH = { mode: "push" } as const;
 const PLAIN_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.lock("job") };
 const FAIR_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.fairLock("job") };
-
-/** A Redis client whose process "dies" once it has parked: every later request hangs. */
-function dyingAfterPark(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }): RedisLike {
-  let dead = false;
-  const hang = () => new Promise<never>(() => {});
-  return {
-    eval: (script, keys, args) => (dead ? hang() : redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => (dead ? hang() : redis.evalsha(sha, keys, args)),
-    exec: () => {
-      dead = true;
-      return hang();
-    },
-  };
-}
 
 /**
  * A Redis client whose scripts can be held back (gate closed) while blocking commands pass; it

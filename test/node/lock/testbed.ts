@@ -100,3 +100,19 @@ export async function wakeListsWithNone(bed: TestBed, base: string): Promise<str
   }
   return withNone;
 }
+
+/** A Redis client whose process "dies" once it has parked: every later request hangs. */
+export function dyingAfterPark(
+  redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> },
+): RedisLike {
+  let dead = false;
+  const hang = () => new Promise<never>(() => {});
+  return {
+    eval: (script, keys, args) => (dead ? hang() : redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => (dead ? hang() : redis.evalsha(sha, keys, args)),
+    exec: () => {
+      dead = true;
+      return hang();
+    },
+  };
+}

@@ -3,11 +3,10 @@
  * a grant to a dead parked head passes on within about the claim window of the release, even
  * when the release comes long before the holder's lease would have ended.
  */
-import type { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
-import type { LockClient, LockHandle, RedisLike } from "../../../src/index.js";
+import type { LockClient, LockHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { dyingAfterPark, freshPrefix, until, useTestBed } from "../lock/testbed.js";
 
 const PUSH = { mode: "push" } as const;
 
@@ -21,20 +20,6 @@ const KINDS = [
     fifo: false,
   },
 ] as const;
-
-/** A Redis client whose process "dies" once it has parked: every later request hangs. */
-function dyingAfterPark(redis: Redis): RedisLike {
-  let dead = false;
-  const hang = () => new Promise<never>(() => {});
-  return {
-    eval: (script, keys, args) => (dead ? hang() : redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => (dead ? hang() : redis.evalsha(sha, keys, args)),
-    exec: () => {
-      dead = true;
-      return hang();
-    },
-  };
-}
 
 describe.each(backendKindsUnderTest())("push bounds on %s", (backend) => {
   const bed = useTestBed(backend);

@@ -140,6 +140,17 @@ export function parkingFor(
   return new Parking(ctx, ctx.redis, keys, plan.policy, plan);
 }
 
+/**
+ * The busy reply that registered a waiter as parked: when its request was sent (a grant's lease
+ * counts from no earlier: grantedAtOrBefore), when its park should end at the latest (client
+ * clock), and the view it gave.
+ */
+interface Registration {
+  readonly sentAt: number;
+  readonly boundAt: number;
+  readonly view: TurnView;
+}
+
 /** A park in flight, when its timeout lapses (client clock), and whether it has ended. */
 interface ParkInFlight {
   readonly ended: Promise<ParkEnd>;
@@ -156,8 +167,8 @@ export class Parking {
   readonly #contention: RecentContention;
   readonly #siblings: ParkedSiblings;
   readonly #pops: BlockingPops;
-  // The busy reply that registered this waiter as parked: its view, and when it was sent.
-  #registered: { readonly view: TurnView; readonly sentAt: number } | undefined;
+  // The busy reply that registered this waiter as parked.
+  #registered: Registration | undefined;
   // Settles (undefined) when another acquisition of this owner here came to hold the lock.
   #siblingHeld: Promise<undefined> = new Promise(() => {});
   #leaveSiblings: (() => void) | undefined;
@@ -266,7 +277,7 @@ export class Parking {
   /** After a busy reply that registered `owner`'s waiter as parked (sent at `sentAt`). */
   registeredBy(view: TurnView, sentAt: number, owner: string): void {
     this.#contention.saw(this.#keys.lock);
-    this.#registered = { view, sentAt };
+    this.#registered = { sentAt, boundAt: sentAt + parkBoundMs(view, this.#policy.claimMs), view };
     this.leaveSiblings();
     let nudge = () => {};
     this.#siblingHeld = new Promise((resolve) => {
@@ -305,8 +316,7 @@ export class Parking {
     const registered = this.#registered;
     if (registered === undefined) throw new Error("awaitPark before a registering reply");
     this.#registered = undefined;
-    const { view, sentAt } = registered;
-    const boundAt = sentAt + parkBoundMs(view, this.#policy.claimMs);
+    const { view, sentAt, boundAt } = registered;
     this.#inFlight ??= this.#start(operationId, wait, boundAt - Date.now());
     const park = this.#inFlight;
     const ended = await Promise.race([
@@ -333,12 +343,13 @@ export class Parking {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
     if (ended.kind === "behind") {
-      // The waiter ahead was handed the lock: park again, at the head now, until its claim
-      // window ends (a grant to it that nobody claims frees the lock then).
-      const handedAt = Date.now();
+      // The waiter ahead was handed the lock: park again until its claim window ends (a grant
+      // to it that nobody claims frees the lock then). The registration is the same one, and a
+      // grant still counts from when it was sent.
       this.#registered = {
+        sentAt,
+        boundAt: Date.now() + ended.leaseMs + PARK_PAST_LEASE_MS,
         view: { ...view, position: 0, locked: true, holderTtlMs: ended.leaseMs },
-        sentAt: handedAt,
       };
       return { kind: "busy", holderTtlMs: ended.leaseMs, nextPollMs: 0 };
     }

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { LockClient, LockHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { dyingAfterPark, freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { dyingAfterPark, freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 const PUSH = { mode: "push" } as const;
 
@@ -83,6 +83,30 @@ describe.each(backendKindsUnderTest())("push bounds on %s", (backend) => {
       expect(after).toBeGreaterThanOrEqual(1_900);
       expect(after).toBeLessThan(3_500);
       await handle.release();
+    });
+
+    it("a grant after word of the hand-off ahead is trusted no longer than the server grants it", async () => {
+      const prefix = freshPrefix();
+      const holder = lockOf(bed.client({ prefix }));
+      const held = await holder.acquire({ leaseMs: 8_000 });
+      const head = lockOf(bed.client({ prefix, wait: PUSH }));
+      const headWaiting = head.acquire({ leaseMs: 10_000 });
+      await until(async () => (await parked(prefix)) === 1);
+      const behind = lockOf(bed.client({ prefix, wait: PUSH }));
+      const behindWaiting = behind.acquire({ leaseMs: 10_000 });
+      await until(async () => (await parked(prefix)) === 2);
+      // The waiter behind registered well before the word of the hand-off ahead reaches it.
+      await sleepMs(600);
+      await held.release();
+      const first = await headWaiting;
+      await sleepMs(100);
+      await first.release();
+      const second = await behindWaiting;
+      // Its hold lasts the claim window from the grant; the handle's end may not be later than
+      // the server's (the grant is anchored at the registration, not at the word).
+      const pttl = await bed.redis().pttl(`${prefix}:{job}`);
+      expect(second.expiresAt).toBeLessThanOrEqual(Date.now() + pttl + 30);
+      await second.release();
     });
   });
 });

@@ -70,6 +70,8 @@ if not count then
     redis.call('ZREM', queueKey, waiter)
     redis.call('ZREM', timeoutsKey, waiter)
     if parkedKey then redis.call('HDEL', parkedKey, waiter) end
+    -- The acquisition ends here: a late copy of one of its attempts takes nothing.
+    redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
   end
   ${busyTurnReply("holdStatsKey", "queueKey")}
 end

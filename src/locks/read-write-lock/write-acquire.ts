@@ -107,6 +107,8 @@ if not count then
     redis.call('ZREM', timeoutsKey, waiter)
     redis.call('ZREM', writersKey, waiter)
     redis.call('HDEL', parkedKey, waiter)
+    -- The acquisition ends here: a late copy of one of its attempts takes nothing.
+    redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
   end
   if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
   ${busyTurnReply("holdStatsKey", "queueKey")}

@@ -208,24 +208,30 @@ describe.each(backendKindsUnderTest())("hold identity on %s", (backend) => {
   ] as const;
 
   describe.each(WAITERS)("$kind", ({ make, blocker }) => {
-    it("a late copy of an attempt of an acquisition that gave up takes nothing", async () => {
-      const prefix = freshPrefix();
-      const holder = blocker(bed.client({ prefix }));
-      const recorded = recordingRedis(bed.redis());
-      const waiter = make(bed.client({ prefix, redis: recorded.client }));
-      const held = await holder.acquire({ leaseMs: 10_000 });
-      const before = recorded.calls.length;
-      await expect(
-        waiter.acquire({ owner: OWNER, leaseMs: 10_000, waitMs: 300 }),
-      ).rejects.toThrow();
-      const attempts = recorded.calls.slice(before);
-      await held.release();
-      // The Redis client re-sends the acquisition's requests after edgelock gave up on them:
-      // none may take a hold that no handle owns.
-      for (const copy of attempts) await copy();
-      expect(await waiter.isLocked()).toBe(false);
-      expect(await waiter.holdCount(OWNER)).toBe(0);
-    });
+    it.each([
+      ["its wait ran out", { waitMs: 300 }],
+      ["its poll budget ran out", { waitMs: 30_000, wait: { maxPolls: 2 } }],
+    ] as const)(
+      "a late copy of an attempt of an acquisition that gave up (%s) takes nothing",
+      async (_, giveUp) => {
+        const prefix = freshPrefix();
+        const holder = blocker(bed.client({ prefix }));
+        const recorded = recordingRedis(bed.redis());
+        const waiter = make(bed.client({ prefix, redis: recorded.client }));
+        const held = await holder.acquire({ leaseMs: 10_000 });
+        const before = recorded.calls.length;
+        await expect(
+          waiter.acquire({ owner: OWNER, leaseMs: 10_000, ...giveUp }),
+        ).rejects.toThrow();
+        const attempts = recorded.calls.slice(before);
+        await held.release();
+        // The Redis client re-sends the acquisition's requests after edgelock gave up on them:
+        // none may take a hold that no handle owns.
+        for (const copy of attempts) await copy();
+        expect(await waiter.isLocked()).toBe(false);
+        expect(await waiter.holdCount(OWNER)).toBe(0);
+      },
+    );
   });
 
   it("MultiLock: a late copy of a busy attempt takes nothing after the acquisition succeeded", async () => {

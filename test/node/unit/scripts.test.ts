@@ -6,12 +6,12 @@ import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "8543ae4b7d50ed09707f6765868e594a321eb70e"],
+  ["lock.acquire", "1dba17f24b57e4563a9158bcc72b1d294883889c"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "3151c46869a610f2cd576df17172761039812dc4"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "717b3e6889b4b3799f6e530594add0aca448652b"],
-  ["fairLock.acquire", "b96a1b1be0b34cfa051b09224798d997e0053fd8"],
+  ["fairLock.acquire", "46642ff5793e909bb366888680db07dd5cb72067"],
   ["queue.leave", "011ba0b7dfe7d950aee085d40f16a9061b876da2"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],
@@ -20,7 +20,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "e8a7181687012432ac8cf2fe5933e5d3ad31dd9c"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "c6c7e4103d78d5a8c4193fee4367a22695d1f46e"],
-  ["readWriteLock.acquireWrite", "dd92a476fac8b5afb240ae35670b0747ac909718"],
+  ["readWriteLock.acquireWrite", "c438a638e0219f341ab4f9bb6b351129fc6e58b0"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],

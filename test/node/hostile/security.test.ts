@@ -76,7 +76,7 @@ const KEYLESS = new Set(["TIME", "PING", "ECHO"]);
  * literal suffix and the waiter's operation id, exactly as LockKeys.operation / .wake name them,
  * so they carry the lock's hash tag: same cluster slot, no key from input.
  */
-const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. (?:id|parkId)$/;
+const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. (?:id|parkId|behindId)$/;
 
 /** What is wrong with a script's use of keys and code, if anything. */
 

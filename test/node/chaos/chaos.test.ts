@@ -6,11 +6,18 @@ import { describe, expect, it } from "vitest";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import type { ChaosEnvironment } from "../../chaos/environment.js";
 import { runIdempotencyChaos } from "../../chaos/idempotency.js";
-import { checkExclusion, checkFencing } from "../../chaos/invariants.js";
+import {
+  checkExclusion,
+  checkFencing,
+  checkLostSignals,
+  checkOwnHold,
+  cutByForceReleases,
+} from "../../chaos/invariants.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
 import type { ChaosHold, ChaosPrimitive } from "../../chaos/primitive.js";
 import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
 import { formatReport } from "../../chaos/report.js";
+import type { Sample } from "../../chaos/server-state.js";
 import { type ChaosResult, runChaos } from "../../chaos/workload.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 
@@ -299,5 +306,81 @@ describe("the chaos checks fail when what they guard is broken", () => {
     });
     expect(checkFencing([write(2, 1), write(3, 2)], []).violations).toBe(0);
     expect(checkFencing([write(2, 1), write(2, 2)], []).violations).toBe(1);
+  });
+
+  it("counts the tasks of one owner as one holder, two owners as two", () => {
+    const section = (owner: string, start: number, validEnd: number) => ({
+      key: "k",
+      owner,
+      token: 1,
+      start,
+      end: validEnd,
+      validEnd,
+    });
+    // Sibling tasks of one scope hold the lock together (re-entries of one hold).
+    expect(checkExclusion([section("a", 0, 10), section("a", 5, 20)], 1).violations).toBe(0);
+    // ...but another owner inside their interval overlaps.
+    expect(
+      checkExclusion([section("a", 0, 10), section("a", 5, 20), section("b", 15, 30)], 1)
+        .violations,
+    ).toBe(1);
+  });
+
+  /** One reading of key `k`: who holds it and the lock's latest fencing token. */
+  const reading = (at: number, holder: string | null, fence: number): Sample => ({
+    sentAt: at,
+    answeredAt: at + 1,
+    states: new Map([
+      [
+        "k",
+        {
+          holders: new Map(holder === null ? [] : [[holder, "exclusive" as const]]),
+          queue: new Map(),
+          stale: new Set<string>(),
+          fence,
+        },
+      ],
+    ]),
+  });
+
+  it("sees a handle that trusts a later hold of its own owner (the token moved on)", () => {
+    // Task 1 of owner "a" holds token 7 and trusts it until 100; its hold ended at 40 and a
+    // sibling task of "a" acquired again (token 8): the owner holds the lock, but not this hold.
+    const trusted = { key: "k", owner: "a", token: 7, start: 0, end: 100, validEnd: 100 };
+    const samples = [reading(10, "a", 7), reading(30, "a", 7), reading(50, "a", 8)];
+    expect(checkOwnHold([trusted], samples).violations).toBe(1);
+    expect(checkOwnHold([{ ...trusted, validEnd: 40 }], samples).violations).toBe(0);
+    // The signal check sees that hold lost at 51 too.
+    const hold = {
+      keys: ["k"],
+      owner: "a",
+      shared: false,
+      token: 7,
+      mode: "watchdog" as const,
+      start: 0,
+      end: 200,
+      abortedAt: () => Number.POSITIVE_INFINITY,
+      deadline: () => 60,
+    };
+    expect(checkLostSignals([hold], samples, 10).violations).toBe(1);
+    expect(checkLostSignals([{ ...hold, abortedAt: () => 65 }], samples, 10).violations).toBe(0);
+  });
+
+  it("cuts a section at a force release that may have met it, and only there", () => {
+    const trusted = { key: "k", owner: "a", token: 7, start: 0, end: 100, validEnd: 100 };
+    const release = (sentAt: number, settledAt: number, holds: "exclusive" | "shared") => ({
+      keys: ["k"],
+      holds,
+      sentAt,
+      settledAt,
+      deleted: true,
+    });
+    expect(cutByForceReleases([trusted], [release(40, 45, "exclusive")])[0]!.validEnd).toBe(40);
+    // Read holds are not ended by a write lock's force release, nor the other way round.
+    expect(cutByForceReleases([trusted], [release(40, 45, "shared")])[0]!.validEnd).toBe(100);
+    // A release that settled before the section began never met it.
+    expect(cutByForceReleases([trusted], [release(-20, -5, "exclusive")])[0]!.validEnd).toBe(100);
+    // One in flight when the section began may have ended it at once.
+    expect(cutByForceReleases([trusted], [release(-20, 5, "exclusive")])[0]!.validEnd).toBe(0);
   });
 });

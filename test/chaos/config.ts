@@ -112,8 +112,9 @@ export const SHORT_RUN: ChaosConfig = {
   requestTimeoutMs: 1_000,
   sampleIntervalMs: 15,
   signalSlackMs: 100,
-  siblingRate: 0.15,
-  siblingAbortRate: 0.4,
+  // Higher than the long run's: a short run must meet an aborted sibling wait.
+  siblingRate: 0.25,
+  siblingAbortRate: 0.8,
   forceReleaseEveryMs: 600,
   // Short delays: pending copies are dropped at the end, and the run waits for those in flight.
   lateCopies: { rate: 0.04, minDelayMs: 50, maxDelayMs: 1_500 },
@@ -140,6 +141,7 @@ export const LONG_RUN: ChaosConfig = {
   requestTimeoutMs: 2_000,
   sampleIntervalMs: 25,
   siblingRate: 0.1,
+  siblingAbortRate: 0.4,
   forceReleaseEveryMs: 1_500,
   lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
   killParkedRate: 0.03,

@@ -25,6 +25,8 @@ export interface SectionContext {
   readonly operations: OperationRunner;
   readonly primitive: ChaosPrimitive;
   readonly keys: readonly string[];
+  /** Holds in hand now, by workload key (what an administrator would find stuck). */
+  readonly held: Map<string, number>;
   readonly stores: ReadonlyMap<string, FencedStore>;
   /** The workload's seeded random source. */
   readonly random: () => number;
@@ -143,8 +145,8 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
       plan: { ...drawn.plan, owner },
       // Staggered a little, and holding a while (a request's work): some meet on the key at
       // once, some join a sibling's hold or wait beside it, some release while another holds.
-      startDelayMs: index === 0 ? 0 : random() * config.leaseMs * 0.3,
-      holdMs: drawn.holdMs + random() * config.leaseMs * 0.3,
+      startDelayMs: index === 0 ? 0 : random() * config.leaseMs * 0.2,
+      holdMs: drawn.holdMs + random() * config.leaseMs * 0.15,
       abortAfterMs:
         random() < config.siblingAbortRate ? random() * config.leaseMs * 1.5 : undefined,
       otherKey: random() < 0.3,
@@ -333,10 +335,14 @@ async function runScript(
     group.holding += 1;
     if (group.holding > 1) journal.patterns.siblingsHoldingTogether += 1;
   }
+  ctx.held.set(key, (ctx.held.get(key) ?? 0) + 1);
   try {
     await holdAndRelease(ctx, isolate, script, hold, keys, group);
   } finally {
     if (group !== undefined) group.holding -= 1;
+    const left = (ctx.held.get(key) ?? 1) - 1;
+    if (left > 0) ctx.held.set(key, left);
+    else ctx.held.delete(key);
   }
 }
 

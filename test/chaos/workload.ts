@@ -139,6 +139,7 @@ async function runIn(
     operations,
     primitive,
     keys,
+    held: new Map(),
     stores,
     random: createPrng(config.seed ^ 0x9e3779b9),
     bury: (watch: DeadHolderWatch) => {
@@ -322,8 +323,8 @@ async function runIn(
 
 /**
  * The administrator: every `forceReleaseEveryMs` on average (the first a quarter of that in),
- * a force release of a random key through a random isolate's (faulty) client, for kinds that
- * have one. Each is recorded with when it was sent and settled: it took effect, if at all, in
+ * a force release through a random isolate's (faulty) client, for kinds that have one: of a key
+ * some section holds now (80 %, when there is one), else of a random key. Each is recorded with when it was sent and settled: it took effect, if at all, in
  * between.
  */
 function startForceReleases(
@@ -348,7 +349,10 @@ function startForceReleases(
     if (primitive.forceRelease === undefined || config.forceReleaseEveryMs <= 0) return;
     await pause(config.forceReleaseEveryMs / 4);
     while (!stopped) {
-      const key = keys[Math.floor(random() * keys.length)] ?? keys[0]!;
+      // Mostly a key someone holds now (a lock an operator found stuck), else any key.
+      const held = [...context.held.keys()];
+      const among = held.length > 0 && random() < 0.8 ? held : keys;
+      const key = among[Math.floor(random() * among.length)] ?? keys[0]!;
       const isolate = isolates[Math.floor(random() * isolates.length)] ?? isolates[0]!;
       const sentAt = Date.now();
       const { target, done } = primitive.forceRelease(isolate, key, random);

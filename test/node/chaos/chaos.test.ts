@@ -117,6 +117,8 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
         expect(broken).toEqual([]);
         expect(result.violations).toBe(0);
         const missed = coverageGaps(result, name);
+        if (missed.length > 0)
+          console.log(`chaos (${name}, ${backend}, run ${run + 1}) missed: ${missed.join(", ")}`);
         gaps = gaps === undefined ? missed : gaps.filter((gap) => missed.includes(gap));
         if (gaps.length === 0) break;
       }

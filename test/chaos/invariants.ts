@@ -118,8 +118,9 @@ export function checkExclusion(
  * The sections as far as their holders could trust them despite an administrator: a force
  * release ends whatever hold it meets, at some moment between its send and its settle, and
  * nobody tells the holder until its next renewal (or its lease's end). So every section of a
- * force-released key whose interval meets that window is cut at the window's start (at its own
- * start if it began inside it). Mutual exclusion is then the fencing token's job, which is
+ * force-released key whose interval — from when its acquisition was sent, since the grant may
+ * precede the force release that the answer then outlives — meets that window is cut at the
+ * window's start (at its own start if the window began before it). Mutual exclusion is then the fencing token's job, which is
  * checked in full.
  */
 export function cutByForceReleases(
@@ -139,7 +140,10 @@ export function cutByForceReleases(
     let validEnd = section.validEnd;
     for (const release of byKey.get(section.key) ?? []) {
       if ((release.holds === "shared") !== (section.shared ?? false)) continue;
-      if (release.sentAt >= validEnd || release.settledAt <= section.start) continue;
+      // It may have met the hold if it could still run after the grant: after the acquisition
+      // was sent (a force release between the grant and its answer ends a hold not yet in hand).
+      if (release.sentAt >= validEnd || release.settledAt <= (section.requestedAt ?? section.start))
+        continue;
       validEnd = Math.min(validEnd, Math.max(section.start, release.sentAt));
     }
     return validEnd === section.validEnd ? section : { ...section, validEnd };

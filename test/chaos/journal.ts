@@ -9,6 +9,11 @@ export interface SectionRecord {
   readonly key: string;
   readonly owner: string;
   readonly token: number | undefined;
+  /**
+   * Client time when the acquisition that led to the hold was called: the grant ran on the
+   * server between then and `start`. Default `start`.
+   */
+  readonly requestedAt?: number;
   /** Client time when the hold was in hand. */
   readonly start: number;
   /** Client time when the section's work ended (its last write, or its crash). */

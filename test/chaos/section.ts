@@ -276,6 +276,7 @@ async function runScript(
   const killed = new Promise<number>((resolve) => {
     if (killParked) disarm = isolate.killWhenParked(plan.owner, resolve);
   });
+  const requestedAt = Date.now();
   const acquiring = operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
     primitive.acquire(isolate, key, plan),
   );
@@ -337,7 +338,7 @@ async function runScript(
   }
   ctx.held.set(key, (ctx.held.get(key) ?? 0) + 1);
   try {
-    await holdAndRelease(ctx, isolate, script, hold, keys, group);
+    await holdAndRelease(ctx, isolate, script, hold, keys, group, requestedAt);
   } finally {
     if (group !== undefined) group.holding -= 1;
     const left = (ctx.held.get(key) ?? 1) - 1;
@@ -353,6 +354,7 @@ async function holdAndRelease(
   hold: ChaosHold,
   keys: readonly string[],
   group: SiblingGroup | undefined,
+  requestedAt: number,
 ): Promise<void> {
   const { journal, operations, primitive } = ctx;
   const { key, plan } = script;
@@ -405,6 +407,7 @@ async function holdAndRelease(
         key: each,
         owner: hold.owner,
         token: each === key ? hold.fencingToken : undefined,
+        requestedAt,
         start,
         end,
         validEnd,

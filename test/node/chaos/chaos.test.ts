@@ -384,5 +384,9 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(cutByForceReleases([trusted], [release(-20, -5, "exclusive")])[0]!.validEnd).toBe(100);
     // One in flight when the section began may have ended it at once.
     expect(cutByForceReleases([trusted], [release(-20, 5, "exclusive")])[0]!.validEnd).toBe(0);
+    // One that ran between the grant and its answer (settled before the section began, after
+    // its acquisition was sent) ended it before it began.
+    const requested = { ...trusted, requestedAt: -50 };
+    expect(cutByForceReleases([requested], [release(-20, -5, "exclusive")])[0]!.validEnd).toBe(0);
   });
 });

@@ -62,6 +62,26 @@ export interface ChaosConfig {
   readonly sampleIntervalMs: number;
   /** A lost hold's signal may abort this long past its confirmed deadline (timers under load). */
   readonly signalSlackMs: number;
+  /**
+   * Fraction of sections run as a group of 2–3 concurrent tasks sharing one owner (as the tasks
+   * of one request scope do): they hold, wait, abort and release concurrently.
+   */
+  readonly siblingRate: number;
+  /** Fraction of sibling tasks whose acquire gets an AbortSignal that fires after a short while. */
+  readonly siblingAbortRate: number;
+  /**
+   * An administrator's `forceRelease()` of a random key, every `forceReleaseEveryMs` on average
+   * (kinds that have one; 0: never).
+   */
+  readonly forceReleaseEveryMs: number;
+  /** The client layer that re-sends late (see late-copies.ts). */
+  readonly lateCopies: {
+    readonly rate: number;
+    readonly minDelayMs: number;
+    readonly maxDelayMs: number;
+  };
+  /** Push kinds: fraction of sections whose waiter is killed as soon as it parks. */
+  readonly killParkedRate: number;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -92,6 +112,13 @@ export const SHORT_RUN: ChaosConfig = {
   requestTimeoutMs: 1_000,
   sampleIntervalMs: 15,
   signalSlackMs: 100,
+  // Higher than the long run's: a short run must meet an aborted sibling wait.
+  siblingRate: 0.25,
+  siblingAbortRate: 0.8,
+  forceReleaseEveryMs: 600,
+  // Short delays: pending copies are dropped at the end, and the run waits for those in flight.
+  lateCopies: { rate: 0.04, minDelayMs: 50, maxDelayMs: 1_500 },
+  killParkedRate: 0.08,
 };
 
 /**
@@ -113,4 +140,9 @@ export const LONG_RUN: ChaosConfig = {
   push: { parkMs: 1_000, claimMs: 200 },
   requestTimeoutMs: 2_000,
   sampleIntervalMs: 25,
+  siblingRate: 0.1,
+  siblingAbortRate: 0.4,
+  forceReleaseEveryMs: 1_500,
+  lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
+  killParkedRate: 0.03,
 };

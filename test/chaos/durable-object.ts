@@ -22,10 +22,12 @@ import type {
 } from "../../src/durable-object/platform.js";
 import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
+import { lockKeys } from "../../src/locks/keys.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 import type { ChaosConfig } from "./config.js";
 import type { ChaosEnvironment } from "./environment.js";
 import type { ArmingRequest } from "./killable-renewer.js";
+import type { LateCopies } from "./late-copies.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import { reentrantLockPrimitive } from "./primitives/lock.js";
 
@@ -49,10 +51,18 @@ export class SqliteSql implements SqlLike {
   }
 }
 
+/** A renew request an object sent: which hold it named (lock key, fencing token). */
+export interface RenewRequest extends ArmingRequest {
+  readonly lockKey: string;
+  readonly fencingToken: number;
+  /** A late copy of an earlier request (its answer went nowhere). */
+  readonly copy?: boolean;
+}
+
 /** What the harness learns from the objects, by owner token. */
 export interface WatchdogJournal {
-  /** The renew requests the objects sent for an owner, oldest first. */
-  readonly renewals: Map<string, ArmingRequest[]>;
+  /** The renew requests the objects sent for an owner (and their late copies), oldest first. */
+  readonly renewals: Map<string, RenewRequest[]>;
   /** When an object last heard from a holder of the owner (register or heartbeat). */
   readonly heardAt: Map<string, number>;
   /** Alarms delivered twice. */
@@ -82,6 +92,8 @@ export interface InProcessWatchdogOptions {
    * reach it and their answer is withheld (the holder's call must give up by its time budget).
    */
   readonly hangRate: number;
+  /** The late-copy layer the objects' requests go through too. */
+  readonly lateCopies?: LateCopies;
 }
 
 const OWNER_TOKEN = /\b[0-9a-f]{32}\b/;
@@ -118,9 +130,13 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
       url: options.url,
       token: options.token,
       enableTelemetry: false,
+      // As the object's own client (redisFromEnv): edgelock's transport owns re-sends; the
+      // late copies the chaos delivers stand for the ones a client would make.
+      retry: { retries: 0 },
       signal: () => AbortSignal.timeout(options.requestTimeoutMs),
     }),
     journal,
+    options.lateCopies,
   );
 
   class ChaosLockWatchdog extends LockWatchdog {
@@ -209,27 +225,56 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
   };
 }
 
-/** The objects' Redis: records each renew request (the reentrant lock's extend script). */
-function recordingRedis(redis: Redis, journal: WatchdogJournal): RedisLike {
+/**
+ * The objects' Redis: records each renew request (the reentrant lock's extend script), and hands
+ * every request to the late-copy layer (a copy of a renewal counts as one more renew request of
+ * its hold, sent when the original was, never confirming).
+ */
+function recordingRedis(
+  redis: Redis,
+  journal: WatchdogJournal,
+  lateCopies: LateCopies | undefined,
+): RedisLike {
   const renewShaPromise = EXTEND.sha1();
   const record = async (
     sha: string | null,
     source: string | null,
+    keys: string[],
     args: string[],
     send: () => Promise<unknown>,
   ) => {
     const isRenew = (sha !== null && sha === (await renewShaPromise)) || source === EXTEND.source;
-    if (!isRenew) return send();
-    const [owner = "", leaseMs = "0"] = args;
-    const request: ArmingRequest = {
+    let settled = false;
+    if (!isRenew) {
+      lateCopies?.maybeCopy({ originalSettled: () => settled, send });
+      return send().finally(() => {
+        settled = true;
+      });
+    }
+    const [owner = "", leaseMs = "0", , , fencingToken = "0"] = args;
+    const request: RenewRequest = {
       sentAt: Date.now(),
       settledAt: undefined,
       leaseMs: Number(leaseMs),
       confirmed: false,
+      lockKey: keys[0] ?? "",
+      fencingToken: Number(fencingToken),
     };
     const requests = journal.renewals.get(owner) ?? [];
     requests.push(request);
     journal.renewals.set(owner, requests);
+    const copy: RenewRequest = { ...request, copy: true };
+    const copied = lateCopies?.maybeCopy({
+      originalSettled: () => request.settledAt !== undefined,
+      send,
+      settled: (at) => {
+        copy.settledAt = at;
+      },
+      dropped: () => {
+        copy.settledAt = copy.sentAt;
+      },
+    });
+    if (copied) requests.push(copy);
     try {
       const reply = await send();
       request.confirmed = Array.isArray(reply) && reply[0] === 1;
@@ -239,8 +284,10 @@ function recordingRedis(redis: Redis, journal: WatchdogJournal): RedisLike {
     }
   };
   return {
-    eval: (script, keys, args) => record(null, script, args, () => redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => record(sha, null, args, () => redis.evalsha(sha, keys, args)),
+    eval: (script, keys, args) =>
+      record(null, script, keys, args, () => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) =>
+      record(sha, null, keys, args, () => redis.evalsha(sha, keys, args)),
   };
 }
 
@@ -261,10 +308,19 @@ export function durableObjectLockPrimitive(
     seed: config.seed,
     duplicateAlarmRate: 0.1,
     hangRate: OBJECT_CALL_HANG_RATE,
+    lateCopies: env.lateCopies,
   });
   const heartbeatTimeoutMs = 3 * config.watchdogTimeoutMs;
   const { journal } = watchdogs;
-  const requestsOf = (owner: string) => journal.renewals.get(owner) ?? [];
+  const requestsOf = (
+    owner: string,
+    hold: { readonly name?: string; readonly fencingToken?: number | undefined } = {},
+  ): RenewRequest[] =>
+    (journal.renewals.get(owner) ?? []).filter(
+      (request) =>
+        (hold.name === undefined || request.lockKey === lockKeys(env.prefix, hold.name).lock) &&
+        (hold.fencingToken === undefined || request.fencingToken === hold.fencingToken),
+    );
   return {
     ...reentrantLockPrimitive(env.prefix, env.observer),
     name: "lock (Durable Object watchdog)",
@@ -293,7 +349,7 @@ export function durableObjectLockPrimitive(
       return bound;
     },
     figures() {
-      const renewals = [...journal.renewals.values()].flat();
+      const renewals = [...journal.renewals.values()].flat().filter((each) => !each.copy);
       return {
         "renew requests sent by the objects": renewals.length,
         "  confirmed (the script re-armed the lease)": renewals.filter((each) => each.confirmed)

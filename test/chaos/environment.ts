@@ -10,6 +10,7 @@ import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
 import { type ArmingRequest, KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
+import { LateCopies, type LateCopyOptions } from "./late-copies.js";
 import type { ChaosIsolate } from "./primitive.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
@@ -40,6 +41,8 @@ export interface ChaosEnvironment {
   hangs(): HangCounts;
   /** Blocking pops (push-mode parks) the isolates' lock clients sent, counted as they settle. */
   readonly parks: ParkCounts;
+  /** The client layer that delivers copies of the isolates' requests late. */
+  readonly lateCopies: LateCopies;
   close(): Promise<void>;
 }
 
@@ -62,6 +65,8 @@ export interface EnvironmentOptions {
   readonly maxHangMs: number;
   /** Independent databases (REST server + Redis each). Default 1. */
   readonly databases?: number;
+  /** Late copies of the isolates' requests. Default: none. */
+  readonly lateCopies?: LateCopyOptions;
 }
 
 async function startDatabase(
@@ -122,12 +127,17 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     throw error;
   }
   const first = databases[0]!;
+  const lateCopies = new LateCopies(
+    options.lateCopies ?? { rate: 0, minDelayMs: 0, maxDelayMs: 0 },
+    options.seed,
+  );
   return {
     server: first.server,
     observer: first.observer,
     databases,
     prefix,
     parks: { settled: 0, woken: 0 },
+    lateCopies,
     hangs() {
       const sum = { requests: 0, hungBeforeExecute: 0, hungAfterExecute: 0 };
       for (const { proxy } of databases) {
@@ -138,7 +148,10 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
       }
       return sum;
     },
-    close,
+    async close() {
+      await lateCopies.stop();
+      await close();
+    },
   };
 }
 
@@ -152,6 +165,25 @@ export function createIsolate(
   const renewer = new KillableRenewer(renewal?.inner, renewal?.remote);
   const crashed = new Set<string>();
   const requests: OwnerRequests = new Map();
+  const killWhenParked = new Map<string, (at: number) => void>();
+  const crash = (owner: string) => {
+    crashed.add(owner);
+    renewer.kill(owner);
+  };
+  const hooks: TransportHooks = {
+    counts: env.parks,
+    crashed,
+    requests,
+    lateCopies: env.lateCopies,
+    operationOwners: new Map(),
+    parked(owner) {
+      const killed = killWhenParked.get(owner);
+      if (killed === undefined) return;
+      killWhenParked.delete(owner);
+      crash(owner);
+      killed(Date.now());
+    },
+  };
   const connections = env.databases.map(({ proxy, server }) => {
     // The client gives up on a request (a hang) after requestTimeoutMs.
     const redis = new Redis({
@@ -161,7 +193,7 @@ export function createIsolate(
       signal: () => AbortSignal.timeout(options.requestTimeoutMs),
     });
     const client = new LockClient({
-      redis: isolateTransport(redis, env.parks, crashed, requests),
+      redis: isolateTransport(redis, hooks),
       prefix: env.prefix,
       watchdogTimeoutMs: options.watchdogTimeoutMs,
       wait: { ...options.wait, maxPolls: 10_000 },
@@ -176,9 +208,10 @@ export function createIsolate(
     client: first.client,
     clients: connections.map((each) => each.client),
     renewer,
-    crash(owner) {
-      crashed.add(owner);
-      renewer.kill(owner);
+    crash,
+    killWhenParked(owner, killed) {
+      killWhenParked.set(owner, killed);
+      return () => killWhenParked.delete(owner);
     },
     track(owner) {
       if (!requests.has(owner)) requests.set(owner, []);
@@ -192,24 +225,42 @@ export function createIsolate(
 /** The scripts an isolate sent that name a tracked owner (any request may re-arm its lease). */
 type OwnerRequests = Map<string, ArmingRequest[]>;
 
+/** What an isolate's transport reports to, and consults. */
+interface TransportHooks {
+  readonly counts: ParkCounts;
+  /** Owners whose process crashed: nothing naming them leaves any more. */
+  readonly crashed: ReadonlySet<string>;
+  readonly requests: OwnerRequests;
+  readonly lateCopies: LateCopies;
+  /** Operation ids (24 hex digits) seen in a tracked owner's scripts → that owner. */
+  readonly operationOwners: Map<string, string>;
+  /** A blocking pop (a park) of `owner`'s acquisition is leaving. */
+  parked(owner: string): void;
+}
+
+/** Operation ids as `newOperationId()` makes them. */
+const OPERATION_ID = /^[0-9a-f]{24}$/;
+
 /**
- * `redis` for a LockClient: counts its blocking pops in `counts`, times every script that names a
- * tracked owner (in `requests`), and sends none that names an owner in `crashed`: a crashed
- * process's timers (a claim, a renewal) die with it, so nothing it would still send reaches
- * Redis.
+ * `redis` for a LockClient: counts its blocking pops, times every script that names a tracked
+ * owner (in `requests`), sends none that names an owner in `crashed` (a crashed process's timers
+ * — a claim, a renewal — die with it, so nothing it would still send reaches Redis), and hands
+ * every request that leaves to the late-copy layer, which may deliver it again later (a copy of
+ * a tracked owner's script counts as one more of its requests, sent when the original was).
  */
-function isolateTransport(
-  redis: Redis,
-  counts: ParkCounts,
-  crashed: ReadonlySet<string>,
-  requests: OwnerRequests,
-): RedisLike {
+function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
+  const { counts, crashed, requests, lateCopies, operationOwners } = hooks;
   const timed = async <T>(args: readonly unknown[], send: () => Promise<T>): Promise<T> => {
     const owners = args.filter(
       (arg): arg is string => typeof arg === "string" && requests.has(arg),
     );
     if (owners.some((owner) => crashed.has(owner))) {
       throw new Error("chaos: the owner's process crashed, this request never left it");
+    }
+    if (owners.length > 0) {
+      for (const arg of args) {
+        if (typeof arg === "string" && OPERATION_ID.test(arg)) operationOwners.set(arg, owners[0]!);
+      }
     }
     const request: ArmingRequest = {
       sentAt: Date.now(),
@@ -218,6 +269,18 @@ function isolateTransport(
       confirmed: false,
     };
     for (const owner of owners) requests.get(owner)!.push(request);
+    const copy: ArmingRequest = { ...request, copy: true };
+    const copied = lateCopies.maybeCopy({
+      originalSettled: () => request.settledAt !== undefined,
+      send,
+      settled: (at) => {
+        copy.settledAt = at;
+      },
+      dropped: () => {
+        copy.settledAt = copy.sentAt;
+      },
+    });
+    if (copied) for (const owner of owners) requests.get(owner)!.push(copy);
     try {
       return await send();
     } finally {
@@ -229,11 +292,23 @@ function isolateTransport(
     evalsha: (sha, keys, args) => timed(args, () => redis.evalsha(sha, keys, args)),
     async exec(command) {
       const parking = command[0] === "BLPOP";
+      let settled = false;
+      if (parking) {
+        const key = String(command[1]);
+        const owner = operationOwners.get(key.slice(key.lastIndexOf(":") + 1));
+        if (owner !== undefined) hooks.parked(owner);
+        lateCopies.maybeCopy({
+          park: true,
+          originalSettled: () => settled,
+          send: () => redis.exec(command),
+        });
+      }
       try {
         const reply = await redis.exec(command);
         if (parking && reply !== null) counts.woken += 1;
         return reply;
       } finally {
+        settled = true;
         if (parking) counts.settled += 1;
       }
     },

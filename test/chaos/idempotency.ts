@@ -12,6 +12,7 @@ import { sleep as sleepMs } from "../../src/wait/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { createIsolate, startEnvironment } from "./environment.js";
 import type { InvariantResult } from "./invariants.js";
+import type { LateCopyCounts } from "./late-copies.js";
 import { startSpikes } from "./spikes.js";
 
 export interface IdempotencyChaosResult {
@@ -22,6 +23,8 @@ export interface IdempotencyChaosResult {
   /** Answers by status. */
   readonly statuses: Readonly<Record<string, number>>;
   readonly requests: { readonly total: number; readonly faultedFraction: number };
+  /** Copies of the isolates' requests delivered again late (see late-copies.ts). */
+  readonly lateCopies: LateCopyCounts;
   readonly invariants: readonly InvariantResult[];
   readonly violations: number;
 }
@@ -97,6 +100,7 @@ export async function runIdempotencyChaos(
     });
     await Promise.all(workers).finally(() => spikes.stop());
     const elapsedMs = Date.now() - startedAt;
+    await env.lateCopies.stop();
     const faults = env.server.faults.counts();
     const hangs = env.hangs();
     const faulted =
@@ -121,6 +125,7 @@ export async function runIdempotencyChaos(
         total: hangs.requests,
         faultedFraction: hangs.requests === 0 ? 0 : faulted / hangs.requests,
       },
+      lateCopies: env.lateCopies.counts(),
       invariants: [once],
       violations: once.violations,
     };

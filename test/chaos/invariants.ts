@@ -4,6 +4,7 @@
  */
 import type {
   DeadHolderRecord,
+  ForceReleaseRecord,
   HoldRecord,
   Journal,
   ReleaseCheck,
@@ -87,7 +88,10 @@ export function checkExclusion(
       }
       const entering = event.section;
       inside.add(entering);
-      const exclusive = [...inside].filter((other) => !other.shared);
+      // Re-entrant holds of one owner (the tasks of one scope) are one holder: count owners.
+      const exclusive = new Set(
+        [...inside].filter((other) => !other.shared).map((other) => other.owner),
+      );
       const conflicting = [...inside].filter(
         (other) =>
           other !== entering &&
@@ -96,7 +100,7 @@ export function checkExclusion(
       );
       const ok = entering.shared
         ? conflicting.length === 0
-        : exclusive.length <= capacity && (capacity > 1 || conflicting.length === 0);
+        : exclusive.size <= capacity && (capacity > 1 || conflicting.length === 0);
       tally.check(
         ok,
         () =>
@@ -108,6 +112,42 @@ export function checkExclusion(
     }
   }
   return tally.result();
+}
+
+/**
+ * The sections as far as their holders could trust them despite an administrator: a force
+ * release ends whatever hold it meets, at some moment between its send and its settle, and
+ * nobody tells the holder until its next renewal (or its lease's end). So every section of a
+ * force-released key whose interval — from when its acquisition was sent, since the grant may
+ * precede the force release that the answer then outlives — meets that window is cut at the
+ * window's start (at its own start if the window began before it). Mutual exclusion is then the fencing token's job, which is
+ * checked in full.
+ */
+export function cutByForceReleases(
+  sections: readonly SectionRecord[],
+  forceReleases: readonly ForceReleaseRecord[],
+): SectionRecord[] {
+  if (forceReleases.length === 0) return [...sections];
+  const byKey = new Map<string, ForceReleaseRecord[]>();
+  for (const release of forceReleases) {
+    for (const key of release.keys) {
+      const list = byKey.get(key);
+      if (list) list.push(release);
+      else byKey.set(key, [release]);
+    }
+  }
+  return sections.map((section) => {
+    let validEnd = section.validEnd;
+    for (const release of byKey.get(section.key) ?? []) {
+      if ((release.holds === "shared") !== (section.shared ?? false)) continue;
+      // It may have met the hold if it could still run after the grant: after the acquisition
+      // was sent (a force release between the grant and its answer ends a hold not yet in hand).
+      if (release.sentAt >= validEnd || release.settledAt <= (section.requestedAt ?? section.start))
+        continue;
+      validEnd = Math.min(validEnd, Math.max(section.start, release.sentAt));
+    }
+    return validEnd === section.validEnd ? section : { ...section, validEnd };
+  });
 }
 
 /** The samples that read `key`, sorted by send time. */
@@ -188,8 +228,42 @@ export function checkHeldAsBelieved(
 }
 
 /**
- * Every hold the server showed lost while its section still ran had its signal aborted by its
- * confirmed deadline (+ `slackMs` for timers under load, + the harness process's own timer
+ * A handle trusts only its own hold: every reading of a lock's fencing counter taken wholly
+ * inside an exclusive section's valid interval shows the section's token as the lock's latest
+ * (each grant takes the next token, so a later hold — even of the same owner, a sibling task of
+ * one scope that acquired after this hold ended — shows a larger one). A handle whose hold ended
+ * but which still believes it holds, because something of a later hold of its owner kept it
+ * going (a renewal, an extend, a replay keyed by owner), breaks this even though the owner does
+ * hold the lock. Kinds whose readings have no counter (multi-lock, RedLock) are not checked.
+ */
+export function checkOwnHold(
+  sections: readonly SectionRecord[],
+  samples: readonly Sample[],
+): InvariantResult {
+  const tally = new Tally("a trusted hold is the lock's current one (its token)");
+  const byKey = samplesByKey(samples);
+  for (const section of sections) {
+    if (section.shared || section.token === undefined) continue;
+    for (const sample of samplesFrom(byKey.get(section.key) ?? [], section.start)) {
+      if (sample.sentAt >= section.validEnd) break;
+      if (sample.answeredAt > section.validEnd) continue;
+      const fence = sample.states.get(section.key)?.fence;
+      if (fence === undefined) continue;
+      tally.check(
+        fence === section.token,
+        () =>
+          `key ${section.key}: ${section.owner.slice(0, 8)} trusted [${section.start}, ${section.validEnd}) ` +
+          `with token ${section.token} but the lock's latest token was ${fence} at ${sample.sentAt}–${sample.answeredAt} ` +
+          `(held by ${[...(sample.states.get(section.key)?.holders.keys() ?? [])].map((o) => o.slice(0, 8)).join(", ") || "nobody"})`,
+      );
+    }
+  }
+  return tally.result();
+}
+
+/**
+ * Every hold the server showed lost (its owner not holding, or holding a later hold: the lock's
+ * token moved on) while its section still ran had its signal aborted by its confirmed deadline (+ `slackMs` for timers under load, + the harness process's own timer
  * lateness measured around the deadline, `lateness`), unless the section ended before.
  */
 export function checkLostSignals(
@@ -205,7 +279,14 @@ export function checkLostSignals(
     for (const key of hold.keys) {
       for (const sample of samplesFrom(byKey.get(key) ?? [], hold.start)) {
         if (sample.answeredAt > hold.end) break;
-        if (!sample.states.get(key)?.holders.has(hold.owner)) {
+        const state = sample.states.get(key);
+        // Not held by its owner, or held by a later hold of it (another task of one scope).
+        const later =
+          !hold.shared &&
+          hold.token !== undefined &&
+          state?.fence !== undefined &&
+          state.fence !== hold.token;
+        if (!state?.holders.has(hold.owner) || later) {
           lostAt = Math.min(lostAt, sample.answeredAt);
           break;
         }
@@ -345,7 +426,9 @@ export function checkHoldCounts(
   for (const release of releases) {
     tally.check(
       !release.stillHeld,
-      () => `key ${release.key}: owner ${release.owner.slice(0, 8)} still held it after release`,
+      () =>
+        `key ${release.key}: owner ${release.owner.slice(0, 8)} still held it after release` +
+        (release.context === undefined ? "" : ` (${release.context})`),
     );
   }
   for (const { key, owners } of leftHeld) {
@@ -431,13 +514,15 @@ export function checkAll(
     multi: boolean;
   },
 ): InvariantResult[] {
+  const sections = cutByForceReleases(journal.sections, journal.forceReleases);
   const kindChecks: InvariantResult[] = [];
   if (options.fair) kindChecks.push(checkFairOrder(journal.samples, journal.tokens));
   if (options.multi) kindChecks.push(checkAllOrNone(journal.samples, journal.planned));
   return [
-    checkExclusion(journal.sections, options.capacity),
+    checkExclusion(sections, options.capacity),
     checkServerExclusion(journal.samples, options.capacity),
-    checkHeldAsBelieved(journal.sections, journal.samples),
+    checkHeldAsBelieved(sections, journal.samples),
+    checkOwnHold(sections, journal.samples),
     checkLostSignals(journal.holds, journal.samples, options.signalSlackMs, options.lateness),
     ...kindChecks,
     checkFencing(journal.writes, journal.tokens),

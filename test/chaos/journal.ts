@@ -9,6 +9,11 @@ export interface SectionRecord {
   readonly key: string;
   readonly owner: string;
   readonly token: number | undefined;
+  /**
+   * Client time when the acquisition that led to the hold was called: the grant ran on the
+   * server between then and `start`. Default `start`.
+   */
+  readonly requestedAt?: number;
   /** Client time when the hold was in hand. */
   readonly start: number;
   /** Client time when the section's work ended (its last write, or its crash). */
@@ -28,6 +33,8 @@ export interface HoldRecord {
   readonly keys: readonly string[];
   readonly owner: string;
   readonly shared: boolean;
+  /** The hold's fencing token (exclusive holds of kinds that have one). */
+  readonly token?: number | undefined;
   /** Lease or watchdog mode (of the outer hold). */
   readonly mode: "lease" | "watchdog";
   readonly start: number;
@@ -58,7 +65,42 @@ export interface TokenRecord {
  * "release-left-copy": a release that succeeded on a majority of databases (RedLock) left a copy
  * on a database that refused, missed or outran it; that copy must end within its own bound.
  */
-export type DeathCause = "crash" | "acquire-failed" | "release-failed" | "release-left-copy";
+export type DeathCause =
+  | "crash"
+  | "acquire-failed"
+  | "release-failed"
+  | "release-left-copy"
+  /** A push-mode waiter killed while parked: a hand-off may still reach its registration. */
+  | "killed-parked"
+  /** A late copy of an owner's request took a hold after its section (a sibling's) had ended. */
+  | "late-copy";
+
+/** An administrator's force release: it took effect, if at all, between sent and settled. */
+export interface ForceReleaseRecord {
+  readonly keys: readonly string[];
+  readonly holds: "exclusive" | "shared";
+  readonly sentAt: number;
+  /** Infinity when it never settled during the run (it may have run at any time after). */
+  settledAt: number;
+  /** True: it deleted a hold; false: nothing held; undefined: it failed (it may have run). */
+  deleted: boolean | undefined;
+}
+
+/** How often the run met each pattern of the round-3 chaos. */
+export interface PatternCounts {
+  /** Sections run as several concurrent tasks of one owner (a request scope). */
+  siblingGroups: number;
+  siblingTasks: number;
+  /** Sibling tasks holding while another task of their owner held too (same or other key). */
+  siblingsHoldingTogether: number;
+  /** Sibling tasks waiting (acquire in flight) while another task of their owner held. */
+  siblingWaitsBesideAHold: number;
+  /** Acquires given an AbortSignal, and those that ended aborted (LockAbortedError). */
+  abortArmed: number;
+  aborted: number;
+  /** Waiters killed while parked (push kinds). */
+  killedParked: number;
+}
 
 /** A holder that stopped without releasing; its lock must come free within its bound. */
 export interface DeadHolderRecord {
@@ -82,6 +124,8 @@ export interface ReleaseCheck {
   readonly key: string;
   readonly owner: string;
   readonly stillHeld: boolean;
+  /** What the owner went through, for the report of a drift (scope siblings, aborts, copies). */
+  readonly context?: string;
 }
 
 export class Journal {
@@ -90,6 +134,16 @@ export class Journal {
   readonly tokens: TokenRecord[] = [];
   readonly dead: DeadHolderRecord[] = [];
   readonly releaseChecks: ReleaseCheck[] = [];
+  readonly forceReleases: ForceReleaseRecord[] = [];
+  readonly patterns: PatternCounts = {
+    siblingGroups: 0,
+    siblingTasks: 0,
+    siblingsHoldingTogether: 0,
+    siblingWaitsBesideAHold: 0,
+    abortArmed: 0,
+    aborted: 0,
+    killedParked: 0,
+  };
   /** Readings of the server: the sampler's and the probes taken right after each grant. */
   readonly samples: Sample[] = [];
   readonly holds: HoldRecord[] = [];

@@ -20,6 +20,8 @@ export interface ArmingRequest {
   readonly leaseMs: number;
   /** True once it settled confirming the hold (re-armed it). */
   confirmed: boolean;
+  /** A late copy of an earlier request (see late-copies.ts): sent with it, settled later. */
+  readonly copy?: boolean;
 }
 
 /**
@@ -69,14 +71,22 @@ export function settledBefore(requests: readonly ArmingRequest[], sentBefore: nu
 }
 
 interface LiveRenewal {
+  readonly name: string;
+  readonly fencingToken: number;
   readonly record: RenewalRecord;
   readonly renewal: Renewal;
 }
 
 /** Where renewals happen when they are not in the holder's process (a Durable Object). */
 export interface RemoteRenewals {
-  /** The renew requests sent elsewhere for `owner`, as the harness timed them. */
-  requestsOf(owner: string): readonly ArmingRequest[];
+  /**
+   * The renew requests sent elsewhere for `owner`, as the harness timed them; only those of the
+   * hold named by `hold` (lock name, fencing token) when given.
+   */
+  requestsOf(
+    owner: string,
+    hold?: { readonly name?: string; readonly fencingToken?: number | undefined },
+  ): readonly ArmingRequest[];
   /** The holder of `owner` crashed: called before its renewal is stopped. */
   crash(owner: string): void;
 }
@@ -130,7 +140,12 @@ export class KillableRenewer implements Renewer {
       },
     };
     const renewal = this.#inner.start(wrapped, confirmedAt);
-    const entry: LiveRenewal = { record, renewal };
+    const entry: LiveRenewal = {
+      name: target.name,
+      fencingToken: target.fencingToken,
+      record,
+      renewal,
+    };
     const entries = this.#live.get(target.owner) ?? [];
     entries.push(entry);
     this.#live.set(target.owner, entries);
@@ -149,26 +164,35 @@ export class KillableRenewer implements Renewer {
   }
 
   /**
-   * The record of the latest renewal running for `owner`, if any; with remote renewals, a live
+   * The record of the latest renewal running for `owner`, if any — of the hold named by `hold`
+   * when one matches (lock name and fencing token, else the token alone): the concurrent tasks of
+   * one owner (a scope) each have holds, and renewals, of their own. With remote renewals, a live
    * view that also counts the requests sent elsewhere.
    */
-  record(owner: string): RenewalRecord | undefined {
-    const local = this.#live.get(owner)?.at(-1)?.record;
+  record(
+    owner: string,
+    hold: { readonly name?: string; readonly fencingToken?: number | undefined } = {},
+  ): RenewalRecord | undefined {
+    const live = this.#live.get(owner) ?? [];
+    const byToken = live.filter((each) => each.fencingToken === hold.fencingToken);
+    const byName = byToken.filter((each) => each.name === hold.name);
+    const local = (byName.at(-1) ?? byToken.at(-1) ?? live.at(-1))?.record;
     const remote = this.#remote;
     if (local === undefined || remote === undefined) return local;
+    const requestsOf = () => remote.requestsOf(owner, hold);
     return {
       get confirmedSentAt() {
         let latest = local.confirmedSentAt;
-        for (const request of remote.requestsOf(owner)) {
+        for (const request of requestsOf()) {
           if (request.confirmed) latest = Math.max(latest, request.sentAt);
         }
         return latest;
       },
       get history() {
-        return [...local.history, ...remote.requestsOf(owner)];
+        return [...local.history, ...requestsOf()];
       },
       get renewals() {
-        return local.renewals + remote.requestsOf(owner).filter((each) => each.confirmed).length;
+        return local.renewals + requestsOf().filter((each) => each.confirmed).length;
       },
       get killed() {
         return local.killed;

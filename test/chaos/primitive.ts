@@ -23,6 +23,11 @@ export interface ChaosIsolate {
    * isolate any more (its pending timers would have died with the process).
    */
   crash(owner: string): void;
+  /**
+   * Kills `owner`'s process (as `crash`) the moment one of its acquisitions parks (push mode: its
+   * blocking pop leaves), then calls `killed`. Returns the function that disarms it.
+   */
+  killWhenParked(owner: string, killed: (at: number) => void): () => void;
   /** Times from now on every request of this isolate that names `owner` (see requestsOf). */
   track(owner: string): void;
   /** The requests naming a tracked `owner`: when each was sent and settled. */
@@ -42,6 +47,16 @@ export interface HoldPlan {
   readonly tryOnly: boolean;
   /** A shared hold (a read lock) rather than an exclusive one. */
   readonly shared: boolean;
+  /** Aborts the wait (LockAbortedError), as a task of a scope that gives up. */
+  readonly signal?: AbortSignal;
+}
+
+/** What an administrator's force release targeted. */
+export interface ForceReleaseTarget {
+  /** The keys whose state it changes (the workload key's, as `state()` reports them). */
+  readonly keys: readonly string[];
+  /** Which holds it ends: exclusive ones (a lock, a write lock) or shared ones (read holds). */
+  readonly holds: "exclusive" | "shared";
 }
 
 /** A hold of one owner on one key, as the workload sees it. */
@@ -88,6 +103,13 @@ export interface ChaosPrimitive {
   readonly capacity: number;
   /** Fraction of sections that ask for a shared hold (read locks). Default 0. */
   readonly sharedRate?: number;
+  /** Its waiters park (push mode): some are killed while parked. */
+  readonly parks?: boolean;
+  /**
+   * Sibling tasks of one owner all take the section's key (a multi-lock: the owner → members
+   * plan is per owner; RedLock: holds are told apart by key only). Default: some take others.
+   */
+  readonly siblingsOnOneKey?: boolean;
   /** Databases the run needs (RedLock: several). Default 1. */
   readonly databases?: number;
   /** The keys whose state `state()` reports for a workload key (a multi-lock's members). */
@@ -98,6 +120,16 @@ export interface ChaosPrimitive {
    */
   state(keys: readonly string[]): Promise<ReadonlyMap<string, KeyState>>;
   acquire(isolate: ChaosIsolate, key: string, plan: HoldPlan): Promise<ChaosHold | null>;
+  /**
+   * An administrator's `forceRelease()` of `key` through `isolate`'s (faulty) client, for kinds
+   * that have one; `random` picks among its variants (a read-write lock's write lock or reads).
+   * Says what it targets before sending, and resolves with whether it deleted a hold.
+   */
+  forceRelease?(
+    isolate: ChaosIsolate,
+    key: string,
+    random: () => number,
+  ): { readonly target: ForceReleaseTarget; readonly done: Promise<boolean> };
   /**
    * Primitives over several databases (RedLock), whose releases and grants are per database:
    * the latest moment a copy of `owner`'s hold may still exist on any database. Every request

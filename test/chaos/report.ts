@@ -57,10 +57,30 @@ export function figureRows(result: ChaosResult): [string, string][] {
       `${deadHolders.longestSeenHeldMs}–${deadHolders.longestHeldMs} ms (last seen held – first seen free)`,
     ],
     ["  latest sighting vs its bound", `${deadHolders.latestSightingPastBoundMs} ms`],
+    ...patternRows(result),
     ...Object.entries(result.primitiveFigures ?? {}).map(([name, value]): [string, string] => [
       name,
       String(value),
     ]),
+  ];
+}
+
+/** The round-3 patterns: scope siblings, aborts, force releases, late copies, killed waiters. */
+function patternRows(result: ChaosResult): [string, string][] {
+  const p = result.patterns;
+  return [
+    [
+      "scope siblings (groups / tasks)",
+      `${p.siblingGroups} / ${p.siblingTasks}: ${p.siblingsHoldingTogether} held beside a sibling's hold, ` +
+        `${p.siblingWaitsBesideAHold} asked while a sibling held`,
+    ],
+    ["waits given an AbortSignal / aborted", `${p.abortArmed} / ${p.aborted}`],
+    ["force releases (sent / freed a hold)", `${p.forceReleases} / ${p.forceReleasesThatFreed}`],
+    [
+      "late copies (drawn / delivered)",
+      `${p.lateCopies.scheduled} / ${p.lateCopies.delivered} (${p.lateCopies.afterSenderGaveUp} after the sender was done with the original, ${p.lateCopies.parks} of parks)`,
+    ],
+    ["waiters killed while parked", String(p.killedParked)],
   ];
 }
 

@@ -3,7 +3,13 @@
  * read-modify-write of the key's counter through the fenced store, maybe extend, maybe crash,
  * release — recording what the invariants need at every step.
  */
-import { LockBackendError, LockClient, LockNotHeldError, MIN_LEASE_MS } from "../../src/index.js";
+import {
+  LockAbortedError,
+  LockBackendError,
+  LockClient,
+  LockNotHeldError,
+  MIN_LEASE_MS,
+} from "../../src/index.js";
 import { sleep as sleepMs } from "../../src/wait/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
@@ -19,6 +25,8 @@ export interface SectionContext {
   readonly operations: OperationRunner;
   readonly primitive: ChaosPrimitive;
   readonly keys: readonly string[];
+  /** Holds in hand now, by workload key (what an administrator would find stuck). */
+  readonly held: Map<string, number>;
   readonly stores: ReadonlyMap<string, FencedStore>;
   /** The workload's seeded random source. */
   readonly random: () => number;
@@ -87,28 +95,269 @@ async function withRetries<T>(journal: Journal, action: () => Promise<T>): Promi
   return undefined;
 }
 
+/**
+ * What the tasks of one owner share while they run concurrently (a request scope): the checks
+ * that concern the owner as a whole wait until every task is done.
+ */
+interface SiblingGroup {
+  /** Tasks holding now. */
+  holding: number;
+  /** Keys the tasks asked for. */
+  readonly keys: Set<string>;
+  /** An acquisition may have taken a hold nobody knows (it failed in the network). */
+  uncertain: boolean;
+  /** A release could not be done. */
+  releaseFailed: boolean;
+  /** An acquisition gave up (aborted, timed out, busy): a late copy of it may still take a hold. */
+  gaveUp: boolean;
+  /** What each task did, for the report of a drift: `<kind> <key> <mode>: <outcome> @<ms>`. */
+  readonly log: string[];
+}
+
 export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Promise<void> {
-  const { journal, operations, primitive } = ctx;
+  if (ctx.random() < ctx.config.siblingRate) return runSiblings(ctx, isolate);
   const script = draw(ctx);
+  const killParked =
+    ctx.primitive.parks === true &&
+    script.crash === "no" &&
+    !script.plan.tryOnly &&
+    ctx.random() < ctx.config.killParkedRate;
+  await runScript(ctx, isolate, script, { killParked });
+}
+
+/**
+ * Several concurrent tasks sharing one owner, as the tasks of one `client.scope()` (or one Hono
+ * request) do: each draws a section of its own — on the group's key or, now and then, another
+ * one —, some with an AbortSignal that fires while they may still wait; they acquire
+ * concurrently (re-entries of one hold when they meet on a key the owner holds), hold while
+ * others wait, abort, and release while others still hold. They never crash (a crash kills the
+ * whole process, owner and all: the plain sections do that).
+ */
+async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<void> {
+  const { journal, random, primitive, config } = ctx;
+  const owner = LockClient.newOwner();
+  const count = 2 + Math.floor(random() * 2);
+  const scripts = Array.from({ length: count }, (_, index) => {
+    const drawn = draw(ctx);
+    return {
+      ...drawn,
+      crash: "no" as const,
+      plan: { ...drawn.plan, owner },
+      // Staggered a little, and holding a while (a request's work): some meet on the key at
+      // once, some join a sibling's hold or wait beside it, some release while another holds.
+      startDelayMs: index === 0 ? 0 : random() * config.leaseMs * 0.2,
+      holdMs: drawn.holdMs + random() * config.leaseMs * 0.15,
+      abortAfterMs:
+        random() < config.siblingAbortRate ? random() * config.leaseMs * 1.5 : undefined,
+      otherKey: random() < 0.3,
+    };
+  });
+  const mainKey = scripts[0]!.key;
+  const group: SiblingGroup = {
+    holding: 0,
+    keys: new Set(),
+    uncertain: false,
+    releaseFailed: false,
+    gaveUp: false,
+    log: [],
+  };
+  journal.patterns.siblingGroups += 1;
+  journal.patterns.siblingTasks += count;
+  isolate.track(owner);
+  journal.planned.set(owner, primitive.keysOf?.(mainKey) ?? [mainKey]);
+  await Promise.all(
+    scripts.map(async (each) => {
+      const key = each.otherKey && primitive.siblingsOnOneKey !== true ? each.key : mainKey;
+      group.keys.add(key);
+      await sleepMs(each.startDelayMs);
+      let signal: AbortSignal | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      if (each.abortAfterMs !== undefined && !each.plan.tryOnly) {
+        const controller = new AbortController();
+        signal = controller.signal;
+        timer = setTimeout(() => controller.abort(), each.abortAfterMs);
+        journal.patterns.abortArmed += 1;
+      }
+      try {
+        await runScript(
+          ctx,
+          isolate,
+          {
+            ...each,
+            key,
+            plan: { ...each.plan, ...(signal === undefined ? {} : { signal }) },
+          },
+          { killParked: false, group },
+        );
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  // Every task is done: the owner as a whole must hold nothing now, or be watched until its
+  // holds expire when one may have been left behind.
+  const now = Date.now();
+  if (group.uncertain || group.releaseFailed) {
+    isolate.crash(owner); // the scope is over: nothing of it renews or sends any more
+    for (const key of group.keys) {
+      bury(
+        ctx,
+        isolate,
+        key,
+        owner,
+        group.releaseFailed ? "release-failed" : "acquire-failed",
+        now,
+        () => settledBefore(isolate.requestsOf(owner), now),
+        Math.max(config.leaseMs, config.watchdogTimeoutMs),
+      );
+    }
+    return;
+  }
+  for (const key of group.keys) {
+    const stillHeld = await primitive.isHeldBy(key, owner);
+    const copied = isolate.requestsOf(owner).some((request) => request.copy === true);
+    if (stillHeld && ((group.gaveUp && copied) || (primitive.databases ?? 1) > 1)) {
+      // A late copy of an acquisition that gave up may take a hold after all (documented: it
+      // expires with its lease); RedLock may leave a database's copy to its lease.
+      const at = Date.now();
+      bury(
+        ctx,
+        isolate,
+        key,
+        owner,
+        group.gaveUp && copied ? "late-copy" : "release-left-copy",
+        at,
+        () => at,
+        Math.max(config.leaseMs, config.watchdogTimeoutMs),
+      );
+      continue;
+    }
+    const copies = isolate.requestsOf(owner).filter((request) => request.copy === true).length;
+    journal.releaseChecks.push({
+      key,
+      owner,
+      stillHeld,
+      context:
+        `scope of ${count} tasks on ${[...group.keys].join(", ")}, checked at ${Date.now()}; ` +
+        `${group.gaveUp ? "an acquisition gave up" : "no acquisition gave up"}, ${copies} late copies; ` +
+        group.log.join("; "),
+    });
+  }
+}
+
+/** How long a hold a late copy (or a dead parked waiter's registration) takes may last, in ms. */
+function orphanLeaseMs(ctx: SectionContext): number {
+  const { config } = ctx;
+  const lease = Math.max(config.leaseMs, config.watchdogTimeoutMs);
+  // A late copy of a parking attempt registers a waiter again; a hand-off may reach that
+  // registration (kept its park + 1 s) and grant the claim window to nobody.
+  return ctx.primitive.parks === true
+    ? Math.max(lease, config.push.parkMs + 1_000 + config.push.claimMs)
+    : lease;
+}
+
+async function runScript(
+  ctx: SectionContext,
+  isolate: ChaosIsolate,
+  script: SectionScript,
+  { killParked, group }: { killParked: boolean; group?: SiblingGroup },
+): Promise<void> {
+  const { journal, operations, primitive } = ctx;
   const { key, plan } = script;
   const keys = primitive.keysOf?.(key) ?? [key];
-  journal.planned.set(plan.owner, keys);
-  isolate.track(plan.owner);
+  if (group === undefined) {
+    journal.planned.set(plan.owner, keys);
+    isolate.track(plan.owner);
+  } else if (group.holding > 0) {
+    journal.patterns.siblingWaitsBesideAHold += 1;
+  }
 
-  const acquired = await operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
+  let disarm = () => {};
+  const killed = new Promise<number>((resolve) => {
+    if (killParked) disarm = isolate.killWhenParked(plan.owner, resolve);
+  });
+  const requestedAt = Date.now();
+  const acquiring = operations.run(plan.tryOnly ? "tryAcquire" : "acquire", () =>
     primitive.acquire(isolate, key, plan),
   );
+  const first = await Promise.race([acquiring, killed]);
+  disarm();
+  if (typeof first === "number") {
+    // Killed while parked: its process is gone (whatever the library in it still does, nothing
+    // leaves it). A hand-off may still reach its registration; the lock must pass on.
+    journal.patterns.killedParked += 1;
+    bury(
+      ctx,
+      isolate,
+      key,
+      plan.owner,
+      "killed-parked",
+      first,
+      () => settledBefore(isolate.requestsOf(plan.owner), first),
+      orphanLeaseMs(ctx),
+    );
+    return;
+  }
+  const acquired = first;
+  const what = `${plan.tryOnly ? "tryAcquire" : "acquire"} ${key} ${plan.shared ? "read" : "exclusive"} ${plan.mode}${plan.signal ? " (abortable)" : ""}`;
+  group?.log.push(
+    `${what}: ${
+      acquired.ok
+        ? acquired.value === null
+          ? "busy"
+          : `ok, token ${acquired.value.fencingToken}`
+        : acquired.hung
+          ? "hung"
+          : acquired.error instanceof Error
+            ? acquired.error.name
+            : "failed"
+    } @${Date.now()}`,
+  );
   if (!acquired.ok) {
+    if (acquired.error instanceof LockAbortedError) journal.patterns.aborted += 1;
+    if (group !== undefined) group.gaveUp = true;
     // An acquire that failed in the network may have taken the lock all the same.
     if (acquired.hung || acquired.error instanceof LockBackendError) {
+      if (group !== undefined) {
+        group.uncertain = true;
+        return;
+      }
       const failedAt = Date.now();
-      bury(ctx, key, plan.owner, "acquire-failed", failedAt, () => failedAt, plan.leaseMs);
+      bury(ctx, isolate, key, plan.owner, "acquire-failed", failedAt, () => failedAt, plan.leaseMs);
     }
     return;
   }
   const hold = acquired.value;
-  if (hold === null) return;
+  if (hold === null) {
+    if (group !== undefined) group.gaveUp = true;
+    return;
+  }
+  if (group !== undefined) {
+    group.holding += 1;
+    if (group.holding > 1) journal.patterns.siblingsHoldingTogether += 1;
+  }
+  ctx.held.set(key, (ctx.held.get(key) ?? 0) + 1);
+  try {
+    await holdAndRelease(ctx, isolate, script, hold, keys, group, requestedAt);
+  } finally {
+    if (group !== undefined) group.holding -= 1;
+    const left = (ctx.held.get(key) ?? 1) - 1;
+    if (left > 0) ctx.held.set(key, left);
+    else ctx.held.delete(key);
+  }
+}
 
+async function holdAndRelease(
+  ctx: SectionContext,
+  isolate: ChaosIsolate,
+  script: SectionScript,
+  hold: ChaosHold,
+  keys: readonly string[],
+  group: SiblingGroup | undefined,
+  requestedAt: number,
+): Promise<void> {
+  const { journal, operations, primitive } = ctx;
+  const { key, plan } = script;
   const start = Date.now();
   let abortedAt = hold.signal.aborted ? start : Number.POSITIVE_INFINITY;
   hold.signal.addEventListener(
@@ -145,6 +394,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
       }
     } else if (reentered.hung || reentered.error instanceof LockBackendError) {
       uncertainHolds = true; // it may have counted a second hold
+      if (group !== undefined) group.uncertain = true;
     }
   }
 
@@ -157,6 +407,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
         key: each,
         owner: hold.owner,
         token: each === key ? hold.fencingToken : undefined,
+        requestedAt,
         start,
         end,
         validEnd,
@@ -167,6 +418,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
       keys,
       owner: hold.owner,
       shared,
+      token: keys.length === 1 && keys[0] === key ? hold.fencingToken : undefined,
       mode: plan.mode,
       start,
       end,
@@ -187,7 +439,16 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     const end = Date.now();
     hold.crash();
     finish(end);
-    bury(ctx, key, hold.owner, "crash", end, () => armedSettledAt(inner, end), plan.leaseMs);
+    bury(
+      ctx,
+      isolate,
+      key,
+      hold.owner,
+      "crash",
+      end,
+      () => armedSettledAt(inner, end),
+      plan.leaseMs,
+    );
   };
 
   if (script.crash === "before-work") return crash();
@@ -196,11 +457,20 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   finish(Date.now());
 
   const releasedAll = (await release(ctx, inner)) && (await release(ctx, hold));
+  if (group !== undefined) {
+    group.log.push(
+      `released ${key} token ${hold.fencingToken}${inner ? " (and a re-entry)" : ""}: ${releasedAll ? "ok" : "failed"} @${Date.now()}`,
+    );
+    // The owner's other tasks may still hold: the group checks the owner once all are done.
+    if (!releasedAll) group.releaseFailed = true;
+    return;
+  }
   if (!releasedAll) {
     hold.crash(); // stop renewing a hold we can no longer release: it must expire
     const failedAt = Date.now();
     bury(
       ctx,
+      isolate,
       key,
       hold.owner,
       "release-failed",
@@ -216,6 +486,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     const now = Date.now();
     bury(
       ctx,
+      isolate,
       key,
       hold.owner,
       "acquire-failed",
@@ -228,10 +499,16 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   if (stillHeld && (primitive.databases ?? 1) > 1) {
     // A release that reached a majority (RedLock) may leave a database's copy to its lease.
     const now = Date.now();
-    bury(ctx, key, hold.owner, "release-left-copy", now, () => now, plan.leaseMs);
+    bury(ctx, isolate, key, hold.owner, "release-left-copy", now, () => now, plan.leaseMs);
     return;
   }
-  journal.releaseChecks.push({ key, owner: hold.owner, stillHeld });
+  const copies = isolate.requestsOf(hold.owner).filter((request) => request.copy === true).length;
+  journal.releaseChecks.push({
+    key,
+    owner: hold.owner,
+    stillHeld,
+    context: `one task, held from ${start}, checked at ${Date.now()}; ${copies} late copies`,
+  });
 }
 
 /** The racy part: read, pause, maybe extend, write read + 1 through the fencing check. */
@@ -289,10 +566,12 @@ function recordToken(journal: Journal, key: string, hold: ChaosHold): void {
 /**
  * Watches a holder that stopped: its hold must be gone one lease (`leaseMs`) after its last
  * arming request settled (`settledAt`), and, over several databases, one lease after each
- * database answered the last request naming the owner (`copyBound`).
+ * database answered the last request naming the owner (`copyBound`); and a late copy of one of
+ * its requests may arrive after all that: then one orphan lease after the last copy settled.
  */
 function bury(
   ctx: SectionContext,
+  isolate: ChaosIsolate,
   key: string,
   owner: string,
   cause: DeathCause,
@@ -304,7 +583,12 @@ function bury(
   const boundOf = () => {
     const settled = settledAt();
     const copies = primitive.copyBound?.(owner, leaseMs) ?? Number.NEGATIVE_INFINITY;
-    return Math.max(settled + leaseMs, copies);
+    let late = Number.NEGATIVE_INFINITY;
+    for (const request of isolate.requestsOf(owner)) {
+      if (request.copy !== true) continue;
+      late = Math.max(late, (request.settledAt ?? Number.POSITIVE_INFINITY) + orphanLeaseMs(ctx));
+    }
+    return Math.max(settled + leaseMs, copies, late);
   };
   const record = {
     key,

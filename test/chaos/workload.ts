@@ -5,16 +5,18 @@
  * free, the final state is read through the fault-free observer, and the invariants are checked.
  */
 import { createPrng } from "../../dev/rest/faults.js";
+import { sleep as sleepMs } from "../../src/wait/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";
 import { FencedStore } from "./fenced-store.js";
 import { checkAll, type InvariantResult } from "./invariants.js";
-import { Journal, type OperationKind } from "./journal.js";
+import { Journal, type OperationKind, type PatternCounts } from "./journal.js";
 import { type ChaosKind, KINDS } from "./kinds.js";
+import type { LateCopyCounts } from "./late-copies.js";
 import { LoopLag } from "./loop-lag.js";
 import { OperationRunner } from "./operations.js";
-import type { ChaosPrimitive } from "./primitive.js";
+import type { ChaosIsolate, ChaosPrimitive } from "./primitive.js";
 import { runSection, type SectionContext } from "./section.js";
 import { startSampler } from "./server-state.js";
 import { startSpikes } from "./spikes.js";
@@ -80,6 +82,15 @@ export interface ChaosResult {
      */
     readonly latestSightingPastBoundMs: number;
   };
+  /** What the kind offers the patterns below: force releases, parked waiters (push). */
+  readonly can: { readonly forceRelease: boolean; readonly parks: boolean };
+  /** How often the run met each pattern of round 3 (scope siblings, admin, late copies, kills). */
+  readonly patterns: PatternCounts & {
+    /** Administrator force releases sent, and those that deleted a hold. */
+    readonly forceReleases: number;
+    readonly forceReleasesThatFreed: number;
+    readonly lateCopies: LateCopyCounts;
+  };
   readonly invariants: readonly InvariantResult[];
   readonly violations: number;
 }
@@ -101,6 +112,7 @@ export async function runChaos(
     ...config,
     maxHangMs: config.requestTimeoutMs * 4,
     databases: (options.kind ?? KINDS.lock).databases,
+    lateCopies: config.lateCopies,
   });
   try {
     return await runIn(env, config, options);
@@ -127,6 +139,7 @@ async function runIn(
     operations,
     primitive,
     keys,
+    held: new Map(),
     stores,
     random: createPrng(config.seed ^ 0x9e3779b9),
     bury: (watch: DeadHolderWatch) => {
@@ -163,6 +176,7 @@ async function runIn(
     sampledKeys,
     config.sampleIntervalMs,
   );
+  const admin = startForceReleases(context, isolates, config);
   try {
     const holder = async (isolate: (typeof isolates)[number]) => {
       while (journal.totalOperations < config.operations) {
@@ -176,6 +190,9 @@ async function runIn(
       ),
     );
   } finally {
+    await admin.stop();
+    // Copies still pending never arrive; those in flight are waited for (with the faults on).
+    await env.lateCopies.stop();
     spikes.stop();
     await sampler.stop();
     loopLag.stop();
@@ -199,9 +216,25 @@ async function runIn(
   journal.samples.push(...sampler.samples);
 
   await Promise.all(watches);
-  const leftHeld = await Promise.all(
-    keys.map(async (key) => ({ key, owners: await primitive.holders(key) })),
-  );
+  // A late copy that took a hold for an acquisition that gave up holds it one lease at most:
+  // until then a key still held is asked again (most runs find every key free at once).
+  const orphanEndsAt =
+    env.lateCopies.lastSettledAt +
+    Math.max(
+      config.leaseMs,
+      config.watchdogTimeoutMs,
+      primitive.parks === true ? config.push.parkMs + 1_000 + config.push.claimMs : 0,
+    ) +
+    BOUND_TOLERANCE_MS;
+  let leftHeld: { key: string; owners: string[] }[];
+  for (;;) {
+    const askedAt = Date.now();
+    leftHeld = await Promise.all(
+      keys.map(async (key) => ({ key, owners: await primitive.holders(key) })),
+    );
+    if (leftHeld.every(({ owners }) => owners.length === 0) || askedAt > orphanEndsAt) break;
+    await sleepMs(config.probeIntervalMs);
+  }
   const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
   process.off("unhandledRejection", onUnhandled);
   primitive.close?.();
@@ -276,8 +309,78 @@ async function runIn(
       latestSightingPastBoundMs:
         seen.length === 0 ? 0 : Math.max(...seen.map((d) => d.lastSeenHeldAt! - d.boundAt)),
     },
+    can: { forceRelease: primitive.forceRelease !== undefined, parks: primitive.parks === true },
+    patterns: {
+      ...journal.patterns,
+      forceReleases: journal.forceReleases.length,
+      forceReleasesThatFreed: journal.forceReleases.filter((each) => each.deleted === true).length,
+      lateCopies: env.lateCopies.counts(),
+    },
     invariants,
     violations: invariants.reduce((sum, result) => sum + result.violations, 0),
+  };
+}
+
+/**
+ * The administrator: every `forceReleaseEveryMs` on average (the first a quarter of that in),
+ * a force release through a random isolate's (faulty) client, for kinds that have one: of a key
+ * some section holds now (80 %, when there is one), else of a random key. Each is recorded with when it was sent and settled: it took effect, if at all, in
+ * between.
+ */
+function startForceReleases(
+  context: SectionContext,
+  isolates: readonly ChaosIsolate[],
+  config: ChaosConfig,
+): { stop(): Promise<void> } {
+  const { primitive, journal, keys } = context;
+  const random = createPrng(config.seed ^ 0x0f0dce);
+  const pending = new Set<Promise<void>>();
+  let stopped = false;
+  let wake = () => {};
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  const loop = (async () => {
+    if (primitive.forceRelease === undefined || config.forceReleaseEveryMs <= 0) return;
+    await pause(config.forceReleaseEveryMs / 4);
+    while (!stopped) {
+      // Mostly a key someone holds now (a lock an operator found stuck), else any key.
+      const held = [...context.held.keys()];
+      const among = held.length > 0 && random() < 0.8 ? held : keys;
+      const key = among[Math.floor(random() * among.length)] ?? keys[0]!;
+      const isolate = isolates[Math.floor(random() * isolates.length)] ?? isolates[0]!;
+      const sentAt = Date.now();
+      const { target, done } = primitive.forceRelease(isolate, key, random);
+      const record = { ...target, sentAt, settledAt: Number.POSITIVE_INFINITY, deleted: undefined };
+      const entry: (typeof journal.forceReleases)[number] = record;
+      journal.forceReleases.push(entry);
+      const settled = done
+        .then(
+          (deleted) => {
+            entry.deleted = deleted;
+          },
+          () => {},
+        )
+        .finally(() => {
+          entry.settledAt = Date.now();
+          pending.delete(settled);
+        });
+      pending.add(settled);
+      await pause(config.forceReleaseEveryMs * (0.5 + random()));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      wake();
+      await loop;
+      await Promise.all([...pending]);
+    },
   };
 }
 

@@ -55,7 +55,12 @@ export function mappedOpener<H>(
 }
 
 function optionsOf(plan: HoldPlan, owner: string, waitMs: number): AcquireOptions {
-  return { owner, waitMs, ...(plan.mode === "lease" ? { leaseMs: plan.leaseMs } : {}) };
+  return {
+    owner,
+    waitMs,
+    ...(plan.mode === "lease" ? { leaseMs: plan.leaseMs } : {}),
+    ...(plan.signal === undefined ? {} : { signal: plan.signal }),
+  };
 }
 
 /** The acquire of a ChaosPrimitive built on `open`. */
@@ -69,7 +74,7 @@ export async function acquireHold(
   const options = optionsOf(plan, plan.owner, plan.waitMs);
   const handle = plan.tryOnly ? await opener.tryAcquire(options) : await opener.acquire(options);
   if (handle === null) return null;
-  return new HandleHold(isolate, opener, handle, plan, Date.now());
+  return new HandleHold(isolate, opener, handle, plan, Date.now(), key);
 }
 
 export class HandleHold implements ChaosHold {
@@ -81,6 +86,7 @@ export class HandleHold implements ChaosHold {
   readonly #renewal: RenewalRecord | undefined;
   /** This hold's own arming requests: its acquisition, re-entries and extends. */
   readonly #armed: ArmingRequest[];
+  readonly #key: string;
   /** Set when a re-entry found the hold gone and re-created it: validity ends where it was. */
   #cap = Number.POSITIVE_INFINITY;
 
@@ -90,13 +96,18 @@ export class HandleHold implements ChaosHold {
     handle: HeldHandle,
     plan: HoldPlan,
     settledAt: number,
+    key: string,
   ) {
     this.#isolate = isolate;
     this.#opener = opener;
     this.#handle = handle;
     this.#plan = plan;
     this.#armed = [{ sentAt: settledAt, settledAt, leaseMs: handle.leaseMs, confirmed: true }];
-    this.#renewal = handle.renewing ? isolate.renewer.record(handle.owner) : undefined;
+    this.#key = key;
+    // The renewal of this very hold: sibling tasks of one owner have holds of their own.
+    this.#renewal = handle.renewing
+      ? isolate.renewer.record(handle.owner, { name: key, fencingToken: handle.fencingToken })
+      : undefined;
   }
 
   get owner(): string {
@@ -155,13 +166,14 @@ export class HandleHold implements ChaosHold {
   /** Re-enters with the inner hold's own mode (lease or watchdog), which may differ. */
   async reenter(mode: HoldPlan["mode"] = this.#plan.mode): Promise<ChaosHold> {
     const before = this.validUntil();
-    const plan: HoldPlan = { ...this.#plan, mode };
+    const { signal: _, ...outer } = this.#plan;
+    const plan: HoldPlan = { ...outer, mode };
     const inner = await this.#arming(plan.leaseMs, () =>
       this.#opener.acquire(optionsOf(plan, this.owner, 0)),
     );
     // A different token: the outer hold had expired and this acquisition started a new one.
     if (inner.fencingToken !== this.fencingToken) this.#cap = Math.min(this.#cap, before);
-    return new HandleHold(this.#isolate, this.#opener, inner, plan, Date.now());
+    return new HandleHold(this.#isolate, this.#opener, inner, plan, Date.now(), this.#key);
   }
 
   async extend(ms: number): Promise<void> {

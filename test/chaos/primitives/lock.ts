@@ -8,7 +8,7 @@ import type { LockClient, WaitOptions } from "../../../src/index.js";
 import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
 import type { ChaosConfig } from "../config.js";
 import type { ChaosEnvironment, Observer } from "../environment.js";
-import type { ChaosPrimitive } from "../primitive.js";
+import type { ChaosIsolate, ChaosPrimitive, ForceReleaseTarget } from "../primitive.js";
 import { type KeyLayout, readKeys } from "../server-state.js";
 import { acquireHold, type Opener, type OpenerFactory } from "./hold.js";
 
@@ -21,6 +21,7 @@ function lockFamily(
   open: OpenerFactory,
   layout: (key: string) => KeyLayout,
   isHeldBy: (client: LockClient, key: string, owner: string) => Promise<boolean>,
+  forceRelease: ForceRelease,
   { sharedRate = 0, push }: { sharedRate?: number; push?: PushWaiting | undefined } = {},
 ): ChaosPrimitive {
   const opener: OpenerFactory = push
@@ -30,8 +31,12 @@ function lockFamily(
     name: push ? `${name} (push)` : name,
     capacity: 1,
     sharedRate,
-    ...(push ? { figures: push.figures } : {}),
+    ...(push ? { figures: push.figures, parks: true } : {}),
     acquire: (isolate, key, plan) => acquireHold(opener, isolate, key, plan),
+    forceRelease(isolate, key, random) {
+      const { holds, run } = forceRelease(isolate, key, random);
+      return { target: { keys: [key], holds }, done: run() };
+    },
     isHeldBy: (key, owner) => isHeldBy(observer.client, key, owner),
     async holders(key) {
       const state = (await readKeys(observer.raw, [layout(key)])).get(key)!;
@@ -40,6 +45,16 @@ function lockFamily(
     state: (keys) => readKeys(observer.raw, keys.map(layout)),
   };
 }
+
+/**
+ * An administrator's force release of a workload key: what it ends, and the call. It goes through
+ * the isolate's client, so the faults reach it too (it is exactly-once by its operation id).
+ */
+type ForceRelease = (
+  isolate: ChaosIsolate,
+  key: string,
+  random: () => number,
+) => { holds: ForceReleaseTarget["holds"]; run: () => Promise<boolean> };
 
 /** A lock's acquisitions with `wait` (push mode) over the client's polling policy. */
 function waitingWith(lock: Opener, wait: WaitOptions): Opener {
@@ -74,8 +89,15 @@ export function reentrantLockPrimitive(
     "lock",
     observer,
     (isolate, key) => isolate.client.lock(key),
-    (key) => ({ key, hash: lockKeys(prefix, key).lock }),
+    (key) => {
+      const keys = lockKeys(prefix, key);
+      return { key, hash: keys.lock, fence: keys.fence };
+    },
     (client, key, owner) => client.lock(key).isHeldBy(owner),
+    (isolate, key) => ({
+      holds: "exclusive",
+      run: () => isolate.client.lock(key).forceRelease(),
+    }),
     { push },
   );
 }
@@ -100,6 +122,10 @@ export function fairLockPrimitive(
       };
     },
     (client, key, owner) => client.fairLock(key).isHeldBy(owner),
+    (isolate, key) => ({
+      holds: "exclusive",
+      run: () => isolate.client.fairLock(key).forceRelease(),
+    }),
     { push },
   );
 }
@@ -120,7 +146,7 @@ export function readWriteLockPrimitive(
     },
     (key) => {
       const keys = readWriteLockKeys(prefix, key);
-      return { key, hash: keys.lock, reads: keys.reads };
+      return { key, hash: keys.lock, reads: keys.reads, fence: keys.fence };
     },
     async (client, key, owner) => {
       const rw = client.readWriteLock(key);
@@ -129,6 +155,12 @@ export function readWriteLockPrimitive(
         rw.readLock().isHeldBy(owner),
       ]);
       return writing || reading;
+    },
+    (isolate, key, random) => {
+      const rw = isolate.client.readWriteLock(key);
+      return random() < 0.5
+        ? { holds: "exclusive", run: () => rw.writeLock().forceRelease() }
+        : { holds: "shared", run: () => rw.readLock().forceRelease() };
     },
     { sharedRate, push },
   );

@@ -45,6 +45,7 @@ export function multiLockPrimitive(
     name: "multi-lock",
     capacity: 1,
     keysOf: membersOf,
+    siblingsOnOneKey: true,
     acquire: (isolate, key, plan) =>
       acquireHold(
         (isolate) =>

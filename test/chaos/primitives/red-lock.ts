@@ -58,6 +58,7 @@ export function redLockPrimitive(
     name: "RedLock",
     capacity: 1,
     databases: databases.length,
+    siblingsOnOneKey: true,
     acquire: (isolate, key, plan) =>
       acquireHold(
         (isolate) => mappedOpener(redLockOf(isolate).lock(key), held),

@@ -49,10 +49,10 @@ export class BlockingPops {
 }
 
 /**
- * This client's parked acquisitions per (lock, owner). The server keeps one parked registration
- * per owner, so a release hands the lock to one of an owner's concurrent acquisitions; the lock
- * is then the others' too (re-entry). `held` tells them, and they ask again at once instead of
- * sleeping out their park.
+ * This client's parked acquisitions per (lock, owner). A release hands the lock to one of an
+ * owner's concurrent acquisitions (each has its own registration); the lock is then the others'
+ * too (re-entry). `held` tells them, and they ask again at once instead of waiting for a hand-off
+ * of their own.
  */
 export class ParkedSiblings {
   readonly #parked = new Map<string, Set<() => void>>();

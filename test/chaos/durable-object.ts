@@ -27,7 +27,7 @@ import type { RedisLike } from "../../src/transport/redis-like.js";
 import type { ChaosConfig } from "./config.js";
 import type { ChaosEnvironment } from "./environment.js";
 import type { ArmingRequest } from "./killable-renewer.js";
-import type { LateCopies } from "./late-copies.js";
+import { copyArmingRequest, type LateCopies } from "./late-copies.js";
 import type { ChaosPrimitive } from "./primitive.js";
 import { reentrantLockPrimitive } from "./primitives/lock.js";
 
@@ -263,18 +263,8 @@ function recordingRedis(
     const requests = journal.renewals.get(owner) ?? [];
     requests.push(request);
     journal.renewals.set(owner, requests);
-    const copy: RenewRequest = { ...request, copy: true };
-    const copied = lateCopies?.maybeCopy({
-      originalSettled: () => request.settledAt !== undefined,
-      send,
-      settled: (at) => {
-        copy.settledAt = at;
-      },
-      dropped: () => {
-        copy.settledAt = copy.sentAt;
-      },
-    });
-    if (copied) requests.push(copy);
+    const copy = copyArmingRequest(lateCopies, request, send);
+    if (copy) requests.push(copy);
     try {
       const reply = await send();
       request.confirmed = Array.isArray(reply) && reply[0] === 1;

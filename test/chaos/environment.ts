@@ -10,7 +10,7 @@ import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
 import { type ArmingRequest, KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
-import { LateCopies, type LateCopyOptions } from "./late-copies.js";
+import { copyArmingRequest, LateCopies, type LateCopyOptions } from "./late-copies.js";
 import type { ChaosIsolate } from "./primitive.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
@@ -269,18 +269,8 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
       confirmed: false,
     };
     for (const owner of owners) requests.get(owner)!.push(request);
-    const copy: ArmingRequest = { ...request, copy: true };
-    const copied = lateCopies.maybeCopy({
-      originalSettled: () => request.settledAt !== undefined,
-      send,
-      settled: (at) => {
-        copy.settledAt = at;
-      },
-      dropped: () => {
-        copy.settledAt = copy.sentAt;
-      },
-    });
-    if (copied) for (const owner of owners) requests.get(owner)!.push(copy);
+    const copy = copyArmingRequest(lateCopies, request, send);
+    if (copy) for (const owner of owners) requests.get(owner)!.push(copy);
     try {
       return await send();
     } finally {

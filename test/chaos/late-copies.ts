@@ -118,3 +118,29 @@ export class LateCopies {
     };
   }
 }
+
+/**
+ * Maybe schedules a late copy of an arming request (a renewal, an acquire that sets a lease),
+ * tracked like the original: returns the copy's record — settled when its answer comes back, or
+ * at once if it is never sent — to be listed beside the request, or undefined when none was drawn.
+ */
+export function copyArmingRequest<
+  R extends { readonly sentAt: number; settledAt: number | undefined },
+>(
+  lateCopies: LateCopies | undefined,
+  request: R,
+  send: () => Promise<unknown>,
+): (R & { readonly copy: true }) | undefined {
+  const copy = { ...request, copy: true as const };
+  const copied = lateCopies?.maybeCopy({
+    originalSettled: () => request.settledAt !== undefined,
+    send,
+    settled: (at) => {
+      copy.settledAt = at;
+    },
+    dropped: () => {
+      copy.settledAt = copy.sentAt;
+    },
+  });
+  return copied ? copy : undefined;
+}

@@ -6,6 +6,7 @@
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError, LockWaitTimeoutError } from "../errors.js";
 import { newOperationId } from "../ids.js";
+import { settleBy } from "../transport/call.js";
 import { checkCanBlock } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
@@ -269,12 +270,9 @@ async function giveUp(
   const leaving = spec.gaveUp?.(owner, operationId).catch(() => {});
   const patience = answerBy - Date.now();
   if (leaving === undefined || patience <= 0) return;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const outOfPatience = new Promise<void>((resolve) => {
-    if (Number.isFinite(patience)) timer = setTimeout(resolve, patience);
-  });
-  await Promise.race([leaving, outOfPatience]);
-  if (timer !== undefined) clearTimeout(timer);
+  if (!Number.isFinite(patience)) return leaving;
+  // Past `answerBy` the leave runs on unobserved.
+  await settleBy(leaving, answerBy, patience).catch(() => {});
 }
 
 /** A handed-off hold whose own lease is still to be confirmed. */

@@ -52,6 +52,11 @@ const CASES: readonly Case[] = [
     worker: `export { LockWatchdog, durableObjectWatchdog } from "edgelock/durable-object";`,
     limitBytes: 10_800,
   },
+  {
+    name: "`edgelock/inspector` (`inspector` + `inspectorHandler`, the page included)",
+    worker: `export { inspector, inspectorHandler } from "edgelock/inspector";`,
+    limitBytes: 15_400,
+  },
 ];
 
 const ENTRY_SOURCES: Record<string, string> = {
@@ -59,6 +64,7 @@ const ENTRY_SOURCES: Record<string, string> = {
   "edgelock/lock": "src/lock.ts",
   "edgelock/hono": "src/hono/index.ts",
   "edgelock/durable-object": "src/durable-object/index.ts",
+  "edgelock/inspector": "src/inspector/index.ts",
 };
 
 export interface SizeFigure {

@@ -1,0 +1,86 @@
+/**
+ * The inspector's two writes, through the library's own operations: `forceRelease()` of the
+ * lock (Redisson forceUnlock; a parked head waiter gets the lock, as after a release), and the
+ * queue's own leave script for a dead waiter (it removes that acquisition's `<owner>
+ * <operation id>` member from the queue, its deadline, its parked registration and the waiting
+ * writers, and closes its operation so a late copy of its attempt takes nothing).
+ */
+import type { LockClient as RootLockClient } from "../client.js";
+import { LockInputError } from "../errors.js";
+import { type LockClient, runtimeOf } from "../lock-client.js";
+import { readWriteLockKeys } from "../locks/keys.js";
+import { leaveQueue } from "../locks/queue/leave.js";
+import { digest, splitMember } from "./read-lock.js";
+import type { ExecRedis } from "./redis.js";
+
+export type ActionResult =
+  | { readonly done: true; readonly message: string }
+  | { readonly done: false; readonly message: string };
+
+function hasReadWriteLocks(client: LockClient): client is RootLockClient {
+  return typeof (client as Partial<RootLockClient>).readWriteLock === "function";
+}
+
+/** Deletes lock `name` whoever holds it; for a read-write lock, its read holds too. */
+export async function forceReleaseLock(
+  client: LockClient,
+  name: string,
+  kind: "lock" | "read-write",
+): Promise<ActionResult> {
+  if (kind === "read-write") {
+    if (!hasReadWriteLocks(client)) {
+      throw new LockInputError(
+        "This read-write lock needs the LockClient of the root entry (`edgelock`) to force-release.",
+      );
+    }
+    const rw = client.readWriteLock(name);
+    const wrote = await rw.writeLock().forceRelease();
+    const read = await rw.readLock().forceRelease();
+    return wrote || read
+      ? { done: true, message: `force-released ${name}` }
+      : { done: false, message: `${name} was not held` };
+  }
+  const released = await client.lock(name).forceRelease();
+  return released
+    ? { done: true, message: `force-released ${name}` }
+    : { done: false, message: `${name} was not held` };
+}
+
+/**
+ * Removes the waiting acquisition whose member digests to `waiter` from lock `name`'s queue.
+ * One ZRANGE finds it (the browser only knows the digest), the leave script removes it.
+ */
+export async function removeWaiter(
+  client: LockClient,
+  redis: ExecRedis,
+  name: string,
+  waiter: string,
+): Promise<ActionResult> {
+  const runtime = runtimeOf(client);
+  const keys = readWriteLockKeys(runtime.prefix, name);
+  const members = await redis.exec(["ZRANGE", keys.queue, "0", "-1"]);
+  let found: string | undefined;
+  for (const member of Array.isArray(members) ? members.map(String) : []) {
+    if ((await digest(member)) === waiter) found = member;
+  }
+  if (found === undefined) return { done: false, message: "that waiter is no longer queued" };
+  const { owner, operationId } = splitMember(found);
+  const left = await leaveQueue(runtime.ctx, [keys.queue, keys.timeouts], owner, operationId, {
+    parkedKey: keys.parked,
+    lockKey: keys.lock,
+    fenceKey: keys.fence,
+    operationKey: keys.operation(operationId),
+    writersKey: keys.writers,
+  });
+  if (left.kind === "handedOff") {
+    return {
+      done: false,
+      message:
+        `that waiter was handed the lock meanwhile (fencing token ${left.fencingToken}): ` +
+        "force-release the lock if its holder is dead",
+    };
+  }
+  return left.kind === "left"
+    ? { done: true, message: `removed the waiter from ${name}'s queue` }
+    : { done: false, message: "that waiter is no longer queued" };
+}

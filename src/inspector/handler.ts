@@ -1,0 +1,142 @@
+/**
+ * The inspector as a fetch handler, `(request) => Response`, for any runtime: the page, its
+ * script and style, and the JSON API (`api/snapshot`, `api/force-release`,
+ * `api/remove-waiter`). Routes are matched by the end of the path, so it works wherever it is
+ * mounted; the page uses relative URLs and is served at a path ending in `/`.
+ */
+import { EdgelockError } from "../errors.js";
+import { type LockClient, runtimeOf } from "../lock-client.js";
+import { checkLockName } from "../validate.js";
+import { forceReleaseLock, removeWaiter } from "./actions.js";
+import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
+import { checkExec, isPermissionRefusal } from "./redis.js";
+import { type RefreshBudget, takeSnapshot } from "./snapshot.js";
+import type { InspectorAccess } from "./types.js";
+
+export interface InspectorHandlerOptions extends RefreshBudget {
+  /**
+   * The LockClient whose Redis (an `@upstash/redis` client, which can send SCAN) and prefix
+   * are inspected, and whose `forceRelease()` the page's action calls. Force-releasing a
+   * read-write lock needs the root entry's client (`edgelock`). Required.
+   */
+  client: LockClient;
+  /**
+   * Who may see and act: `"write"` sees and may force-release and remove waiters, `"read"`
+   * only sees, `"none"` gets 403. Put your own authentication in front; this decides access.
+   * Even `"write"` gets a read-only page when the Redis token refuses SCAN (Upstash's
+   * read-only token). Required.
+   */
+  access: (request: Request) => InspectorAccess | Promise<InspectorAccess>;
+  /**
+   * Locks always read, whether or not SCAN finds them (a read-only token cannot SCAN).
+   * @default []
+   */
+  names?: readonly string[];
+}
+
+const SECURITY_HEADERS = {
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
+
+const PAGE_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { ...SECURITY_HEADERS, "content-type": "application/json; charset=utf-8" },
+  });
+}
+
+function asset(body: string, type: string): Response {
+  return new Response(body, {
+    headers: { ...SECURITY_HEADERS, "content-type": type, "content-security-policy": PAGE_POLICY },
+  });
+}
+
+/** The error text a caller may see: edgelock's own messages carry no secret; others are hidden. */
+function errorResponse(error: unknown): Response {
+  if (isPermissionRefusal(error)) return json(403, { error: "the Redis token refused this write" });
+  if (error instanceof EdgelockError) {
+    return json(error.name === "LockInputError" ? 400 : 502, { error: error.message });
+  }
+  return json(500, { error: "the inspector failed" });
+}
+
+async function readAction(request: Request): Promise<Record<string, unknown>> {
+  const type = request.headers.get("content-type") ?? "";
+  // A custom header makes a cross-site form or fetch need a preflight, which nothing answers.
+  if (request.headers.get("x-edgelock-inspector") !== "1" || !type.startsWith("application/json")) {
+    throw new ForbiddenAction();
+  }
+  const body: unknown = await request.json();
+  if (typeof body !== "object" || body === null) throw new ForbiddenAction();
+  return body as Record<string, unknown>;
+}
+
+class ForbiddenAction extends Error {}
+
+/** Builds the fetch handler. */
+export function inspectorHandler(
+  options: InspectorHandlerOptions,
+): (request: Request) => Promise<Response> {
+  const { client, access } = options;
+  const runtime = runtimeOf(client);
+  const redis = checkExec(runtime.ctx.redis);
+  const names = (options.names ?? []).map((name) => checkLockName(name));
+
+  return async function handleInspectorRequest(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    const allowed = await access(request);
+    if (allowed !== "read" && allowed !== "write") return json(403, { error: "forbidden" });
+    try {
+      if (request.method === "GET" || request.method === "HEAD") {
+        if (path.endsWith("/app.js")) return asset(PAGE_JS, "text/javascript; charset=utf-8");
+        if (path.endsWith("/app.css")) return asset(PAGE_CSS, "text/css; charset=utf-8");
+        if (path.endsWith("/api/snapshot")) {
+          const asked = url.searchParams.getAll("name").map((name) => checkLockName(name));
+          const snapshot = await takeSnapshot(redis, {
+            ...options,
+            prefix: runtime.prefix,
+            cursor: url.searchParams.get("cursor") ?? "0",
+            names: [...names, ...asked],
+            canWrite: allowed === "write",
+            readOnlyReason: allowed === "write" ? null : "your access is read-only",
+          });
+          return json(200, snapshot);
+        }
+        if (path.endsWith("/")) return asset(PAGE_HTML, "text/html; charset=utf-8");
+        if (!path.includes("/api/")) {
+          return new Response(null, {
+            status: 308,
+            headers: { location: `${path}/${url.search}` },
+          });
+        }
+        return json(404, { error: "no such inspector route" });
+      }
+      if (request.method !== "POST") return json(405, { error: "method not allowed" });
+      if (allowed !== "write") return json(403, { error: "your access is read-only" });
+      const body = await readAction(request);
+      const name = checkLockName(body.name);
+      if (path.endsWith("/api/force-release")) {
+        const kind = body.kind === "read-write" ? "read-write" : "lock";
+        return json(200, await forceReleaseLock(client, name, kind));
+      }
+      if (path.endsWith("/api/remove-waiter")) {
+        if (typeof body.waiter !== "string") return json(400, { error: "waiter is missing" });
+        return json(200, await removeWaiter(client, redis, name, body.waiter));
+      }
+      return json(404, { error: "no such inspector route" });
+    } catch (error) {
+      if (error instanceof ForbiddenAction) {
+        return json(403, { error: "actions need JSON and the x-edgelock-inspector header" });
+      }
+      return errorResponse(error);
+    }
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * The inspector as Hono middleware: mount it under a path of your app, behind your own
+ * authentication. Hono is only a type here, so the entry brings no Hono code of its own.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import type { LockClient } from "../lock-client.js";
+import { inspectorHandler } from "./handler.js";
+import type { RefreshBudget } from "./snapshot.js";
+import type { InspectorAccess } from "./types.js";
+
+export interface InspectorOptions extends RefreshBudget {
+  /**
+   * The LockClient to inspect: its Redis (an `@upstash/redis` client) and key prefix, and its
+   * `forceRelease()` for the page's action. A read-write lock's force-release needs the root
+   * entry's client (`edgelock`). Required.
+   */
+  client: LockClient;
+  /**
+   * Decides each request's access after your own authentication ran: `"write"` (see, and
+   * force-release and remove waiters, each behind a confirmation), `"read"` (see only) or
+   * `"none"` (403). Required: the inspector shows every lock of the database.
+   * @example auth: (c) => (c.get("user")?.admin ? "write" : "read")
+   */
+  auth: (c: Context) => InspectorAccess | Promise<InspectorAccess>;
+  /**
+   * Locks always read, even where SCAN is refused (Upstash's read-only token).
+   * @default []
+   */
+  names?: readonly string[];
+}
+
+/**
+ * The inspector page and its JSON API (`…/api/snapshot`), for `app.all(path, …)`.
+ * @param options the client to inspect and the access rule; the refresh budget (`scanCount`,
+ *   `maxScanCalls`, `maxLocks`, `maxListed`).
+ * @example
+ * app.use("/_edgelock/*", basicAuth({ username: "ops", password: env.PASSWORD }));
+ * app.all("/_edgelock/*", inspector({ client, auth: () => "write" }));
+ */
+export function inspector(options: InspectorOptions): MiddlewareHandler {
+  const { auth, ...rest } = options;
+  const contexts = new WeakMap<Request, Context>();
+  const handle = inspectorHandler({
+    ...rest,
+    access: (request) => {
+      const c = contexts.get(request);
+      return c === undefined ? "none" : auth(c);
+    },
+  });
+  return async function inspectorMiddleware(c) {
+    contexts.set(c.req.raw, c);
+    try {
+      return await handle(c.req.raw);
+    } finally {
+      contexts.delete(c.req.raw);
+    }
+  };
+}

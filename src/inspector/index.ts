@@ -1,0 +1,21 @@
+/**
+ * `edgelock/inspector`: see every lock edgelock keeps in a database — holders, leases, fencing
+ * tokens, read holds, queues — on a page, as JSON, or in a terminal (`edgelock inspect`), and
+ * force-release a lock or remove a dead waiter. Its own entry, so no Worker that only locks
+ * ships it. See docs/inspector.md.
+ * @module
+ */
+export type { ActionResult } from "./actions.js";
+export { type InspectorHandlerOptions, inspectorHandler } from "./handler.js";
+export { type InspectorOptions, inspector } from "./hono.js";
+export { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
+export { DEFAULT_BUDGET, keyPattern, type RefreshBudget } from "./snapshot.js";
+export type {
+  InspectedHolder,
+  InspectedLock,
+  InspectedReadHold,
+  InspectedWaiter,
+  InspectorAccess,
+  InspectorSnapshot,
+  RefreshCost,
+} from "./types.js";

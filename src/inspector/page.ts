@@ -1,0 +1,290 @@
+/**
+ * The inspector page: plain HTML, CSS and standard DOM script, shipped as strings so it works
+ * offline from any runtime (no CDN, no build step, no framework). It holds no token: it calls
+ * the JSON API beside it (relative URLs), which holds the Redis client server-side.
+ */
+
+export const PAGE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>edgelock inspector</title>
+<link rel="stylesheet" href="app.css">
+<script src="app.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>edgelock inspector</h1>
+  <p id="status" role="status" aria-live="polite">Loading…</p>
+</header>
+<main>
+  <section aria-labelledby="controls-title" class="controls">
+    <h2 id="controls-title" class="visually-hidden">Controls</h2>
+    <label for="refresh-every">Refresh every</label>
+    <select id="refresh-every">
+      <option value="0">never (manual)</option>
+      <option value="2000">2 s</option>
+      <option value="5000" selected>5 s</option>
+      <option value="15000">15 s</option>
+      <option value="60000">60 s</option>
+    </select>
+    <button type="button" id="refresh-now">Refresh now</button>
+    <form id="watch-form">
+      <label for="watch-name">Watch a lock by name</label>
+      <input id="watch-name" name="name" autocomplete="off" spellcheck="false">
+      <button type="submit">Watch</button>
+    </form>
+  </section>
+  <p id="cost"></p>
+  <p id="scan"></p>
+  <p id="read-only" hidden></p>
+  <p id="error" role="alert" hidden></p>
+  <table id="locks">
+    <caption>Locks held or waited for</caption>
+    <thead>
+      <tr>
+        <th scope="col">Name</th>
+        <th scope="col">Kind</th>
+        <th scope="col">State</th>
+        <th scope="col">Holders (owner × holds)</th>
+        <th scope="col">Lease left</th>
+        <th scope="col">Fencing token</th>
+        <th scope="col">Read holds</th>
+        <th scope="col">Waiters</th>
+        <th scope="col">Hand-offs</th>
+        <th scope="col" class="write-only">Actions</th>
+      </tr>
+    </thead>
+    <tbody></tbody>
+  </table>
+  <div id="queues"></div>
+  <details id="idle">
+    <summary>Idle locks</summary>
+    <ul></ul>
+  </details>
+  <dialog id="confirm" aria-labelledby="confirm-title">
+    <form method="dialog">
+      <h2 id="confirm-title">Are you sure?</h2>
+      <p id="confirm-text"></p>
+      <button value="cancel" type="submit">Cancel</button>
+      <button value="confirm" type="submit" id="confirm-yes">Confirm</button>
+    </form>
+  </dialog>
+</main>
+</body>
+</html>
+`;
+
+export const PAGE_CSS = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; }
+body { margin: 1rem 2rem; }
+h1 { font-size: 1.4rem; margin: 0; }
+header { display: flex; gap: 1rem; align-items: baseline; flex-wrap: wrap; }
+.controls { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; }
+.controls form { display: flex; gap: .5rem; align-items: center; margin-left: 1rem; }
+table { border-collapse: collapse; margin: 1rem 0; width: 100%; }
+caption { text-align: left; font-weight: 600; padding: .25rem 0; }
+th, td { border: 1px solid #8884; padding: .3rem .5rem; text-align: left; vertical-align: top; }
+thead th { background: #8882; }
+td.num { font-variant-numeric: tabular-nums; }
+#error { color: #c00; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+body.read-only .write-only { display: none; }
+`;
+
+export const PAGE_JS = `"use strict";
+(() => {
+  const $ = (selector) => document.querySelector(selector);
+  const state = { snapshot: null, receivedAt: 0, cursor: "0", names: [], timer: 0, spent: 0 };
+  const params = new URLSearchParams(location.hash.slice(1));
+  state.names = params.getAll("name");
+
+  function el(tag, text, attributes) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    for (const [key, value] of Object.entries(attributes || {})) node.setAttribute(key, value);
+    return node;
+  }
+  function seconds(ms) {
+    return ms >= 10000 ? Math.round(ms / 1000) + " s" : (ms / 1000).toFixed(1) + " s";
+  }
+  function ago(serverMs) {
+    return seconds(Math.max(0, state.snapshot.takenAt - serverMs + (performance.now() - state.receivedAt))) + " ago";
+  }
+  function leaseText(leaseLeftMs) {
+    if (leaseLeftMs === null) return "—";
+    const left = leaseLeftMs - (performance.now() - state.receivedAt);
+    return left > 0 ? seconds(left) : "expired";
+  }
+
+  async function refresh() {
+    clearTimeout(state.timer);
+    const query = new URLSearchParams();
+    if (state.cursor !== "0") query.set("cursor", state.cursor);
+    for (const name of state.names) query.append("name", name);
+    try {
+      const response = await fetch("api/snapshot?" + query, { headers: { accept: "application/json" } });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error || response.statusText);
+      state.snapshot = body;
+      state.receivedAt = performance.now();
+      state.spent += body.cost.total;
+      $("#error").hidden = true;
+      render();
+    } catch (error) {
+      $("#error").textContent = "Refresh failed: " + error.message;
+      $("#error").hidden = false;
+    }
+    schedule();
+  }
+
+  function schedule() {
+    clearTimeout(state.timer);
+    const every = Number($("#refresh-every").value);
+    // Every refresh is billed: none while the page is not visible.
+    if (every > 0 && document.visibilityState === "visible") state.timer = setTimeout(refresh, every);
+  }
+
+  function render() {
+    const s = state.snapshot;
+    document.body.classList.toggle("read-only", !s.canWrite);
+    $("#read-only").hidden = s.canWrite;
+    $("#read-only").textContent = s.canWrite ? "" : "Read-only: " + (s.readOnlyReason || "no write access");
+    $("#status").textContent = s.locks.length + " lock(s) shown, updated " + new Date().toLocaleTimeString();
+    $("#cost").textContent = "Last refresh: " + s.cost.total + " command(s) (" + s.cost.scan + " SCAN, " +
+      s.cost.read + " lock read(s)); " + state.spent + " since this page opened.";
+    const scan = $("#scan");
+    scan.replaceChildren();
+    scan.append(s.scan.refused ? "Not scanned: " + s.scan.refused + ". " :
+      "Scanned " + s.scan.keysSeen + " key(s) under " + s.prefix + ":{…}" +
+      (s.scan.complete ? " (the whole key space)." : " (part of the key space). "));
+    if (!s.scan.complete) {
+      const more = el("button", "Scan further", { type: "button" });
+      more.addEventListener("click", () => { state.cursor = s.scan.cursor; refresh(); });
+      scan.append(more);
+    } else if (state.cursor !== "0") {
+      const restart = el("button", "Scan from the start", { type: "button" });
+      restart.addEventListener("click", () => { state.cursor = "0"; refresh(); });
+      scan.append(restart);
+    }
+    if (s.notShown > 0) scan.append(" " + s.notShown + " more active lock(s) not read (maxLocks).");
+
+    const tbody = $("#locks tbody");
+    tbody.replaceChildren();
+    const queues = $("#queues");
+    queues.replaceChildren();
+    for (const lock of s.locks) {
+      const row = el("tr", null, { "data-lock": lock.name });
+      row.append(el("th", lock.name, { scope: "row" }));
+      row.append(el("td", lock.kind === "lock" ? "lock (plain or fair)" : "read-write"));
+      row.append(el("td", lock.state));
+      row.append(el("td", lock.holders.map((h) => h.owner + " × " + h.holds).join(", ") +
+        (lock.heldSince ? " (held since " + ago(lock.heldSince) + ")" : "") || "—"));
+      row.append(el("td", leaseText(lock.leaseLeftMs), { class: "num lease", "data-lease": String(lock.leaseLeftMs) }));
+      row.append(el("td", lock.fencingToken === null ? "—" : lock.fencingToken, { class: "num" }));
+      row.append(el("td", lock.readHoldCount, { class: "num" }));
+      row.append(el("td", lock.waiterCount, { class: "num" }));
+      row.append(el("td", [
+        lock.averageHoldMs === null ? null : "avg hold " + Math.round(lock.averageHoldMs) + " ms",
+        lock.averageCycleMs === null ? null : "avg cycle " + Math.round(lock.averageCycleMs) + " ms",
+      ].filter(Boolean).join(", ") || "—"));
+      const actions = el("td", null, { class: "write-only" });
+      if (s.canWrite && (lock.holders.length > 0 || lock.readHoldCount > 0)) {
+        const button = el("button", "Force-release", { type: "button", "aria-label": "Force-release " + lock.name });
+        button.addEventListener("click", () => act("force-release", { name: lock.name, kind: lock.kind },
+          "Force-release " + lock.name + "? Its holder loses it at once; a waiter may take it."));
+        actions.append(button);
+      }
+      row.append(actions);
+      tbody.append(row);
+      if (lock.waiters.length > 0) queues.append(queueTable(lock, s.canWrite));
+    }
+    if (s.locks.length === 0) {
+      const row = el("tr");
+      row.append(el("td", "No lock is held or waited for.", { colspan: "10" }));
+      tbody.append(row);
+    }
+    const idle = $("#idle ul");
+    idle.replaceChildren(...s.idle.map((name) => el("li", name)));
+    $("#idle summary").textContent = "Idle locks (" + s.idleCount + "): only a fence or records left";
+  }
+
+  function queueTable(lock, canWrite) {
+    const table = el("table", null, { "data-queue": lock.name });
+    table.append(el("caption", "Queue of " + lock.name + " (" + lock.waiterCount + " waiting)"));
+    const head = el("tr");
+    for (const title of ["Position", "Owner", "Waiting since", "Mode", "Dropped in"]) head.append(el("th", title, { scope: "col" }));
+    if (canWrite) head.append(el("th", "Actions", { scope: "col" }));
+    table.append(el("thead")).append(head);
+    const body = table.appendChild(el("tbody"));
+    for (const waiter of lock.waiters) {
+      const row = el("tr");
+      row.append(el("th", waiter.position, { scope: "row" }));
+      row.append(el("td", waiter.owner));
+      row.append(el("td", ago(waiter.waitingSince)));
+      row.append(el("td", waiter.mode));
+      row.append(el("td", waiter.deadlineInMs === null ? "—" : seconds(waiter.deadlineInMs) + " unless it polls"));
+      if (canWrite) {
+        const cell = el("td");
+        const button = el("button", "Remove waiter", { type: "button", "aria-label": "Remove waiter " + waiter.position + " of " + lock.name });
+        button.addEventListener("click", () => act("remove-waiter", { name: lock.name, waiter: waiter.waiter },
+          "Remove waiter " + waiter.position + " from " + lock.name + "'s queue? Do so only for a waiter that is dead."));
+        cell.append(button);
+        row.append(cell);
+      }
+      body.append(row);
+    }
+    return table;
+  }
+
+  function act(action, body, question) {
+    const dialog = $("#confirm");
+    $("#confirm-text").textContent = question;
+    dialog.returnValue = "";
+    dialog.addEventListener("close", async () => {
+      if (dialog.returnValue !== "confirm") return;
+      try {
+        const response = await fetch("api/" + action, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-edgelock-inspector": "1" },
+          body: JSON.stringify(body),
+        });
+        const result = await response.json();
+        $("#status").textContent = result.message || result.error;
+      } catch (error) {
+        $("#status").textContent = action + " failed: " + error.message;
+      }
+      refresh();
+    }, { once: true });
+    dialog.showModal();
+  }
+
+  function tick() {
+    if (state.snapshot === null) return;
+    for (const cell of document.querySelectorAll("td.lease")) {
+      const lease = cell.getAttribute("data-lease");
+      cell.textContent = leaseText(lease === "null" ? null : Number(lease));
+    }
+  }
+
+  $("#refresh-now").addEventListener("click", refresh);
+  $("#refresh-every").addEventListener("change", schedule);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") refresh();
+    else clearTimeout(state.timer);
+  });
+  $("#watch-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const name = $("#watch-name").value.trim();
+    if (name !== "" && !state.names.includes(name)) state.names.push(name);
+    $("#watch-name").value = "";
+    const hash = new URLSearchParams();
+    for (const watched of state.names) hash.append("name", watched);
+    history.replaceState(null, "", "#" + hash);
+    refresh();
+  });
+  setInterval(tick, 250);
+  refresh();
+})();
+`;

@@ -1,0 +1,110 @@
+/**
+ * The inspector's few commands: SCAN and one read-only script per lock, sent through the Redis
+ * client's `exec` (the RedisLike port has no SCAN). Failures are re-thrown without the command
+ * they carry (`@upstash/redis` errors echo it: the script's text and the keys).
+ */
+import { LockBackendError, LockInputError } from "../errors.js";
+import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
+import { usesKeyLocking } from "../transport/key-locking.js";
+import type { RedisLike } from "../transport/redis-like.js";
+import { sha1Hex } from "../transport/sha1.js";
+
+export type ExecRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
+
+export function checkExec(redis: RedisLike): ExecRedis {
+  if (typeof redis.exec !== "function") {
+    throw new LockInputError(
+      "The inspector needs a Redis client that can send any command (SCAN, EVAL_RO): an " +
+        "@upstash/redis client (redis.exec), or a RedisLike with exec(command).",
+    );
+  }
+  return redis as ExecRedis;
+}
+
+/** Counts the commands one refresh sends, since Upstash bills each. */
+export class CommandCounter {
+  scan = 0;
+  read = 0;
+}
+
+/** A Redis refusal a read-only token earns (Upstash's ACL answer, as the local server's). */
+export function isPermissionRefusal(error: unknown): boolean {
+  return /^NOPERM\b/i.test(redisMessageOf(error).trim());
+}
+
+function backendError(what: string, error: unknown, secrets: readonly string[]): LockBackendError {
+  const safe = sanitizedFailure(error, secrets);
+  return new LockBackendError(`The inspector's ${what} failed: ${safe.message}`, { cause: safe });
+}
+
+/** One SCAN call; resolves to the next cursor and the keys of this page. */
+export async function scanPage(
+  redis: ExecRedis,
+  cursor: string,
+  pattern: string,
+  count: number,
+  counter: CommandCounter,
+): Promise<{ cursor: string; keys: string[] }> {
+  counter.scan += 1;
+  let reply: unknown;
+  try {
+    reply = await redis.exec(["SCAN", cursor, "MATCH", pattern, "COUNT", String(count)]);
+  } catch (error) {
+    if (isPermissionRefusal(error)) throw error;
+    throw backendError("SCAN", error, []);
+  }
+  if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) {
+    throw new LockBackendError("The inspector's SCAN got a reply that is not [cursor, keys].");
+  }
+  return { cursor: String(reply[0]), keys: (reply[1] as unknown[]).map(String) };
+}
+
+/**
+ * A read-only Lua script run with EVALSHA_RO, falling back to EVAL_RO when Redis lost it. A
+ * read-only token may run these (a plain EVAL is a write command to Upstash's ACL). Where
+ * scripts carry Upstash's per-key locking flag, this one does too, beside `no-writes`, which
+ * Redis requires of a script with a shebang that EVAL_RO runs.
+ */
+export class ReadScript {
+  readonly #plain: string;
+  readonly #flagged: string;
+  readonly #sha = new Map<string, Promise<string>>();
+  readonly #cachedOn = new WeakSet<ExecRedis>();
+
+  constructor(lua: string) {
+    this.#plain = lua;
+    this.#flagged = `#!lua flags=no-writes,allow-key-locking\n${lua}`;
+  }
+
+  async run(
+    redis: ExecRedis,
+    keys: readonly string[],
+    args: readonly string[],
+    counter: CommandCounter,
+  ): Promise<unknown> {
+    const source = usesKeyLocking(redis) ? this.#flagged : this.#plain;
+    let sha = this.#sha.get(source);
+    if (sha === undefined) {
+      sha = sha1Hex(source);
+      this.#sha.set(source, sha);
+    }
+    const tail = [String(keys.length), ...keys, ...args];
+    // The first run on a client sends the text (which caches it), later runs only the SHA-1.
+    if (this.#cachedOn.has(redis)) {
+      counter.read += 1;
+      try {
+        return await redis.exec(["EVALSHA_RO", await sha, ...tail]);
+      } catch (error) {
+        if (classifyFailure(error) !== "noscript") throw backendError("read", error, [source]);
+      }
+    }
+    counter.read += 1;
+    try {
+      const reply = await redis.exec(["EVAL_RO", source, ...tail]);
+      this.#cachedOn.add(redis);
+      return reply;
+    } catch (error) {
+      throw backendError("read", error, [source]);
+    }
+  }
+}

@@ -8,6 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Backend } from "./backend.js";
+import { isLoopbackInterface } from "./inspect/node-fetch.js";
 import {
   type BlockingMode,
   DEFAULT_BLOCKING_MODE,
@@ -97,6 +98,14 @@ export interface DevServerOptions {
   stats?: ServerStats;
   /** Blocking requests (BLPOP…) allowed to wait at once; more get an error. Default 1000. */
   maxBlockedRequests?: number;
+  /**
+   * Serve the inspector page at `<url>/_edgelock/` (locks under `inspectorPrefix`), with the
+   * server's own token kept server-side. It answers without a token, to loopback host names
+   * only. Default: on when `host` is a loopback interface, else off.
+   */
+  inspector?: boolean;
+  /** Key prefix the inspector page shows. Default "edgelock", LockClient's default. */
+  inspectorPrefix?: string;
 }
 
 export interface DevServer {
@@ -119,6 +128,8 @@ export interface DevServer {
    * JSON at `GET <url>/_edgelock/stats`).
    */
   readonly stats: ServerStats;
+  /** The inspector page's URL (`<url>/_edgelock/`), or undefined when it is off. */
+  readonly inspectorUrl: string | undefined;
   /** The backend behind the server, for tests that need to inspect state directly. */
   readonly backend: Backend;
   /** Stops the HTTP server, then the backend (and any redis-server it spawned). Idempotent. */
@@ -183,6 +194,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const faults = new FaultController(options.faults);
   const stats = options.stats ?? new ServerStats();
 
+  const host = options.host ?? "127.0.0.1";
+  const inspector: { handler?: (request: Request) => Promise<Response> } = {};
+  const inspectorOn = options.inspector ?? isLoopbackInterface(host);
   const { kind, backend } = await chooseBackend(options.backend ?? "auto");
   log(`backend: ${backend.description}`);
   let rest: Awaited<ReturnType<typeof startRestServer>>;
@@ -195,9 +209,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       blocking,
       faults,
       stats,
-      host: options.host ?? "127.0.0.1",
+      host,
       port: options.port ?? 0,
       log,
+      inspector,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       ...(options.maxBlockedRequests === undefined
         ? {}
@@ -208,6 +223,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     throw error;
   }
   log(`listening on ${rest.url} (profile ${profile})`);
+  if (inspectorOn) {
+    // Loaded on start, not per request; the library is only needed when the page is on.
+    const { inspectorFor } = await import("./inspect/client.js");
+    inspector.handler = inspectorFor({
+      url: rest.url,
+      token,
+      ...(options.inspectorPrefix === undefined ? {} : { prefix: options.inspectorPrefix }),
+    });
+  }
 
   let closing: Promise<void> | undefined;
   return {
@@ -221,6 +245,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     faults,
     stats,
     backend,
+    inspectorUrl: inspectorOn ? `${rest.url}/_edgelock/` : undefined,
     close() {
       closing ??= (async () => {
         await rest.close();

@@ -39,7 +39,7 @@ function pathCommand(segments: readonly string[], query: URLSearchParams, body: 
 }
 
 export function planRequest(
-  route: Exclude<Route, { kind: "unknown" | "monitor" | "stats" }>,
+  route: Exclude<Route, { kind: "unknown" | "monitor" | "stats" | "inspector" }>,
   body: Buffer,
 ): RequestPlan {
   switch (route.kind) {

@@ -16,8 +16,13 @@ export type RouteKind =
 /** The local server's own counters (not an Upstash route): `GET /_edgelock/stats`. */
 export const STATS_PATH = "/_edgelock/stats";
 
+/** The inspector's page and JSON API (`/_edgelock/`, `/_edgelock/api/…`): not an Upstash route. */
+export const INSPECTOR_PATH = "/_edgelock/";
+
 export type Route =
   | { readonly kind: "command" | "pipeline" | "multi-exec" }
+  /** The inspector (dev/inspect/): served without the REST token, to loopback host names only. */
+  | { readonly kind: "inspector" }
   /** `/monitor`: every command as server-sent events, like Redis MONITOR. */
   | { readonly kind: "monitor" }
   | { readonly kind: "stats" }
@@ -37,6 +42,8 @@ export function resolveRoute(method: string, url: URL): Route {
   }
   const path = url.pathname.replace(/\/+$/, "");
   if (path === STATS_PATH) return { kind: "stats" };
+  if (path === "/_edgelock" || url.pathname.startsWith(INSPECTOR_PATH))
+    return { kind: "inspector" };
   if (path.toLowerCase() === "/monitor") return { kind: "monitor" };
   if (path === "" || path === "/pipeline" || path === "/multi-exec") {
     if (!BODY_METHODS.has(method)) {

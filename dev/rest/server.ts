@@ -6,6 +6,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Backend } from "../backend.js";
+import { serveFetch } from "../inspect/node-fetch.js";
 import { ProfileBackend } from "../profile/backend.js";
 import { readOnlyRefusal } from "../profile/read-only.js";
 import {
@@ -56,6 +57,12 @@ export interface RestServerOptions {
   readonly maxBlockedRequests?: number;
   /** Receives one line per notable event (backend failures). Default: silent. */
   readonly log?: (line: string) => void;
+  /**
+   * Serves the inspector page at `/_edgelock/` (dev/inspect/), without the REST token and to
+   * loopback host names only; its commands come back through the REST API with the token, so
+   * the stats count them. `handler` is set once the server listens. Default: no inspector (404).
+   */
+  readonly inspector?: { handler?: (request: Request) => Promise<Response> };
 }
 
 export interface RestServer {
@@ -126,6 +133,15 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     const url = new URL(request.url ?? "/", "http://localhost");
     const route = resolveRoute(method, url);
     const bodyResult = await readBody(request, maxBodyBytes);
+    if (route.kind === "inspector") {
+      const handler = options.inspector?.handler;
+      if (handler === undefined || bodyResult.kind !== "ok") {
+        send(request, response, 404, encodeError("the inspector is off on this server"));
+      } else {
+        await serveFetch(handler, request, response, bodyResult.body);
+      }
+      return;
+    }
     stats.recordRequest(
       route.kind,
       bodyResult.kind === "ok" ? bodyResult.body.byteLength : bodyResult.received,

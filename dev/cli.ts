@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { previousDevToken, writeDevVars } from "./dev-vars.js";
 import { type BackendChoice, type DevServer, startDevServer } from "./index.js";
+import { INSPECT_HELP, InspectUsageError, runInspect } from "./inspect/command.js";
 import {
   type BlockingMode,
   isBlockingMode,
@@ -21,8 +22,11 @@ import type { FaultOptions } from "./rest/faults.js";
 export const HELP = `edgelock — distributed locks over Upstash Redis REST
 
 Usage:
-  edgelock dev [options]   run a local Upstash-compatible REST server
+  edgelock dev [options]   run a local Upstash-compatible REST server (inspector page at
+                           <url>/_edgelock/)
   edgelock dev --help      show the options of "dev"
+  edgelock inspect         see the locks in a database: a local page, --json or --table
+  edgelock inspect --help  show the options of "inspect"
   edgelock --version       print the version
   edgelock --help          show this help
 `;
@@ -56,6 +60,7 @@ Options:
   --seed N            seed for the fault generator (default: random, printed)
   -h, --help          show this help
 
+The inspector page is served at <url>/_edgelock/ when the server listens on loopback.
 On exit (Ctrl-C) it prints what it served: requests, commands and bytes, and the scripts that
 would run under Upstash's global lock. GET /_edgelock/stats serves the same counters as JSON.
 `;
@@ -215,6 +220,8 @@ export interface CliIo {
   readonly stopSignal?: Promise<unknown>;
   /** Called once the server is listening (tests use it). */
   readonly onReady?: (server: DevServer) => void;
+  /** Called with the page's URL once `edgelock inspect` serves it (tests use it). */
+  readonly onInspectorReady?: (pageUrl: string) => void;
 }
 
 function waitForSignal(): Promise<NodeJS.Signals> {
@@ -312,6 +319,7 @@ async function runDev(args: readonly string[], io: CliIo): Promise<number> {
     io.out(`UPSTASH_REDIS_REST_URL=${server.url}`);
     io.out(`UPSTASH_REDIS_REST_TOKEN=${server.token}`);
     io.out(`(read-only token: ${server.readOnlyToken})`);
+    if (server.inspectorUrl !== undefined) io.out(`inspector: ${server.inspectorUrl}`);
     if (command.devVars !== undefined) {
       await writeDevVars(command.devVars, {
         UPSTASH_REDIS_REST_URL: server.url,
@@ -355,15 +363,30 @@ export async function main(
       }
       return await runDev(rest, io);
     }
+    if (command === "inspect") {
+      if (rest.includes("--help") || rest.includes("-h")) {
+        io.out(INSPECT_HELP);
+        return 0;
+      }
+      return await runInspect(rest, {
+        out: io.out,
+        err: io.err,
+        ...(io.env === undefined ? {} : { env: io.env }),
+        ...(io.stopSignal === undefined ? {} : { stopSignal: io.stopSignal }),
+        ...(io.onInspectorReady === undefined ? {} : { onReady: io.onInspectorReady }),
+      });
+    }
     throw new UsageError(`unknown command "${command}"`);
   } catch (error) {
     const isUsage =
       error instanceof UsageError ||
+      error instanceof InspectUsageError ||
       (error instanceof Error &&
         "code" in error &&
         String(error.code).startsWith("ERR_PARSE_ARGS"));
     io.err(`edgelock: ${error instanceof Error ? error.message : String(error)}`);
-    if (isUsage) io.err(`run "edgelock ${command === "dev" ? "dev " : ""}--help" for usage`);
+    const sub = command === "dev" || command === "inspect" ? `${command} ` : "";
+    if (isUsage) io.err(`run "edgelock ${sub}--help" for usage`);
     return isUsage ? 2 : 1;
   }
 }

@@ -1,0 +1,226 @@
+/**
+ * The inspector against the local REST server (a real Redis where redis-server is installed,
+ * and the embedded engine): what a snapshot shows, what it costs, what it never shows (owner
+ * and REST tokens), its actions, and the read-only token's view.
+ */
+import http from "node:http";
+import { Redis } from "@upstash/redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../../../dev/cli.js";
+import { type DevServer, findRedisServerBinary, startDevServer } from "../../../dev/index.js";
+import { LockClient } from "../../../src/index.js";
+import { inspectorHandler } from "../../../src/inspector/index.js";
+import type { InspectorSnapshot } from "../../../src/inspector/types.js";
+
+const kinds = findRedisServerBinary() === undefined ? ["embedded"] : ["redis-server", "embedded"];
+
+let counter = 0;
+const fresh = () => `i${Date.now().toString(36)}${(counter += 1)}`;
+
+describe.each(kinds)("inspector (%s)", (kind) => {
+  let server: DevServer;
+  beforeAll(async () => {
+    server = await startDevServer({ backend: kind as "embedded" });
+  });
+  afterAll(() => server.close());
+
+  function clientOf(token = server.token, prefix = fresh()) {
+    return new LockClient({ redis: new Redis({ url: server.url, token }), prefix });
+  }
+  function handlerOf(client: LockClient, access: "read" | "write" = "write", names?: string[]) {
+    return inspectorHandler({ client, access: () => access, ...(names ? { names } : {}) });
+  }
+  async function snapshot(handle: (r: Request) => Promise<Response>, query = "") {
+    const response = await handle(new Request(`http://127.0.0.1/x/_edgelock/api/snapshot${query}`));
+    const text = await response.text();
+    return { status: response.status, text, body: JSON.parse(text) as InspectorSnapshot };
+  }
+  function post(
+    handle: (r: Request) => Promise<Response>,
+    action: string,
+    body: unknown,
+    headers = true,
+  ) {
+    return handle(
+      new Request(`http://127.0.0.1/x/_edgelock/api/${action}`, {
+        method: "POST",
+        headers: headers
+          ? { "content-type": "application/json", "x-edgelock-inspector": "1" }
+          : { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+    );
+  }
+
+  it("shows holders, lease, fencing token, read holds and the queue; never an owner token; its cost is what the server counted", async () => {
+    const client = clientOf();
+    const held = await client.lock("orders:42").acquire({ leaseMs: 20_000 });
+    const waiting = client
+      .lock("orders:42")
+      .acquire({ waitMs: 4_000 })
+      .catch((error: Error) => error);
+    const read = await client.readWriteLock("doc").readLock().acquire({ leaseMs: 15_000 });
+    const idleHold = await client.lock("idle").acquire({ leaseMs: 5_000 });
+    await idleHold.release();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const handle = handlerOf(client);
+    const before = server.stats.snapshot().commands;
+    const { body, text } = await snapshot(handle);
+    const spent = server.stats.snapshot().commands - before;
+    expect(body.cost.total).toBe(spent);
+    expect(body.cost.scan).toBeGreaterThanOrEqual(1);
+    expect(body.cost.read).toBe(2); // one read-only script per active lock, first run EVAL_RO
+
+    const lock = body.locks.find((l) => l.name === "orders:42");
+    expect(lock).toMatchObject({ kind: "lock", state: "held", fencingToken: held.fencingToken });
+    expect(lock?.holders).toEqual([{ owner: expect.stringMatching(/^[0-9a-f]{12}$/), holds: 1 }]);
+    expect(lock?.leaseLeftMs).toBeGreaterThan(10_000);
+    expect(lock?.leaseLeftMs).toBeLessThanOrEqual(20_000);
+    expect(lock?.waiterCount).toBe(1);
+    expect(lock?.waiters[0]).toMatchObject({ position: 1, mode: "polling" });
+    const rw = body.locks.find((l) => l.name === "doc");
+    expect(rw).toMatchObject({ kind: "read-write", state: "held", readHoldCount: 1 });
+    expect(body.idle).toContain("idle");
+    expect(body.scan.complete).toBe(true);
+    // Owner tokens (and the REST token) never leave the server.
+    expect(text).not.toContain(held.owner);
+    expect(text).not.toContain(read.owner);
+    expect(text).not.toContain(server.token);
+
+    // The second refresh runs the cached script by its SHA-1: the same count.
+    const again = await snapshot(handle);
+    expect(again.body.cost.read).toBe(2);
+    await held.release();
+    await read.release();
+    await waiting;
+  });
+
+  it("force-releases a lock and removes a dead waiter, only with the action header and write access", async () => {
+    const client = clientOf();
+    const held = await client.lock("stuck").acquire({ leaseMs: 30_000 });
+    const waiter = client
+      .lock("stuck")
+      .acquire({ waitMs: 3_000 })
+      .catch((error: Error) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const handle = handlerOf(client);
+    const queued = (await snapshot(handle)).body.locks.find((l) => l.name === "stuck");
+    const member = queued?.waiters[0]?.waiter;
+    expect(member).toMatch(/^[0-9a-f]{12}$/);
+
+    expect(
+      (await post(handle, "remove-waiter", { name: "stuck", waiter: member }, false)).status,
+    ).toBe(403);
+    expect((await post(handlerOf(client, "read"), "force-release", { name: "stuck" })).status).toBe(
+      403,
+    );
+
+    const removed = await post(handle, "remove-waiter", { name: "stuck", waiter: member });
+    expect(await removed.json()).toMatchObject({ done: true });
+    const afterRemove = (await snapshot(handle)).body.locks.find((l) => l.name === "stuck");
+    // The waiter may have polled its way back in; what was removed was its place at that moment.
+    expect(afterRemove?.state).toBe("held");
+
+    const released = await post(handle, "force-release", { name: "stuck", kind: "lock" });
+    expect(await released.json()).toMatchObject({ done: true });
+    expect(await client.lock("stuck").isLocked()).toBe(false);
+    await waiter;
+    await held.release().catch(() => undefined);
+  });
+
+  it("with the read-only token: SCAN is refused, named locks are read, no action is offered", async () => {
+    const prefix = fresh();
+    const writer = clientOf(server.token, prefix);
+    const held = await writer.lock("seen").acquire({ leaseMs: 10_000 });
+    const readOnly = clientOf(server.readOnlyToken, prefix);
+    const { body, status } = await snapshot(handlerOf(readOnly, "write", ["seen"]));
+    expect(status).toBe(200);
+    expect(body.canWrite).toBe(false);
+    expect(body.scan.refused).toMatch(/read-only/);
+    expect(body.locks.map((l) => l.name)).toEqual(["seen"]);
+    expect(body.locks[0]?.state).toBe("held");
+    await held.release();
+  });
+
+  it("serves the page without any token at /_edgelock/ of the dev server", async () => {
+    const page = await fetch(`${server.url}/_edgelock/`);
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(html).toContain('<th scope="col">Lease left</th>');
+    expect(html).not.toContain(server.token);
+    const script = await (await fetch(`${server.url}/_edgelock/app.js`)).text();
+    expect(script).not.toContain(server.token);
+    expect(script).toContain("visibilityState");
+    // Another host name (DNS rebinding) is not answered.
+    // fetch() may not set Host: node:http may.
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const request = http.request(`${server.url}/_edgelock/api/snapshot`, {
+        headers: { host: "evil.example" },
+      });
+      request.on("response", (response) => {
+        response.resume();
+        resolve(response.statusCode);
+      });
+      request.on("error", reject);
+      request.end();
+    });
+    expect(status).toBe(421);
+  });
+
+  it("`edgelock inspect --json` and `--table` print a held lock", async () => {
+    const prefix = fresh();
+    const held = await clientOf(server.token, prefix).lock("cli").acquire({ leaseMs: 10_000 });
+    const lines: string[] = [];
+    const io = {
+      out: (line: string) => lines.push(line),
+      err: (line: string) => lines.push(line),
+      env: {},
+    };
+    const common = ["--url", server.url, "--token", server.token, "--prefix", prefix];
+    expect(await main(["inspect", ...common, "--json"], io)).toBe(0);
+    const json = JSON.parse(lines.join("\n")) as InspectorSnapshot;
+    expect(json.locks[0]).toMatchObject({
+      name: "cli",
+      state: "held",
+      fencingToken: held.fencingToken,
+    });
+    lines.length = 0;
+    expect(await main(["inspect", ...common, "--table"], io)).toBe(0);
+    expect(lines.join("\n")).toMatch(/^cli\s+lock\s+held\s+[0-9a-f]{12}×1/m);
+    expect(lines.join("\n")).not.toContain(held.owner);
+    await held.release();
+  });
+});
+
+describe.runIf(kinds.includes("redis-server"))("SCAN budget (redis-server)", () => {
+  let server: DevServer;
+  beforeAll(async () => {
+    server = await startDevServer({ backend: "redis-server" });
+  });
+  afterAll(() => server.close());
+
+  it("stops after maxScanCalls and hands back the cursor to go on from", async () => {
+    const prefix = fresh();
+    const redis = new Redis({ url: server.url, token: server.token });
+    await redis.mset(
+      Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`${prefix}:{n${i}}:fence`, "1"])),
+    );
+    const client = new LockClient({ redis, prefix });
+    const handle = inspectorHandler({
+      client,
+      access: () => "read",
+      scanCount: 10,
+      maxScanCalls: 2,
+    });
+    const first = (await (
+      await handle(new Request("http://127.0.0.1/_edgelock/api/snapshot"))
+    ).json()) as InspectorSnapshot;
+    expect(first.cost.scan).toBe(2);
+    expect(first.scan.complete).toBe(false);
+    expect(first.scan.cursor).not.toBe("0");
+    expect(first.idleCount).toBeGreaterThan(0);
+    expect(first.idleCount).toBeLessThan(500);
+  });
+});

@@ -15,7 +15,10 @@ import type { InspectorSnapshot } from "../../../src/inspector/types.js";
 const kinds = findRedisServerBinary() === undefined ? ["embedded"] : ["redis-server", "embedded"];
 
 let counter = 0;
-const fresh = () => `i${Date.now().toString(36)}${(counter += 1)}`;
+function fresh(): string {
+  counter += 1;
+  return `i${Date.now().toString(36)}${counter}`;
+}
 
 describe.each(kinds)("inspector (%s)", (kind) => {
   let server: DevServer;

@@ -216,7 +216,9 @@ export const PAGE_JS = `"use strict";
     const head = el("tr");
     for (const title of ["Position", "Owner", "Waiting since", "Mode", "Dropped in"]) head.append(el("th", title, { scope: "col" }));
     if (canWrite) head.append(el("th", "Actions", { scope: "col" }));
-    table.append(el("thead")).append(head);
+    const thead = el("thead");
+    thead.append(head);
+    table.append(thead);
     const body = table.appendChild(el("tbody"));
     for (const waiter of lock.waiters) {
       const row = el("tr");

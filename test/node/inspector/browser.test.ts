@@ -1,3 +1,4 @@
+// biome-ignore-all lint/performance/useDomNodeTextContent: Playwright's innerText() is the rendered text a person sees, which is what this test asserts
 /**
  * The inspector page in a real browser (Debian's Chromium, driven by playwright-core): what a
  * person sees against the local dev server with held locks, a queued waiter and a read hold —

@@ -57,6 +57,11 @@ const CASES: readonly Case[] = [
     worker: `export { inspector, inspectorHandler } from "edgelock/inspector";`,
     limitBytes: 15_400,
   },
+  {
+    name: "`edgelock/metrics` (`recordMetrics` + both sinks)",
+    worker: `export { recordMetrics, analyticsEngineSink, openTelemetrySink } from "edgelock/metrics";`,
+    limitBytes: 1_400,
+  },
 ];
 
 const ENTRY_SOURCES: Record<string, string> = {
@@ -65,6 +70,7 @@ const ENTRY_SOURCES: Record<string, string> = {
   "edgelock/hono": "src/hono/index.ts",
   "edgelock/durable-object": "src/durable-object/index.ts",
   "edgelock/inspector": "src/inspector/index.ts",
+  "edgelock/metrics": "src/metrics/index.ts",
 };
 
 export interface SizeFigure {

@@ -7,7 +7,39 @@ export type LockEvent =
    */
   | { type: "lockLost"; name: string; owner: string; reason: string; cause?: unknown }
   /** One renewal request failed; the watchdog retries until the lease would have passed. */
-  | { type: "renewalFailed"; name: string; owner: string; error: unknown };
+  | { type: "renewalFailed"; name: string; owner: string; error: unknown }
+  /**
+   * An acquisition took the lock (plain, fair, read or write lock). `waitedMs`: from the call
+   * to the hold, waiting included; `requests`: the attempts it sent (push-mode parks and the
+   * Redis client's own re-sends not counted); `handOff`: a release handed it the lock (push).
+   */
+  | {
+      type: "acquired";
+      name: string;
+      fencingToken: number;
+      waitedMs: number;
+      requests: number;
+      handOff: boolean;
+    }
+  /**
+   * An acquisition ended without the lock: `reason` is `busy` (tryAcquire, or the wait ran
+   * out) or the error's name (LockAbortedError, LockBudgetExceededError, LockBackendError…).
+   */
+  | { type: "notAcquired"; name: string; waitedMs: number; requests: number; reason: string }
+  /** The watchdog re-armed a hold's lease; `durationMs`: that request's round trip. */
+  | { type: "renewed"; name: string; fencingToken: number; durationMs: number }
+  /**
+   * A release request answered: `heldMs` from acquisition to this answer, `durationMs` the
+   * request's round trip, `released` false when the hold was already gone.
+   */
+  | {
+      type: "released";
+      name: string;
+      fencingToken: number;
+      heldMs: number;
+      durationMs: number;
+      released: boolean;
+    };
 
 export type LockEventType = LockEvent["type"];
 export type LockEventListener<T extends LockEventType> = (
@@ -35,3 +67,13 @@ export class LockEvents {
     }
   }
 }
+
+/** Every event type, for a listener that records them all (edgelock/metrics). */
+export const LOCK_EVENT_TYPES: readonly LockEventType[] = [
+  "acquired",
+  "notAcquired",
+  "renewed",
+  "renewalFailed",
+  "released",
+  "lockLost",
+];

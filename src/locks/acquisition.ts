@@ -167,6 +167,8 @@ export async function acquireHold(
 
   let operationId = newOperationId();
   let sentAt = 0;
+  const startedAt = Date.now();
+  let requests = 0;
   let handOff: HandOff | undefined;
   const wait: AttemptWait = { signal, deadline: Date.now() + waitMs };
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
@@ -179,6 +181,7 @@ export async function acquireHold(
       attempt: async () => {
         // A replay re-arms the lease on arrival, so the lease counts from this attempt's send.
         const attemptSentAt = Date.now();
+        requests += 1;
         const outcome = await spec.attempt(owner, effectiveLease, operationId, wait);
         if (outcome.kind === "acquired") {
           sentAt = attemptSentAt;
@@ -198,11 +201,13 @@ export async function acquireHold(
     // documented bound, not one more call later.
     const answerBy = error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY;
     await giveUp(spec, owner, operationId, answerBy);
+    emitNotAcquired(spec, startedAt, requests, error instanceof Error ? error.name : "Error");
     throw error;
   }
   if (!result.acquired) {
     const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
     await giveUp(spec, owner, operationId, wait.deadline + backendTimeoutMs);
+    emitNotAcquired(spec, startedAt, requests, "busy");
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
 
@@ -217,8 +222,16 @@ export async function acquireHold(
     renewing,
     acquiredAt,
     ...(claim ? { claimLeaseMs: claim.leaseMs } : {}),
-    control: spec.control(owner, result.value),
+    control: observedRelease(spec, result.value, acquiredAt, spec.control(owner, result.value)),
     reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),
+  });
+  runtime.events.emit({
+    type: "acquired",
+    name: spec.name,
+    fencingToken: result.value,
+    waitedMs: Date.now() - startedAt,
+    requests,
+    handOff: handOff !== undefined,
   });
   if (claim === undefined) {
     if (renewing) watch(spec, handle, owner, acquiredAt);
@@ -387,6 +400,10 @@ function watch(
         const sentAt = Date.now();
         const held = await spec.renew(owner, leaseMs, { fencingToken });
         if (held && handle.claimPending) handle.claimed(sentAt, leaseMs);
+        if (held) {
+          const durationMs = Date.now() - sentAt;
+          runtime.events.emit({ type: "renewed", name, fencingToken, durationMs });
+        }
         return held;
       },
       failed: (error) => runtime.events.emit({ type: "renewalFailed", name, owner, error }),
@@ -395,6 +412,41 @@ function watch(
     confirmedAt,
   );
   handle.attachWatchdog(leave);
+}
+
+function emitNotAcquired(
+  spec: AcquisitionSpec,
+  startedAt: number,
+  requests: number,
+  reason: string,
+): void {
+  const waitedMs = Date.now() - startedAt;
+  spec.runtime.events.emit({ type: "notAcquired", name: spec.name, waitedMs, requests, reason });
+}
+
+/** The hold's control, with a `released` event for each release request that answers. */
+function observedRelease(
+  spec: AcquisitionSpec,
+  fencingToken: number,
+  acquiredAt: number,
+  control: HoldControl,
+): HoldControl {
+  return {
+    extend: (leaseMs) => control.extend(leaseMs),
+    release: async (operationId) => {
+      const sentAt = Date.now();
+      const result = await control.release(operationId);
+      spec.runtime.events.emit({
+        type: "released",
+        name: spec.name,
+        fencingToken,
+        heldMs: Date.now() - acquiredAt,
+        durationMs: Date.now() - sentAt,
+        released: result.released,
+      });
+      return result;
+    },
+  };
 }
 
 function emitLost(spec: AcquisitionSpec, owner: string, reason: string, cause: unknown): void {

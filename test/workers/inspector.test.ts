@@ -1,0 +1,74 @@
+/**
+ * The inspector's Hono handler mounted in an app inside workerd, through
+ * @upstash/redis/cloudflare, against the local server: behind the app's own auth, the page, the
+ * snapshot of a held lock, a force-release, and "read" access refusing it.
+ */
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Redis } from "@upstash/redis/cloudflare";
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { LockClient } from "../../src/index.js";
+import { inspector } from "../../src/inspector/index.js";
+import type { InspectorSnapshot } from "../../src/inspector/types.js";
+
+const servers: { kind: string; url: string; token: string }[] = JSON.parse(
+  env.EDGELOCK_TEST_SERVERS,
+);
+let prefixes = 0;
+const freshPrefix = () => `in${Date.now().toString(36)}${++prefixes}`;
+
+describe.each(servers)("the inspector's Hono handler in workerd on $kind", (server) => {
+  it("serves the page and the snapshot behind the app's auth, and force-releases with write access", async () => {
+    const client = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix: freshPrefix(),
+    });
+    const held = await client.lock("orders:42").acquire({ leaseMs: 10_000 });
+    const app = new Hono();
+    // The app's own auth: a header here; the inspector decides read or write from it.
+    app.use("/_edgelock/*", async (c, next) => {
+      if (c.req.header("x-user") === undefined) return c.text("who are you?", 401);
+      await next();
+    });
+    app.all(
+      "/_edgelock/*",
+      inspector({ client, auth: (c) => (c.req.header("x-user") === "admin" ? "write" : "read") }),
+    );
+    const call = (path: string, user?: string, init: RequestInit = {}) =>
+      app.request(
+        path,
+        { ...init, headers: { ...(user ? { "x-user": user } : {}), ...(init.headers ?? {}) } },
+        env,
+        createExecutionContext(),
+      );
+
+    expect((await call("/_edgelock/")).status).toBe(401);
+    const page = await call("/_edgelock/", "viewer");
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("edgelock inspector");
+    expect((await call("/_edgelock", "viewer")).status).toBe(308);
+
+    const snapshot = (await (
+      await call("/_edgelock/api/snapshot", "viewer")
+    ).json()) as InspectorSnapshot;
+    expect(snapshot.canWrite).toBe(false);
+    expect(snapshot.locks.find((lock) => lock.name === "orders:42")).toMatchObject({
+      state: "held",
+      fencingToken: held.fencingToken,
+    });
+    expect(JSON.stringify(snapshot)).not.toContain(held.owner);
+
+    const action = (user: string) =>
+      call("/_edgelock/api/force-release", user, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-edgelock-inspector": "1" },
+        body: JSON.stringify({ name: "orders:42", kind: "lock" }),
+      });
+    expect((await action("viewer")).status).toBe(403);
+    expect(await client.lock("orders:42").isLocked()).toBe(true);
+    const done = await action("admin");
+    expect(await done.json()).toMatchObject({ done: true });
+    expect(await client.lock("orders:42").isLocked()).toBe(false);
+  });
+});

@@ -6,7 +6,8 @@
  * 1. `npx edgelock --version` and `npx edgelock dev --port 0 --dev-vars .dev.vars` (embedded
  *    engine), a script locking through it with the installed `edgelock` and the real
  *    `@upstash/redis` (reentrancy, `client.scope()`, the fair and read-write locks), run by Node,
- *    and on linux-x64 by Bun and Deno too (from their npm packages), then Ctrl-C (the
+ *    and on linux-x64 by Bun and Deno too (from their npm packages); the inspector page at
+ *    `/_edgelock/` and `npx edgelock inspect --table` showing a lock held; then Ctrl-C (the
  *    served-requests summary, exit 0);
  * 2. "Testing your Worker" (docs/testing.md): its vitest config and its test, extracted from the
  *    guide, run against a small Hono Worker inside workerd through `@cloudflare/vitest-plugin`;
@@ -280,6 +281,52 @@ function stopChild(child: ChildProcess): Promise<number | null> {
  */
 const WITHOUT_ALS_DATE = "2026-08-01";
 
+/** Holds a lock for a minute and exits without releasing it: the inspector shows it held. */
+const HOLD_LOCK_SCRIPT = `import { readFileSync } from "node:fs";
+import { Redis } from "@upstash/redis";
+import { LockClient } from "edgelock";
+
+const vars = Object.fromEntries(
+  readFileSync(".dev.vars", "utf8").trim().split("\\n").map((line) => {
+    const at = line.indexOf("=");
+    return [line.slice(0, at), JSON.parse(line.slice(at + 1))];
+  }),
+);
+const client = new LockClient({
+  redis: new Redis({ url: vars.UPSTASH_REDIS_REST_URL, token: vars.UPSTASH_REDIS_REST_TOKEN }),
+});
+const held = await client.lock("inspected").acquire({ leaseMs: 60_000 });
+console.log("held with fencing token " + held.fencingToken);
+`;
+
+/**
+ * docs/inspector.md from the packed package: `edgelock dev` serves the page at /_edgelock/
+ * (without a token, with none in it), and `edgelock inspect --table` shows a lock held.
+ */
+async function checkInspector(scratch: string, env: NodeJS.ProcessEnv, banner: string) {
+  const pageUrl = /^inspector: (\S+)$/m.exec(banner)?.[1];
+  const url = /^UPSTASH_REDIS_REST_URL=(\S+)$/m.exec(banner)?.[1];
+  const token = /^UPSTASH_REDIS_REST_TOKEN=(\S+)$/m.exec(banner)?.[1];
+  if (!pageUrl || !url || !token)
+    throw new Error(`no inspector URL, REST URL or token:\n${banner}`);
+  const page = await fetch(pageUrl);
+  const html = await page.text();
+  if (page.status !== 200 || !html.includes("edgelock inspector") || html.includes(token))
+    throw new Error(`the inspector page: HTTP ${page.status}:\n${html.slice(0, 500)}`);
+  writeFileSync(join(scratch, "hold-lock.mjs"), HOLD_LOCK_SCRIPT);
+  const held = await run(process.execPath, ["hold-lock.mjs"], scratch, env);
+  if (held.code !== 0) throw new Error(`hold-lock.mjs exited ${held.code}:\n${held.output}`);
+  const table = await run(
+    join(scratch, "node_modules/.bin/edgelock"),
+    ["inspect", "--table"],
+    scratch,
+    { ...env, UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token },
+  );
+  if (table.code !== 0 || !/^inspected\s+lock\s+held\s/m.test(table.output))
+    throw new Error(`edgelock inspect --table exited ${table.code}:\n${table.output}`);
+  return "edgelock dev serves the inspector page, edgelock inspect --table shows the lock held";
+}
+
 /** The README's Worker quickstart, and the function its `given` declares, for running it. */
 function workerQuickstart(): string {
   const snippets = extractSnippets("README.md", readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
@@ -396,6 +443,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
             throw new Error(`${runtime.name}: use-locks.mjs exited ${used.code}:\n${used.output}`);
         }
         ran = runtimes.map((runtime) => runtime.name).join(", ");
+        ran += `; ${await checkInspector(scratch, env, banner)}`;
       } finally {
         if (server.exitCode === null) server.kill("SIGINT");
       }

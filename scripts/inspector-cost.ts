@@ -14,7 +14,6 @@ import { LockClient } from "../src/index.js";
 import { inspectorHandler } from "../src/inspector/index.js";
 import type { InspectorSnapshot } from "../src/inspector/types.js";
 
-const SIZES = [10, 1_000, 100_000];
 const HELD = 2;
 
 async function fill(redis: Redis, count: number, key: (i: number) => string): Promise<void> {

@@ -6,7 +6,7 @@
  */
 
 import { classifyFailure } from "./failures.js";
-import { KEY_LOCKING_SHEBANG, usesKeyLocking } from "./key-locking.js";
+import { flaggedSource, KEY_LOCKING_SHEBANG, usesKeyLocking } from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -28,9 +28,9 @@ export class Script {
     return this.sha;
   }
 
-  /** This script as sent where per-key locking is on: the flag's shebang, then the source. */
+  /** This script as sent where per-key locking is on (see flaggedSource). */
   get keyLocking(): Script {
-    this.flagged ??= new Script(this.name, `${KEY_LOCKING_SHEBANG}\n${this.source}`);
+    this.flagged ??= new Script(this.name, flaggedSource(this.source));
     return this.flagged;
   }
 

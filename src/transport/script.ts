@@ -6,7 +6,13 @@
  */
 
 import { classifyFailure } from "./failures.js";
-import { flaggedSource, KEY_LOCKING_SHEBANG, usesKeyLocking } from "./key-locking.js";
+import {
+  flaggedSource,
+  KEY_LOCKING_SHEBANG,
+  keyLockingServed,
+  refusedKeyLocking,
+  usesKeyLocking,
+} from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -36,7 +42,13 @@ export class Script {
 
   async run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
     if (usesKeyLocking(redis) && !this.source.startsWith(KEY_LOCKING_SHEBANG)) {
-      return this.keyLocking.run(redis, keys, args);
+      try {
+        const reply = await this.keyLocking.run(redis, keys, args);
+        keyLockingServed(redis);
+        return reply;
+      } catch (error) {
+        if (!refusedKeyLocking(redis, error)) throw error;
+      }
     }
     if (!this.cachedOn.has(redis)) {
       const result = await redis.eval(this.source, keys, args);

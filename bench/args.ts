@@ -1,5 +1,6 @@
 /** Command-line flags of `npm run bench`. */
 import { parseArgs } from "node:util";
+import { isServerProfile, type ServerProfile } from "../dev/profile/settings.js";
 import type { WaitOptions } from "../src/wait/policy.js";
 import type { LatencyModel } from "./backend/protocol.js";
 
@@ -28,6 +29,9 @@ export const USAGE = `npm run bench -- [options]
   --no-push            leave out "edgelock push" ("edgelock fair push" in scenario 4, the
                        /edgelock-push route in 6): the push hand-off, waiters parked on
                        BLPOP and woken by the release
+  --profile P          the REST server behaves as production Upstash (upstash, the default:
+                       pops answer at once, so push mode polls) or as a Redis behind a REST
+                       proxy (redis: pops block, push mode parks)
   --upstash-delays LIST  extra @upstash/lock retry delays in ms, e.g. 10,50
   --json PATH          results (default bench/results/latest.json; --quick: quick.tmp.json)
   --svg PATH           chart (default docs/bench-contention.svg; --quick: none)
@@ -59,6 +63,8 @@ export interface BenchArgs {
   /** Also run edgelock's push hand-off (`wait: { mode: "push" }`) beside its polling. */
   readonly push: boolean;
   readonly upstashDelays: readonly number[];
+  /** Which server the REST server behaves like (dev/profile/settings.ts). */
+  readonly profile: ServerProfile;
   readonly jsonPath: string;
   readonly svgPath: string | undefined;
   readonly help: boolean;
@@ -121,6 +127,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       peers: { type: "string" },
       variants: { type: "string" },
       "upstash-delays": { type: "string" },
+      profile: { type: "string" },
       json: { type: "string" },
       svg: { type: "string" },
       "no-blind": { type: "boolean", default: false },
@@ -135,6 +142,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     latencyMs: ms,
     jitterMs: ms === 0 ? 0 : jitter,
   }));
+  const profile = values.profile ?? "upstash";
+  if (!isServerProfile(profile)) throw new UsageError("--profile must be upstash or redis");
   const peers = (values.peers ?? ALL_PEERS.join(",")).split(",").map((p) => p.trim());
   for (const peer of peers) {
     if (!(ALL_PEERS as readonly string[]).includes(peer)) {
@@ -177,6 +186,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values["upstash-delays"] === undefined
         ? []
         : numbers(values["upstash-delays"], "upstash-delays"),
+    profile,
     jsonPath: values.json ?? (quick ? "bench/results/quick.tmp.json" : "bench/results/latest.json"),
     svgPath: values.svg ?? (quick ? undefined : "docs/bench-contention.svg"),
     help: values.help ?? false,

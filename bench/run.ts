@@ -41,7 +41,7 @@ if (args.help) {
   process.exit(0);
 }
 
-const backend = await startBenchBackend();
+const backend = await startBenchBackend(args.profile);
 const env: PeerEnv = {
   restUrl: backend.restUrl,
   token: backend.token,
@@ -332,6 +332,7 @@ const report = {
   startedAt: startedAt.toISOString(),
   machine,
   backend: backend.description,
+  profile: args.profile,
   latencyModels: args.latencies,
   latencyModel:
     "per request, injected by the REST server (and the TCP proxy) after the command ran: the whole round trip is on the reply path, uniform ± jitter",

@@ -43,7 +43,7 @@ Options:
   --read-only-token T a token that may only read, as Upstash's (default: random, printed)
   --profile P         upstash | redis: behave like production Upstash (blocking commands
                       answer at once, allow-key-locking enforced, Upstash's limits) or like a
-                      Redis behind a REST proxy (default: $${PROFILE_ENV} if set, else redis)
+                      Redis behind a REST proxy (default: $${PROFILE_ENV} if set, else upstash)
   --blocking M        under --profile upstash: immediate (answer as if timed out at once,
                       the default) | error (refuse them with Upstash's error)
   --dev-vars FILE     write UPSTASH_REDIS_REST_URL and _TOKEN into FILE (e.g. .dev.vars, which

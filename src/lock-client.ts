@@ -69,10 +69,12 @@ export interface LockClientOptions {
   watchdog?: Renewer;
   /**
    * Send every script with Upstash's `#!lua flags=allow-key-locking`, so that Upstash locks only
-   * the script's keys instead of the whole database. A plain Redis refuses the flag: leave it off
-   * there. Push mode polls where it is on (Upstash serves no blocking pops). Applies to every
-   * script sent through this `redis` client, the Hono middleware's included.
-   * @default true where the client's REST URL is on Upstash's domain (`*.upstash.io`), else false
+   * the script's keys instead of the whole database. A plain Redis refuses the flag: by default
+   * edgelock then sends that server's scripts without it (one refused request, once per server
+   * and process); `false` never sends it, `true` always does (a refusal is then an error). Push
+   * mode polls where it is on (Upstash serves no blocking pops). Applies to every script sent
+   * through this `redis` client, the Hono middleware's included.
+   * @default sent until the server refuses it
    */
   scriptKeyLocking?: boolean;
   /** @internal Counts script calls; used by tests and benchmarks. */

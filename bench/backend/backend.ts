@@ -1,6 +1,7 @@
 /** The parent's side of the bench backend: starts the child process and talks to it over IPC. */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { ServerProfile } from "../../dev/profile/settings.js";
 import type {
   LatencyModel,
   ReadyMessage,
@@ -23,9 +24,9 @@ export interface BenchBackend {
 
 const SERVER_SCRIPT = fileURLToPath(new URL("./server-process.ts", import.meta.url));
 
-export async function startBenchBackend(): Promise<BenchBackend> {
+export async function startBenchBackend(profile: ServerProfile): Promise<BenchBackend> {
   // The child runs TypeScript through tsx, like the parent.
-  const child = fork(SERVER_SCRIPT, [], {
+  const child = fork(SERVER_SCRIPT, [profile], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

@@ -4,13 +4,16 @@
  * ioredis peers. The parent drives it over IPC (see protocol.ts).
  */
 import { startDevServer, startRedisServer } from "../../dev/index.js";
+import { isServerProfile } from "../../dev/profile/settings.js";
 import { startLatencyProxy } from "./latency-proxy.js";
 import type { ReadyMessage, Reply, Request, WireCounts } from "./protocol.js";
 
 const send = (message: ReadyMessage | Reply) => process.send?.(message);
 
+const profile = process.argv[2];
+if (!isServerProfile(profile)) throw new Error(`bench backend: unknown profile ${profile}`);
 const redis = await startRedisServer();
-const rest = await startDevServer({ backend: { url: redis.url } });
+const rest = await startDevServer({ backend: { url: redis.url }, profile });
 const proxy = await startLatencyProxy(redis.port);
 
 async function shutdown(): Promise<void> {
@@ -65,5 +68,5 @@ send({
   token: rest.token,
   tcpPort: proxy.port,
   redisPort: redis.port,
-  description: `redis-server ${redis.version}, REST server and TCP proxy in a child process`,
+  description: `redis-server ${redis.version}, REST server (profile ${profile}) and TCP proxy in a child process`,
 });

@@ -123,7 +123,7 @@ async function main(): Promise<void> {
   const k = Number(values.k);
   const holdMs = Number(values.hold);
   const runs = Number(values.runs);
-  const backend = await startBenchBackend();
+  const backend = await startBenchBackend("upstash");
   try {
     await backend.setLatency({ name: "20±5 ms", latencyMs: 20, jitterMs: 5 });
     const roundTripMs = (await measureRoundTrips(backend)).REST;

@@ -70,7 +70,7 @@ function traced(redis: RedisLike, contender: number, releasing: () => boolean): 
   };
 }
 
-const backend = await startBenchBackend();
+const backend = await startBenchBackend("upstash");
 try {
   await backend.setLatency({ name: "20±5 ms", latencyMs: 20, jitterMs: 5 });
   const work = [];

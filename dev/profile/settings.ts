@@ -18,10 +18,10 @@ export type ServerProfile = "upstash" | "redis";
 export type BlockingMode = "immediate" | "error";
 
 /**
- * The profile when none is chosen: a single constant, so the switch to `upstash` is one line.
- * `redis` for now: edgelock's push mode still parks on BLPOP.
+ * The profile when none is chosen: production Upstash, so that what passes locally is what
+ * production documents. `redis` serves what only a Redis behind a REST proxy has (blocking pops).
  */
-export const DEFAULT_PROFILE: ServerProfile = "redis";
+export const DEFAULT_PROFILE: ServerProfile = "upstash";
 export const DEFAULT_BLOCKING_MODE: BlockingMode = "immediate";
 
 /** Environment variable that picks the profile of servers started without an explicit one. */

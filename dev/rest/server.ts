@@ -35,7 +35,7 @@ export interface RestServerOptions {
   readonly token: string;
   /** A second token that may only read (Upstash's "Read Only" token). Default: none. */
   readonly readOnlyToken?: string;
-  /** Which server to behave like (profile/settings.ts). Default DEFAULT_PROFILE (`redis`). */
+  /** Which server to behave like (profile/settings.ts). Default DEFAULT_PROFILE (`upstash`). */
   readonly profile?: ServerProfile;
   /** How the `upstash` profile answers blocking commands. Default `"immediate"`. */
   readonly blocking?: BlockingMode;

@@ -34,7 +34,8 @@ export interface LockKeys {
    * List a parked waiter blocks on, one per acquisition (its operation id), so that a park
    * abandoned by an earlier acquisition of the same owner never takes its grant. The release
    * script derives it and the operation record from the lock key (`<lock>:wake:<id>`,
-   * `<lock>:op:<id>`: HAND_OFF_LUA in queue/hand-off.ts), as these lines do.
+   * `<lock>:op:<id>`: handOffToParkedHead in queue/hand-off.ts), as these lines do; so the
+   * hand-off is cut out of the scripts sent with Upstash's key-locking flag.
    */
   wake(id: string): string;
 }

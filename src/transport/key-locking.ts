@@ -2,35 +2,96 @@
  * Upstash runs a Lua script under a database-wide lock unless its first line is
  * `#!lua flags=allow-key-locking`; then it locks only the script's `KEYS`, and refuses any other
  * key the script touches. A plain Redis refuses the flag itself ("Unexpected flag in script
- * shebang"). So the flag is sent per Redis client: where its REST URL is Upstash's, or where a
- * LockClient's `scriptKeyLocking` option says so. Every edgelock script declares the keys it
- * touches, except the push hand-off's, which never runs where the flag is sent (push mode polls
- * there: Upstash serves no blocking pops).
+ * shebang"). So the flag is sent per Redis client: where a LockClient's `scriptKeyLocking`
+ * option says so, else until the client's server refuses it (once per server and process: the
+ * refused script is sent again without it). A flagged script must declare every key it
+ * touches. Edgelock's do, once the parts marked `withoutKeyLocking` are cut out of them: the
+ * push hand-off, which pushes to a wake list named after a waiter only the script finds. Where
+ * the flag is sent no waiter parks (Upstash serves no blocking pops, so push mode polls there),
+ * so those parts would never run.
  */
 import { restUrlOf } from "./diagnose.js";
+import { redisMessageOf } from "./failures.js";
 import type { RedisLike } from "./redis-like.js";
 
 /** The first line of a script run under per-key locking on Upstash. */
 export const KEY_LOCKING_SHEBANG = "#!lua flags=allow-key-locking";
 
-const keyLocking = new WeakMap<RedisLike, boolean>();
+const UNFLAGGED_BEGIN = "--[[unflagged]]";
+const UNFLAGGED_END = "--[[/unflagged]]";
 
-/** Says whether scripts sent through `redis` carry the flag (a LockClient's option). */
-export function setKeyLocking(redis: RedisLike, on: boolean): void {
-  keyLocking.set(redis, on);
+/**
+ * Marks `lua` (whole statements) as run only where the flag is not sent: the flagged script has
+ * it cut out (see flaggedSource), so a key it builds never reaches a server that locks by key.
+ */
+export function withoutKeyLocking(lua: string): string {
+  return `${UNFLAGGED_BEGIN}\n${lua}\n${UNFLAGGED_END}`;
+}
+
+/** A script's source as sent with the flag: the shebang, then the source without its unflagged parts. */
+export function flaggedSource(source: string): string {
+  let flagged = "";
+  let rest = source;
+  for (;;) {
+    const begin = rest.indexOf(UNFLAGGED_BEGIN);
+    if (begin < 0) break;
+    const end = rest.indexOf(UNFLAGGED_END, begin + UNFLAGGED_BEGIN.length);
+    if (end < 0) throw new Error("an unflagged part of a script has no end");
+    flagged += rest.slice(0, begin);
+    rest = rest.slice(end + UNFLAGGED_END.length);
+  }
+  return `${KEY_LOCKING_SHEBANG}\n${flagged}${rest}`;
 }
 
 /**
- * Whether scripts sent through `redis` carry the flag: as set, else true for an
- * `@upstash/redis` client whose REST URL is on Upstash's domain.
+ * Per Redis client: whether its scripts carry the flag, and whether that is settled (a
+ * LockClient's option, Upstash's domain, the server's answer to a flagged script) or a guess.
+ */
+const keyLocking = new WeakMap<RedisLike, { readonly on: boolean; readonly settled: boolean }>();
+/** Servers (REST URL origins) that refused the flag: every client of theirs sends none. */
+const refusingServers = new Set<string>();
+const chosen = new WeakSet<RedisLike>();
+
+/** Says whether scripts sent through `redis` carry the flag (a LockClient's option). */
+export function setKeyLocking(redis: RedisLike, on: boolean): void {
+  keyLocking.set(redis, { on, settled: true });
+  chosen.add(redis);
+}
+
+/**
+ * Whether scripts sent through `redis` carry the flag: as set, else yes unless its server
+ * refused the flag before. Upstash serves it (and its Vercel and local stand-ins may); a plain
+ * Redis refuses it once, and then hears no more of it (see refusedKeyLocking).
  */
 export function usesKeyLocking(redis: RedisLike): boolean {
-  let on = keyLocking.get(redis);
-  if (on === undefined) {
-    on = isUpstashUrl(restUrlOf(redis));
-    keyLocking.set(redis, on);
-  }
-  return on;
+  return stateOf(redis).on;
+}
+
+/**
+ * Whether scripts sent through `redis` are known to run under per-key locking: as set, on
+ * Upstash's domain, or once a flagged script ran. Until then it is a guess (see usesKeyLocking).
+ */
+export function runsUnderKeyLocking(redis: RedisLike): boolean {
+  const state = stateOf(redis);
+  return state.on && state.settled;
+}
+
+/** After a flagged script ran on `redis`'s server: the flag is settled there. */
+export function keyLockingServed(redis: RedisLike): void {
+  if (!runsUnderKeyLocking(redis)) keyLocking.set(redis, { on: true, settled: true });
+}
+
+function stateOf(redis: RedisLike): { readonly on: boolean; readonly settled: boolean } {
+  const known = keyLocking.get(redis);
+  if (known !== undefined) return known;
+  const url = restUrlOf(redis);
+  const origin = originOf(url);
+  const state =
+    origin !== undefined && refusingServers.has(origin)
+      ? { on: false, settled: true }
+      : { on: true, settled: isUpstashUrl(url) };
+  keyLocking.set(redis, state);
+  return state;
 }
 
 function isUpstashUrl(url: string | undefined): boolean {
@@ -39,5 +100,33 @@ function isUpstashUrl(url: string | undefined): boolean {
     return /(^|\.)upstash\.io$/i.test(new URL(url).hostname);
   } catch {
     return false;
+  }
+}
+
+// Redis 7 ("ERR Unexpected flag in script shebang: allow-key-locking"), Redis 6 and older (a
+// shebang is Lua it cannot compile: "unexpected symbol near '#'").
+const FLAG_REFUSAL = /shebang|unexpected symbol near '#'/i;
+
+/**
+ * After a flagged script failed with `error`: whether it failed because the server refuses the
+ * flag itself, and was not asked for by name. Then `redis` (and every client of its server in
+ * this process) sends scripts without the flag from now on, and the caller sends this one again
+ * without it: the refused script never ran, so sending it again is safe.
+ */
+export function refusedKeyLocking(redis: RedisLike, error: unknown): boolean {
+  if (chosen.has(redis)) return false;
+  if (!FLAG_REFUSAL.test(redisMessageOf(error))) return false;
+  keyLocking.set(redis, { on: false, settled: true });
+  const origin = originOf(restUrlOf(redis));
+  if (origin !== undefined) refusingServers.add(origin);
+  return true;
+}
+
+function originOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    return undefined;
   }
 }

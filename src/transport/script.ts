@@ -6,7 +6,13 @@
  */
 
 import { classifyFailure } from "./failures.js";
-import { KEY_LOCKING_SHEBANG, usesKeyLocking } from "./key-locking.js";
+import {
+  flaggedSource,
+  KEY_LOCKING_SHEBANG,
+  keyLockingServed,
+  refusedKeyLocking,
+  usesKeyLocking,
+} from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -28,15 +34,21 @@ export class Script {
     return this.sha;
   }
 
-  /** This script as sent where per-key locking is on: the flag's shebang, then the source. */
+  /** This script as sent where per-key locking is on (see flaggedSource). */
   get keyLocking(): Script {
-    this.flagged ??= new Script(this.name, `${KEY_LOCKING_SHEBANG}\n${this.source}`);
+    this.flagged ??= new Script(this.name, flaggedSource(this.source));
     return this.flagged;
   }
 
   async run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
     if (usesKeyLocking(redis) && !this.source.startsWith(KEY_LOCKING_SHEBANG)) {
-      return this.keyLocking.run(redis, keys, args);
+      try {
+        const reply = await this.keyLocking.run(redis, keys, args);
+        keyLockingServed(redis);
+        return reply;
+      } catch (error) {
+        if (!refusedKeyLocking(redis, error)) throw error;
+      }
     }
     if (!this.cachedOn.has(redis)) {
       const result = await redis.eval(this.source, keys, args);

@@ -24,6 +24,7 @@ import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
 import { lockKeys } from "../../src/locks/keys.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
+import { sentScript } from "../support/sent-script.js";
 import type { ChaosConfig } from "./config.js";
 import type { ChaosEnvironment } from "./environment.js";
 import type { ArmingRequest } from "./killable-renewer.js";
@@ -235,7 +236,7 @@ function recordingRedis(
   journal: WatchdogJournal,
   lateCopies: LateCopies | undefined,
 ): RedisLike {
-  const renewShaPromise = EXTEND.sha1();
+  const isExtendPromise = sentScript(EXTEND);
   const record = async (
     sha: string | null,
     source: string | null,
@@ -243,7 +244,7 @@ function recordingRedis(
     args: string[],
     send: () => Promise<unknown>,
   ) => {
-    const isRenew = (sha !== null && sha === (await renewShaPromise)) || source === EXTEND.source;
+    const isRenew = (await isExtendPromise)(source, sha);
     let settled = false;
     if (!isRenew) {
       lateCopies?.maybeCopy({ originalSettled: () => settled, send });

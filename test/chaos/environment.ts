@@ -78,6 +78,8 @@ async function startDatabase(
   const seed = (options.seed + index * 7_919) | 0;
   const server = await startDevServer({
     backend: options.backend,
+    // The push kinds park on blocking pops, which only a Redis behind a REST proxy serves.
+    profile: "redis",
     faults: {
       failBeforeExecute: options.faultRate / 2,
       dropAfterExecute: options.faultRate / 2,

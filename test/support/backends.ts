@@ -5,37 +5,17 @@
  * - The embedded engine whenever its module exists.
  * - In CI (`CI=true`) a missing redis-server is an error: CI must test against real Redis.
  */
-import { existsSync } from "node:fs";
 import { afterAll, beforeAll } from "vitest";
 import { type DevServer, type DevServerOptions, startDevServer } from "../../dev/index.js";
-import { findRedisServerBinary } from "../../dev/redis-server.js";
+import type { BackendKindUnderTest } from "./backend-kinds.js";
+import { recordScriptCensus } from "./script-census.js";
 
-export type BackendKindUnderTest = "redis-server" | "embedded";
-
-const EMBEDDED_ENGINE = new URL("../../dev/engine/index.ts", import.meta.url);
-
-export function hasRedisServer(): boolean {
-  return findRedisServerBinary() !== undefined;
-}
-
-export function hasEmbeddedEngine(): boolean {
-  return existsSync(EMBEDDED_ENGINE);
-}
-
-export function backendKindsUnderTest(): BackendKindUnderTest[] {
-  const kinds: BackendKindUnderTest[] = [];
-  if (hasRedisServer()) kinds.push("redis-server");
-  else if (process.env.CI === "true") {
-    throw new Error(
-      "CI must test against a real Redis: install redis-server or set REDIS_SERVER_BIN",
-    );
-  }
-  if (hasEmbeddedEngine()) kinds.push("embedded");
-  if (kinds.length === 0) {
-    throw new Error("no backend to test: install redis-server or add the embedded engine");
-  }
-  return kinds;
-}
+export {
+  type BackendKindUnderTest,
+  backendKindsUnderTest,
+  hasEmbeddedEngine,
+  hasRedisServer,
+} from "./backend-kinds.js";
 
 /**
  * Starts a dev server on `kind` before the file's tests and closes it after them. Returns a getter
@@ -46,10 +26,14 @@ export function withDevServer(
   options: Omit<DevServerOptions, "backend"> = {},
 ): () => DevServer {
   let server: DevServer | undefined;
-  beforeAll(async () => {
+  let source = "a node test";
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads fixtures from the first argument
+  beforeAll(async ({}, suite) => {
+    source = suite.file.filepath;
     server = await startDevServer({ ...options, backend: kind });
   });
   afterAll(async () => {
+    if (server) recordScriptCensus(source, server, server.stats.snapshot().scripts);
     await server?.close();
     server = undefined;
   });

@@ -37,7 +37,10 @@ export function parseEvent(body: string): PaymentEvent | null {
 
 // KEYS[1] the customer's ledger hash. ARGV: 1 fencing token, 2 new balance.
 // Refuses a token older than the last writer's: a late writer cannot undo a newer one's work.
-const FENCED_WRITE = `local last = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
+// The first line lets Upstash lock only KEYS[1] instead of the whole database (docs/upstash.md);
+// a plain Redis refuses it: drop that line there.
+const FENCED_WRITE = `#!lua flags=allow-key-locking
+local last = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
 if tonumber(ARGV[1]) < last then return 0 end
 redis.call('HSET', KEYS[1], 'balance', ARGV[2], 'token', ARGV[1])
 return 1`;

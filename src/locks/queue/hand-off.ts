@@ -7,6 +7,7 @@
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
  * blocking pop returns already holding the lock.
  */
+import { withoutKeyLocking } from "../../transport/key-locking.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
 /**
@@ -15,7 +16,8 @@ import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
  * it does where it recently had to wait) never blocks for nothing: unless the body registered the
  * waiter as parked (`registerParked` sets `parkedNow`), `none` is pushed to its wake list, so that
  * the pop returns at once (a lost answer to it costs nothing: the attempt's reply goes on
- * without the park). The wake list is the one the hand-off pushes to (see LockKeys.wake).
+ * without the park). The wake list is the one the hand-off pushes to (see LockKeys.wake). Where
+ * scripts carry Upstash's key-locking flag no waiter parks, and this part is cut out.
  */
 export function endingParkBeside(body: string): string {
   return `local parkedNow = false
@@ -23,12 +25,12 @@ local function attempt()
 ${body}
 end
 local reply = attempt()
-if parkBeside == '1' and not parkedNow then
+${withoutKeyLocking(`if parkBeside == '1' and not parkedNow then
   redis.call('RPUSH', lockKey .. ':wake:' .. parkId, 'none')
   -- Only the pop sent beside this attempt wants it, within moments; one that already took
   -- other word (of a hand-off ahead) leaves it, so it goes soon.
   redis.call('PEXPIRE', lockKey .. ':wake:' .. parkId, math.max(2000, tonumber(claimMs)))
-end
+end`)}
 return reply`;
 }
 
@@ -136,8 +138,10 @@ end`
  * record), takes it out of the queue (and, with `writersKey`, out of a read-write lock's waiting
  * writers: its wait is over, so readers no longer defer to it) and pushes `grant <fence> <lease> <ms since its latest
  * registration>` to its wake list (twice, so that a pop re-sent after a lost answer finds it), and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
- * list are named after the lock key and the waiter's operation id (see LockKeys.wake). Needs
- * `now`, `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
+ * list are named after the lock key and the waiter's operation id (see LockKeys.wake): keys
+ * only this script finds, so the hand-off is cut out of the scripts sent with Upstash's
+ * key-locking flag (where no waiter parks; see transport/key-locking.ts). Needs `now`,
+ * `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
  */
 export function handOffToParkedHead(
   queueKey: string,
@@ -150,7 +154,7 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  return `local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+  return withoutKeyLocking(`local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
 if parked then
   local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)')
@@ -170,5 +174,5 @@ if parked then
   redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   handedOff = true
   ${noticeBehind(queueKey, parkedKey)}
-end`;
+end`);
 }

@@ -8,7 +8,7 @@
 import { LockBackendError } from "../../errors.js";
 import { callBlocking } from "../../transport/call.js";
 import { isTransientFailure, shownSafely } from "../../transport/failures.js";
-import { usesKeyLocking } from "../../transport/key-locking.js";
+import { runsUnderKeyLocking } from "../../transport/key-locking.js";
 import { canBlock, type RedisLike } from "../../transport/redis-like.js";
 import type { RecentContention } from "../../wait/contention.js";
 import type { WaitPolicy } from "../../wait/policy.js";
@@ -134,9 +134,11 @@ export function parkingFor(
   },
 ): Parking | undefined {
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  // Where pops do not block, push mode polls (see BlockingPops); so it does where scripts run
-  // under Upstash's per-key locking, which the hand-off's wake lists and records would break.
-  if (!plan.blockingPops.served || usesKeyLocking(ctx.redis)) return undefined;
+  // Where pops do not block, push mode polls (see BlockingPops); so it does where scripts are
+  // known to run under Upstash's per-key locking, whose scripts leave the hand-off out. While
+  // that is a guess (a client's first script), it parks: a plain Redis refuses the flag before
+  // the park, and where pops answer at once BlockingPops turns the next wait to polling.
+  if (!plan.blockingPops.served || runsUnderKeyLocking(ctx.redis)) return undefined;
   return new Parking(ctx, ctx.redis, keys, plan.policy, plan);
 }
 

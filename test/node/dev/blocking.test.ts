@@ -20,7 +20,8 @@ function abortableCommand(server: DevServer, command: readonly string[], signal:
 }
 
 describe.each(backendKindsUnderTest())("blocking pops on %s", (kind) => {
-  const server = withDevServer(kind);
+  // Blocking pops block on the redis profile only (Upstash answers them at once).
+  const server = withDevServer(kind, { profile: "redis" });
 
   it("BLPOP waits for a push and returns [key, element]", async () => {
     const key = uniqueKey();
@@ -112,7 +113,7 @@ describe.each(backendKindsUnderTest())("blocking pops on %s", (kind) => {
 });
 
 describe.each(backendKindsUnderTest())("the blocked-request limit on %s", (kind) => {
-  const server = withDevServer(kind, { maxBlockedRequests: 2 });
+  const server = withDevServer(kind, { profile: "redis", maxBlockedRequests: 2 });
 
   it("refuses one blocked request over the limit with a clear error", async () => {
     const key = uniqueKey();

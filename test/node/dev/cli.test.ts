@@ -27,7 +27,7 @@ describe("edgelock CLI arguments", () => {
       host: "127.0.0.1",
       token: undefined,
       readOnlyToken: undefined,
-      profile: "redis",
+      profile: "upstash",
       blocking: "immediate",
       backend: "auto",
       faults: {},
@@ -37,9 +37,9 @@ describe("edgelock CLI arguments", () => {
   });
 
   it("takes the profile from --profile, else EDGELOCK_DEV_PROFILE", () => {
-    const env = { EDGELOCK_DEV_PROFILE: "upstash" };
-    expect(parseDevArgs([], env).profile).toBe("upstash");
-    expect(parseDevArgs(["--profile", "redis"], env).profile).toBe("redis");
+    const env = { EDGELOCK_DEV_PROFILE: "redis" };
+    expect(parseDevArgs([], env).profile).toBe("redis");
+    expect(parseDevArgs(["--profile", "upstash"], env).profile).toBe("upstash");
     expect(parseDevArgs(["--profile", "upstash", "--blocking", "error"])).toMatchObject({
       profile: "upstash",
       blocking: "error",
@@ -117,7 +117,7 @@ describe("edgelock CLI arguments", () => {
     [["--seed", "-1"]],
     [["--token", ""]],
     [["--profile", "upstsh"]],
-    [["--blocking", "error"]],
+    [["--profile", "redis", "--blocking", "error"]],
     [["--profile", "upstash", "--blocking", "never"]],
     [["--read-only-token", ""]],
   ])("rejects %j", (args) => {

@@ -368,7 +368,7 @@ describe("profile selection", () => {
   it("takes the explicit choice, then EDGELOCK_DEV_PROFILE, then the default", () => {
     expect(resolveProfile("upstash", { EDGELOCK_DEV_PROFILE: "redis" })).toBe("upstash");
     expect(resolveProfile(undefined, { EDGELOCK_DEV_PROFILE: "upstash" })).toBe("upstash");
-    expect(resolveProfile(undefined, {})).toBe("redis");
+    expect(resolveProfile(undefined, {})).toBe("upstash");
     expect(() => resolveProfile(undefined, { EDGELOCK_DEV_PROFILE: "upstsh" })).toThrow(
       /EDGELOCK_DEV_PROFILE/,
     );

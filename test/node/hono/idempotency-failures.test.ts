@@ -14,6 +14,7 @@ import { PUT } from "../../../src/hono/response-store.js";
 import type { RedisLike } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { sentScript } from "../../support/sent-script.js";
 import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate } from "./harness.js";
 
@@ -77,14 +78,10 @@ describe.each(backendKindsUnderTest())("idempotency() failure cases on %s", (kin
   });
 
   it("store keeps failing: the key stays locked for its lease, then a retry runs again", async () => {
-    const putSha = await PUT.sha1();
+    const isPut = await sentScript(PUT);
     let failOwner: string | undefined;
     // Every store of the first run fails, its background retries too (ARGV[1] is the owner).
-    const redis = failingScripts(
-      bed.redis(),
-      (source, sha) => source === PUT.source || sha === putSha,
-      (args) => args[0] === failOwner,
-    );
+    const redis = failingScripts(bed.redis(), isPut, (args) => args[0] === failOwner);
     const hook = webhookApp({ redis, leaseMs: 400 }, (c, run) => {
       if (run === 1) failOwner = c.get("idempotency").lock.owner;
       return c.text(`run ${run}`, 201);
@@ -100,13 +97,9 @@ describe.each(backendKindsUnderTest())("idempotency() failure cases on %s", (kin
   });
 
   it("release fails after the store: duplicates get the replay at once, the release is retried", async () => {
-    const releaseSha = await RELEASE.sha1();
+    const isRelease = await sentScript(RELEASE);
     let failing = false;
-    const redis = failingScripts(
-      bed.redis(),
-      (source, sha) => source === RELEASE.source || sha === releaseSha,
-      () => failing,
-    );
+    const redis = failingScripts(bed.redis(), isRelease, () => failing);
     const hook = webhookApp({ redis }, (c) => {
       failing = true;
       return c.text("stored", 201);
@@ -125,13 +118,9 @@ describe.each(backendKindsUnderTest())("idempotency() failure cases on %s", (kin
   });
 
   it("the handler throws and the release fails: nothing is stored, the key frees itself", async () => {
-    const releaseSha = await RELEASE.sha1();
+    const isRelease = await sentScript(RELEASE);
     let failing = false;
-    const redis = failingScripts(
-      bed.redis(),
-      (source, sha) => source === RELEASE.source || sha === releaseSha,
-      () => failing,
-    );
+    const redis = failingScripts(bed.redis(), isRelease, () => failing);
     const hook = webhookApp({ redis }, (_c, run) => {
       if (run === 1) {
         failing = true;

@@ -11,6 +11,7 @@ import { busyRetryAfter } from "../../../src/hono/with-lock.js";
 import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { sentScript } from "../../support/sent-script.js";
 import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
 
@@ -268,13 +269,9 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   });
 
   it("retries a failed release in the background until the lock is free", async () => {
-    const releaseSha = await RELEASE.sha1();
+    const isRelease = await sentScript(RELEASE);
     let failing = false;
-    const redis = failingScripts(
-      bed.redis(),
-      (source, sha) => source === RELEASE.source || sha === releaseSha,
-      () => failing,
-    );
+    const redis = failingScripts(bed.redis(), isRelease, () => failing);
     const client = new LockClient({ redis, prefix: `r${Date.now().toString(36)}` });
     const failures: MiddlewareFailure[] = [];
     const app = appWith(
@@ -297,12 +294,8 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   });
 
   it("gives the hold up when every background release failed: lockLost, and the lease frees it", async () => {
-    const releaseSha = await RELEASE.sha1();
-    const redis = failingScripts(
-      bed.redis(),
-      (source, sha) => source === RELEASE.source || sha === releaseSha,
-      () => true,
-    );
+    const isRelease = await sentScript(RELEASE);
+    const redis = failingScripts(bed.redis(), isRelease, () => true);
     const client = new LockClient({
       redis,
       prefix: `g${Date.now().toString(36)}`,

@@ -10,10 +10,13 @@ export type ScriptName = "acquire" | "release" | "extend" | "inspect" | "forceRe
 
 /** The plain lock's scripts, found by name in the catalogue. */
 const BY_SOURCE = new Map<string, ScriptName>(
-  (["acquire", "release", "extend", "inspect", "forceRelease"] as const).map((name) => [
-    LOCK_SCRIPTS.get(`lock.${name}`)?.source ?? "",
-    name,
-  ]),
+  (["acquire", "release", "extend", "inspect", "forceRelease"] as const).flatMap((name) => {
+    const script = LOCK_SCRIPTS.get(`lock.${name}`);
+    // As sent with or without Upstash's key-locking flag (this client has no URL: with it).
+    return script
+      ? [[script.source, name] as const, [script.keyLocking.source, name] as const]
+      : [];
+  }),
 );
 
 /** Replies a healthy server gives when nobody else holds the lock. */

@@ -318,8 +318,10 @@ describe.each(backendKindsUnderTest())("on %s", (kind) => {
     const prefix = freshPrefix();
     const redis = bed.redis();
     const scripts = await lockScripts();
-    const sources = new Set(scripts.map((script) => script.source));
-    const shas = new Set(await Promise.all(scripts.map((script) => script.sha1())));
+    // As sent with or without Upstash's key-locking flag.
+    const variants = scripts.flatMap((script) => [script, script.keyLocking]);
+    const sources = new Set(variants.map((script) => script.source));
+    const shas = new Set(await Promise.all(variants.map((script) => script.sha1())));
     const sent: { kind: "eval" | "evalsha"; body: string; keys: string[] }[] = [];
     const recording: RedisLike = {
       eval: (script, keys, args) => {

@@ -70,7 +70,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     // Ask the script directly, as the library does (six keys, six arguments).
     const base = `${prefix}:{told}`;
     const reply = (await redis.eval(
-      ACQUIRE.source,
+      ACQUIRE.keyLocking.source,
       [base, `${base}:fence`, `${base}:op:x`, `${base}:holds`, `${base}:queue`, `${base}:timeouts`],
       ["someone-else-0000000", "10000", "60000", "3600000", "5000", "20"],
     )) as number[];

@@ -87,7 +87,8 @@ function gatedScripts(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> 
 }
 
 describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
-  const bed = useTestBed(kind);
+  // Parks block only where the backend's pops do: a Redis behind a REST proxy.
+  const bed = useTestBed(kind, { profile: "redis" });
   afterEach(() => bed.server.faults.disable());
   const lockCommands = () => bed.lockCommands();
 

@@ -26,7 +26,7 @@ const QUEUED_KINDS: QueuedKindUnderTest[] = [
     kind: "the plain lock",
     lockOf: (client) => client.lock("gap"),
     attempt: (base, owner, rttMs) => [
-      ACQUIRE.source,
+      ACQUIRE.keyLocking.source,
       [
         base,
         `${base}:fence`,
@@ -42,7 +42,7 @@ const QUEUED_KINDS: QueuedKindUnderTest[] = [
     kind: "the write lock",
     lockOf: (client) => client.readWriteLock("gap").writeLock(),
     attempt: (base, owner, rttMs) => [
-      WRITE_ACQUIRE.source,
+      WRITE_ACQUIRE.keyLocking.source,
       [
         base,
         `${base}:fence`,

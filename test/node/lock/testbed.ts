@@ -6,6 +6,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import { type DevServer, type DevServerOptions, startDevServer } from "../../../dev/index.js";
 import { LockClient, type LockClientOptions, type RedisLike } from "../../../src/index.js";
+import { recordScriptCensus } from "../../support/script-census.js";
 
 export type BackendKind = "redis-server" | "embedded";
 
@@ -32,10 +33,14 @@ export function freshPrefix(): string {
 
 export function useTestBed(kind: BackendKind, options: DevServerOptions = {}): TestBed {
   let server: DevServer | undefined;
-  beforeAll(async () => {
+  let source = "a node test";
+  // biome-ignore lint/correctness/noEmptyPattern: vitest reads fixtures from the first argument
+  beforeAll(async ({}, suite) => {
+    source = suite.file.filepath;
     server = await startDevServer({ ...options, backend: kind });
   });
   afterAll(async () => {
+    if (server) recordScriptCensus(source, server, server.stats.snapshot().scripts);
     await server?.close();
   });
   const bed: TestBed = {
@@ -44,8 +49,15 @@ export function useTestBed(kind: BackendKind, options: DevServerOptions = {}): T
       return server;
     },
     redis: () => new Redis({ url: bed.server.url, token: bed.server.token }),
+    // On the redis profile the flag is refused: say so up front, so that no test's request count
+    // includes the one refused script (the refusal itself is tested in the key-locking tests).
     client: (overrides = {}) =>
-      new LockClient({ redis: bed.redis(), prefix: freshPrefix(), ...overrides }),
+      new LockClient({
+        redis: bed.redis(),
+        prefix: freshPrefix(),
+        ...(bed.server.profile === "redis" ? { scriptKeyLocking: false } : {}),
+        ...overrides,
+      }),
     requests: () => bed.server.stats.snapshot().requests,
     lockCommands: () => {
       const { commandsByName } = bed.server.stats.snapshot();

@@ -22,7 +22,8 @@ const KINDS = [
 ] as const;
 
 describe.each(backendKindsUnderTest())("push bounds on %s", (backend) => {
-  const bed = useTestBed(backend);
+  // Parks block only where the backend's pops do: a Redis behind a REST proxy.
+  const bed = useTestBed(backend, { profile: "redis" });
   afterEach(() => bed.server.faults.disable());
   const parked = (prefix: string) => bed.redis().hlen(`${prefix}:{job}:parked`);
 

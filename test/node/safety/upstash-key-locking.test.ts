@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { idempotency } from "../../../src/hono/index.js";
 import { type LockClient, LockInputError, RedLock } from "../../../src/index.js";
+import { lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
 
@@ -71,6 +72,35 @@ describe.each(backendKindsUnderTest())("scripts under per-key locking on %s", (b
     expect(after.dynamicKeyRejections - before.dynamicKeyRejections).toBe(0);
     expect(after.globalLock - before.globalLock).toBe(0);
     expect(after.keyLocking - before.keyLocking).toBeGreaterThan(100);
+  });
+
+  it("a flagged release that finds a parked waiter (parked through a client without the flag) builds no key", async () => {
+    // Upstash serves no blocking pops, so no flagged client parks; a waiter of a client whose
+    // flag is off may still have registered as parked (before it found its pops answer at once).
+    // The hand-off to it names keys after that waiter, which a flagged script cannot declare:
+    // the flagged release leaves it to the waiter's own next attempt.
+    const before = scripts();
+    const prefix = freshPrefix();
+    const keys = lockKeys(prefix, "mixed");
+    const holder = await bed
+      .client({ prefix, scriptKeyLocking: true })
+      .lock("mixed")
+      .acquire({ leaseMs: 10_000 });
+    const redis = bed.redis();
+    const waiter = "other-owner op-1";
+    const now = Number((await redis.time())[0]) * 1000;
+    await redis.zadd(keys.queue, { score: now, member: waiter });
+    await redis.zadd(keys.timeouts, { score: now + 10_000, member: waiter });
+    await redis.hset(keys.parked, { [waiter]: `2000 5000 op-1 ${now} ${now + 10_000}` });
+
+    await holder.release();
+
+    const after = scripts();
+    expect(after.dynamicKeyRejections - before.dynamicKeyRejections).toBe(0);
+    expect(after.globalLock - before.globalLock).toBe(0);
+    expect(await redis.exists(keys.lock)).toBe(0);
+    expect(await redis.zscore(keys.queue, waiter)).toBe(now);
+    expect(await redis.keys(`${keys.lock}:wake:*`)).toEqual([]);
   });
 
   it("without the flag, every script takes the global lock (what the count measures)", async () => {

@@ -2,25 +2,26 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { LockScript, scriptHeader } from "../../../src/locks/script.js";
 import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
+import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-locking.js";
 
 // Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
 // visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "1dba17f24b57e4563a9158bcc72b1d294883889c"],
+  ["lock.acquire", "2b94468a5d6653c0ebbac4e555bc27620b1beacf"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
-  ["lock.forceRelease", "3151c46869a610f2cd576df17172761039812dc4"],
+  ["lock.forceRelease", "f20f0d5f7079039a44d31978ea7bd8aef9e340bf"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "717b3e6889b4b3799f6e530594add0aca448652b"],
-  ["fairLock.acquire", "46642ff5793e909bb366888680db07dd5cb72067"],
+  ["lock.release", "8c0f343dd870e3236dce571b3d20c8dd483d9fda"],
+  ["fairLock.acquire", "e7f64622699152e3b229307c4458e5a05955e22f"],
   ["queue.leave", "011ba0b7dfe7d950aee085d40f16a9061b876da2"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],
   ["readWriteLock.extendRead", "7e421d608b88f9dfd96d05afc8280cb5fa501341"],
-  ["readWriteLock.forceReleaseRead", "e8a7181687012432ac8cf2fe5933e5d3ad31dd9c"],
+  ["readWriteLock.forceReleaseRead", "c45dde9815bf7e715bed3c1f5cdf69f3c4bc9627"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
-  ["readWriteLock.releaseRead", "c6c7e4103d78d5a8c4193fee4367a22695d1f46e"],
-  ["readWriteLock.acquireWrite", "c438a638e0219f341ab4f9bb6b351129fc6e58b0"],
+  ["readWriteLock.releaseRead", "0dfe7f9bfdbbd75faed505287fd45774c738345e"],
+  ["readWriteLock.acquireWrite", "964597ff8226f965da7fd45d35f67b321673c502"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
@@ -44,14 +45,30 @@ describe("the script catalogue", () => {
   });
 
   it("sends each script with Upstash's per-key locking flag as its first line, where it is on", async () => {
+    let cut = 0;
     for (const [name, script] of LOCK_SCRIPTS) {
       const flagged = script.keyLocking;
-      expect(flagged.source, name).toBe(`#!lua flags=allow-key-locking\n${script.source}`);
+      expect(flagged.source, name).toBe(flaggedSource(script.source));
+      expect(flagged.source.startsWith("#!lua flags=allow-key-locking\n"), name).toBe(true);
       expect(await flagged.sha1(), name).toBe(
         createHash("sha1").update(flagged.source).digest("hex"),
       );
-      // The flag is the only difference: the pinned source pins the flagged script too.
+      // The flag and the parts cut out for it are the only difference: the pinned source pins
+      // the flagged script too.
+      if (flagged.source.length < script.source.length) cut += 1;
+      // Under the flag every key must be one of the script's KEYS: none is built from parts.
+      expect(flagged.source, name).not.toMatch(/redis\.call\('\w+', [^,)]*\.\./);
+      expect(flagged.source, name).not.toContain(":wake:");
+      expect(flagged.source, name).not.toContain(":op:");
     }
+    // The push hand-off's parts (acquire and release scripts of the queued kinds) are cut.
+    expect(cut).toBeGreaterThanOrEqual(6);
+  });
+
+  it("cuts only whole marked parts out of a flagged script", () => {
+    const source = `local a = 1\n${withoutKeyLocking("redis.call('DEL', k .. ':x')")}\nreturn a`;
+    expect(flaggedSource(source)).toBe("#!lua flags=allow-key-locking\nlocal a = 1\n\nreturn a");
+    expect(() => flaggedSource(source.replace("--[[/unflagged]]", ""))).toThrow();
   });
 
   it("declares every key and argument by name, and the body uses no position", () => {

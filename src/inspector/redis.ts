@@ -5,7 +5,11 @@
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
-import { usesKeyLocking } from "../transport/key-locking.js";
+import {
+  keyLockingServed,
+  refusedKeyLocking,
+  usesKeyLocking,
+} from "../transport/key-locking.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { sha1Hex } from "../transport/sha1.js";
 
@@ -82,7 +86,30 @@ export class ReadScript {
     args: readonly string[],
     counter: CommandCounter,
   ): Promise<unknown> {
-    const source = usesKeyLocking(redis) ? this.#flagged : this.#plain;
+    const flagged = usesKeyLocking(redis);
+    const source = flagged ? this.#flagged : this.#plain;
+    try {
+      const reply = await this.#runAs(source, redis, keys, args, counter);
+      if (flagged) keyLockingServed(redis);
+      return reply;
+    } catch (error) {
+      // A plain Redis refuses the flag: the script never ran; send it without (key-locking.ts).
+      if (!flagged || !refusedKeyLocking(redis, error)) throw backendError("read", error, [source]);
+    }
+    try {
+      return await this.#runAs(this.#plain, redis, keys, args, counter);
+    } catch (error) {
+      throw backendError("read", error, [this.#plain]);
+    }
+  }
+
+  async #runAs(
+    source: string,
+    redis: ExecRedis,
+    keys: readonly string[],
+    args: readonly string[],
+    counter: CommandCounter,
+  ): Promise<unknown> {
     let sha = this.#sha.get(source);
     if (sha === undefined) {
       sha = sha1Hex(source);
@@ -95,16 +122,12 @@ export class ReadScript {
       try {
         return await redis.exec(["EVALSHA_RO", await sha, ...tail]);
       } catch (error) {
-        if (classifyFailure(error) !== "noscript") throw backendError("read", error, [source]);
+        if (classifyFailure(error) !== "noscript") throw error;
       }
     }
     counter.read += 1;
-    try {
-      const reply = await redis.exec(["EVAL_RO", source, ...tail]);
-      this.#cachedOn.add(redis);
-      return reply;
-    } catch (error) {
-      throw backendError("read", error, [source]);
-    }
+    const reply = await redis.exec(["EVAL_RO", source, ...tail]);
+    this.#cachedOn.add(redis);
+    return reply;
   }
 }

@@ -227,3 +227,33 @@ describe.runIf(kinds.includes("redis-server"))("SCAN budget (redis-server)", () 
     expect(first.idleCount).toBeLessThan(500);
   });
 });
+
+describe("inspector on a plain Redis behind a REST proxy", () => {
+  let server: DevServer;
+  beforeAll(async () => {
+    server = await startDevServer({ backend: "embedded", profile: "redis" });
+  });
+  afterAll(() => server.close());
+
+  it("reads the locks: its read script's flag is refused once and then left off", async () => {
+    const prefix = fresh();
+    // The holder never sends the flag: the inspector's read is the first flagged script here.
+    const client = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix,
+      scriptKeyLocking: false,
+    });
+    const held = await client.lock("orders:1").acquire({ leaseMs: 20_000 });
+    const viewer = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix,
+    });
+    const handle = inspectorHandler({ client: viewer, access: () => "read" });
+    const response = await handle(new Request("http://127.0.0.1/x/_edgelock/api/snapshot"));
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as InspectorSnapshot;
+    const lock = body.locks.find((entry) => entry.name === "orders:1");
+    expect(lock?.holders).toHaveLength(1);
+    await held.release();
+  });
+});

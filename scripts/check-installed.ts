@@ -341,7 +341,8 @@ async function issueInvoice(_id: string, _options: { fencingToken: number }): Pr
 
 /**
  * The scratch Worker's entry: /hono/* goes to a Hono app under withLock() with a client (which
- * needs nodejs_compat, absent here), everything else to the README's quickstart.
+ * needs nodejs_compat, absent here), /hold takes a lock for a minute and leaves it held (for
+ * `edgelock inspect`), everything else to the README's quickstart.
  */
 const QUICKSTART_ENTRY = `import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
@@ -362,8 +363,15 @@ hono.post(
   (c) => c.text("ok"),
 );
 
+async function hold(env: Bindings): Promise<Response> {
+  const client = new LockClient({ redis: Redis.fromEnv(env) });
+  const held = await client.lock("held-by-worker").acquire({ leaseMs: 60_000 });
+  return new Response(\`held \${held.fencingToken}\`);
+}
+
 export default {
   fetch(request: Request, env: Bindings, ctx: ExecutionContext) {
+    if (new URL(request.url).pathname === "/hold") return hold(env);
     return new URL(request.url).pathname.startsWith("/hono/")
       ? hono.fetch(request, env, ctx)
       : quickstart.fetch(request, env, ctx);
@@ -594,7 +602,22 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           !said.includes("nodejs_compat")
         )
           throw new Error(`withLock() without nodejs_compat answered ${hono.status}: ${said}`);
-        return "locks without nodejs_compat, survives an edgelock dev restart; withLock() names nodejs_compat";
+        // docs/inspector.md: `edgelock inspect` shows a lock this Worker holds.
+        const holding = await fetch(`${worker}/hold`);
+        if (holding.status !== 200) throw new Error(`/hold answered ${holding.status}`);
+        const vars = readFileSync(join(dir, ".dev.vars"), "utf8");
+        const url = /^UPSTASH_REDIS_REST_URL="?([^"\s]+)"?$/m.exec(vars)?.[1];
+        const token = /^UPSTASH_REDIS_REST_TOKEN="?([^"\s]+)"?$/m.exec(vars)?.[1];
+        if (!url || !token) throw new Error(".dev.vars lost the REST URL or token");
+        const table = await run(
+          join(scratch, "node_modules/.bin/edgelock"),
+          ["inspect", "--table"],
+          dir,
+          { ...env, UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token },
+        );
+        if (table.code !== 0 || !/^held-by-worker\s+lock\s+held\s/m.test(table.output))
+          throw new Error(`edgelock inspect --table exited ${table.code}:\n${table.output}`);
+        return "locks without nodejs_compat, survives an edgelock dev restart; withLock() names nodejs_compat; edgelock inspect shows a lock the Worker holds";
       } finally {
         await stopChild(wrangler);
         await stopChild(rest);

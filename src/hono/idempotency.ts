@@ -8,6 +8,7 @@ import { createMiddleware } from "hono/factory";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
 import { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
+import { sleep } from "../sleep.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {
   checkDuration,
@@ -18,7 +19,6 @@ import {
 } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions, type WaitPolicy } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
-import { sleep } from "../wait/sleep.js";
 import { BACKGROUND_DELAYS_MS, inBackground, releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";

@@ -1,15 +1,15 @@
 // The import rules of src (npm run check:imports). Imports point down the layers of README's
 // Architecture: a circle, or an arrow up, would tie a layer to what is built on it.
 //
-// Lock kinds: each folder under src/locks that makes one kind of lock (fair-lock, lock,
-// multi-lock, read-write-lock, red-lock) stands on the shared base and on no other kind. The
-// shared base is what sits beside the kind folders: the files directly in src/locks (the
-// acquisition flow, handles, keys, scripts…), exclusive/ (the exclusive hold hash's operations,
-// which the plain lock, the fair lock, the write lock and RedLock build on) and queue/ (the waiter
-// queue and the push hand-off). Only the script catalogue (src/locks/scripts.ts) lists every
-// kind's scripts.
+// Lock kinds: each folder under src/locks that makes one kind of lock (fair-lock, multi-lock,
+// quorum-lock, read-write-lock) stands on the shared base and on no other kind. The shared base
+// is what sits beside the kind folders: the files directly in src/locks (the acquisition flow,
+// handles, keys, scripts…), exclusive/ (the exclusive hold hash: its operations and the plain
+// Lock, which is them as they are; the fair lock, the write lock and RedLock build on them) and
+// queue/ (the waiter queue and the push hand-off). Only the script catalogue
+// (src/locks/scripts.ts) lists every kind's scripts.
 
-const KINDS = "(fair-lock|lock|multi-lock|read-write-lock|red-lock)";
+const KINDS = "(fair-lock|multi-lock|quorum-lock|read-write-lock)";
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 export default {

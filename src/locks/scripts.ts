@@ -15,6 +15,7 @@ import { MULTI_RELEASE } from "./multi-lock/release.js";
 import { MULTI_ROLLBACK } from "./multi-lock/rollback.js";
 import { LEAVE_QUEUE } from "./queue/leave.js";
 import { QUEUE_LENGTH } from "./queue/length.js";
+import { UNDO_ACQUIRE } from "./quorum-lock/undo.js";
 import { READ_ABANDON } from "./read-write-lock/read-abandon.js";
 import { READ_ACQUIRE } from "./read-write-lock/read-acquire.js";
 import { READ_EXTEND } from "./read-write-lock/read-extend.js";
@@ -22,7 +23,6 @@ import { READ_FORCE_RELEASE } from "./read-write-lock/read-force-release.js";
 import { READ_INSPECT } from "./read-write-lock/read-inspect.js";
 import { READ_RELEASE } from "./read-write-lock/read-release.js";
 import { WRITE_ACQUIRE } from "./read-write-lock/write-acquire.js";
-import { UNDO_ACQUIRE } from "./red-lock/undo.js";
 
 /** Every script a lock may send, by name. */
 export const LOCK_SCRIPTS: ReadonlyMap<string, Script> = new Map(

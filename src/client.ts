@@ -1,18 +1,18 @@
 /**
- * The root entry's LockClient: the plain-lock client (src/lock-client.ts) plus the other lock
+ * The root entry's LockClient: the plain-lock client (src/plain-lock-client.ts) plus the other lock
  * kinds. Kept apart so that `edgelock/lock` does not pull these kinds into a Worker's bundle.
  */
 
-import { LockClient as PlainLockClient, runtimeOf } from "./lock-client.js";
+import type { Lock } from "./locks/exclusive/lock.js";
 import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
-import type { Lock } from "./locks/lock/lock.js";
 import { MultiLock } from "./locks/multi-lock/multi-lock.js";
 import {
   ReadWriteLock,
   type ReadWriteLockOptions,
 } from "./locks/read-write-lock/read-write-lock.js";
+import { PlainLockClient, runtimeOf } from "./plain-lock-client.js";
 
-export type { LockClientOptions } from "./lock-client.js";
+export type { LockClientOptions } from "./plain-lock-client.js";
 
 export class LockClient extends PlainLockClient {
   /**

@@ -18,15 +18,15 @@ export * from "./lock.js";
 export { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
 export { MultiLockHandle, type MultiLockMember } from "./locks/multi-lock/handle.js";
 export { MultiLock } from "./locks/multi-lock/multi-lock.js";
+export { QuorumLockHandle } from "./locks/quorum-lock/handle.js";
+export { QuorumLock } from "./locks/quorum-lock/quorum-lock.js";
+export { RedLock, type RedLockOptions } from "./locks/quorum-lock/red-lock.js";
 export { ReadLock } from "./locks/read-write-lock/read-lock.js";
 export {
   ReadWriteLock,
   type ReadWriteLockOptions,
 } from "./locks/read-write-lock/read-write-lock.js";
 export { WriteLock } from "./locks/read-write-lock/write-lock.js";
-export { QuorumLockHandle } from "./locks/red-lock/handle.js";
-export { QuorumLock } from "./locks/red-lock/quorum-lock.js";
-export { RedLock, type RedLockOptions } from "./locks/red-lock/red-lock.js";
 export { type LockKind, SingleNameLock } from "./locks/single-name-lock.js";
 export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
 export { DEFAULT_WAIT_POLICY } from "./wait/policy.js";

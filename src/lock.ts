@@ -20,10 +20,13 @@ export {
   LockWaitTimeoutError,
 } from "./errors.js";
 export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
-export { LockClient, type LockClientOptions } from "./lock-client.js";
+export { type AcquireOptions, Lock } from "./locks/exclusive/lock.js";
 export { LockHandle } from "./locks/handle.js";
 export type { HeldLock } from "./locks/held-lock.js";
-export { type AcquireOptions, Lock } from "./locks/lock/lock.js";
+export {
+  type LockClientOptions,
+  PlainLockClient as LockClient,
+} from "./plain-lock-client.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export type { WaitOptions } from "./wait/policy.js";
 export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";

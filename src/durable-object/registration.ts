@@ -7,7 +7,7 @@
  */
 import { LockBackendError } from "../errors.js";
 import { newOperationId } from "../ids.js";
-import { sleep } from "../wait/sleep.js";
+import { sleep } from "../sleep.js";
 import type { Renewal, RenewalTarget } from "../watchdog/renewer.js";
 import { type CallOutcome, callWatchdog, type WatchdogRoute } from "./calls.js";
 import { type RegisterMessage, WATCHDOG_PROTOCOL, type WatchdogStatus } from "./messages.js";

@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import { LockNotHeldError } from "../errors.js";
-import { sleep } from "../wait/sleep.js";
-import type { HeldLock } from "./held-lock.js";
+import { sleep } from "../sleep.js";
+import type { HeldLock } from "./acquirable-lock.js";
 
 /** Pauses between background attempts: about 10 s in all, well inside `waitUntil`'s 30 s. */
 export const BACKGROUND_DELAYS_MS: readonly number[] = [500, 2_000, 8_000];

@@ -7,8 +7,8 @@
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
+import type { HeldLock } from "./acquirable-lock.js";
 import type { WithVariables } from "./env.js";
-import type { HeldLock } from "./held-lock.js";
 import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
 import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";
 

@@ -6,8 +6,9 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
-import { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
+import { PlainLockClient } from "../plain-lock-client.js";
+import { sleep } from "../sleep.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {
   checkDuration,
@@ -18,7 +19,6 @@ import {
 } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions, type WaitPolicy } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
-import { sleep } from "../wait/sleep.js";
 import { BACKGROUND_DELAYS_MS, inBackground, releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
@@ -37,7 +37,7 @@ export interface IdempotencyOptions<E extends Env = Env> {
    * @default none
    * @example idempotency({ client: (c) => locksFor(c.env), key: stripeEventId() })
    */
-  client?: LockClient | ((c: Context<E>) => LockClient);
+  client?: PlainLockClient | ((c: Context<E>) => PlainLockClient);
   /**
    * HTTP Redis (an `@upstash/redis` client or any RedisLike), or a function that returns it for a
    * request: the middleware then builds its own LockClient with `prefix`. Give `client` or
@@ -340,7 +340,7 @@ export function idempotency<E extends Env = AnyEnv>(
 }
 
 interface Settings<E extends Env> {
-  client: (c: Context<E>) => LockClient;
+  client: (c: Context<E>) => PlainLockClient;
   scope: IdempotencyScope;
   tenant: ((c: Context<E>) => string | undefined | Promise<string | undefined>) | undefined;
   key: KeyExtractor<E>;
@@ -397,7 +397,7 @@ function resolveSettings<E extends Env>(given: Partial<IdempotencyOptions<E>>): 
  */
 function resolveClient<E extends Env>(
   given: Partial<IdempotencyOptions<E>>,
-): (c: Context<E>) => LockClient {
+): (c: Context<E>) => PlainLockClient {
   const { client, redis, prefix } = given;
   if ((client === undefined) === (redis === undefined)) {
     throw new LockInputError(
@@ -410,17 +410,17 @@ function resolveClient<E extends Env>(
       throw new LockInputError("idempotency(): with `client`, the client's prefix is used.");
     }
     if (typeof client === "function") return client;
-    if (!(client instanceof LockClient)) {
+    if (!(client instanceof PlainLockClient)) {
       throw new LockInputError("idempotency() `client` is a LockClient or (c) => LockClient.");
     }
     return () => client;
   }
   const keyPrefix = prefix === undefined ? "edgelock" : checkPrefix(prefix);
-  const clients = new WeakMap<RedisLike, LockClient>();
+  const clients = new WeakMap<RedisLike, PlainLockClient>();
   const clientOf = (redisClient: RedisLike) => {
     let built = clients.get(redisClient);
     if (!built) {
-      built = new LockClient({ redis: redisClient, prefix: keyPrefix });
+      built = new PlainLockClient({ redis: redisClient, prefix: keyPrefix });
       clients.set(redisClient, built);
     }
     return built;

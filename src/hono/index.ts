@@ -9,11 +9,12 @@
  * Hono is an optional peer dependency: only this entry point imports it.
  * @module
  */
+
+export type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
 export type { MiddlewareFailure } from "./failures.js";
 export { logFailure } from "./failures.js";
 export { requestFingerprint } from "./fingerprint.js";
 export { type AppMiddleware, middlewareFor } from "./for-app.js";
-export type { AcquirableLock, HeldLock } from "./held-lock.js";
 export {
   type IdempotencyContext,
   type IdempotencyOptions,

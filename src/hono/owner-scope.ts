@@ -4,7 +4,7 @@
  * requests stay apart.
  */
 
-import type { LockClient } from "../lock-client.js";
+import type { PlainLockClient } from "../plain-lock-client.js";
 
 /**
  * Runs `fn` in an owner scope of `client`: the enclosing one if there is one already (an outer
@@ -13,7 +13,7 @@ import type { LockClient } from "../lock-client.js";
  * would give the handler's own acquisitions of the request's lock another owner, so they would
  * wait out their `waitMs` against their own request.
  */
-export async function inRequestScope<T>(client: LockClient, fn: () => Promise<T>): Promise<T> {
+export async function inRequestScope<T>(client: PlainLockClient, fn: () => Promise<T>): Promise<T> {
   if (client.currentOwner !== undefined) return fn();
   return client.scope(fn);
 }

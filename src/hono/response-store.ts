@@ -9,40 +9,43 @@
 import { newOperationId } from "../ids.js";
 import { type LockKeys, lockKeys } from "../locks/keys.js";
 import { integerReply, ttlOrNull } from "../locks/reply.js";
+import { defineScript } from "../locks/script.js";
 import { callScript, type RetryOptions } from "../transport/call.js";
 import type { RedisLike } from "../transport/redis-like.js";
-import { Script } from "../transport/script.js";
 import { decodeRecord, encodeRecord, type RecordedResponse } from "./recorded-response.js";
 
-// KEYS: 1 lock hash, 2 fence counter, 3 response record
 // Reply: {fence, lock pttl} when no response is stored; {fence, lock pttl, record} when one is.
-export const LOOKUP = new Script(
-  "idempotency.lookup",
-  `local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
-local pttl = redis.call('PTTL', KEYS[1])
-local record = redis.call('GET', KEYS[3])
+export const LOOKUP = defineScript({
+  name: "idempotency.lookup",
+  keys: ["lockKey", "fenceKey", "recordKey"],
+  args: [],
+  replies: "read by caller",
+  lua: `local fence = tonumber(redis.call('GET', fenceKey) or '0')
+local pttl = redis.call('PTTL', lockKey)
+local record = redis.call('GET', recordKey)
 if record then return {fence, pttl, record} end
 return {fence, pttl}`,
-);
+});
 
-// KEYS: 1 lock hash, 2 response record, 3 operation record
-// ARGV: 1 owner, 2 record, 3 record ttl ms, 4 operation record ttl ms
 // Reply: {1} stored by the lock's holder; {2} stored after the hold was lost, no response was
 //        stored yet; {0} not stored: the hold was lost and another response is stored already.
-export const PUT = new Script(
-  "idempotency.put",
-  `local replay = redis.call('GET', KEYS[3])
+export const PUT = defineScript({
+  name: "idempotency.put",
+  keys: ["lockKey", "recordKey", "operationKey"],
+  args: ["owner", "record", "recordTtlMs", "operationTtlMs"],
+  replies: { 1: [1], 2: [1], 0: [1] },
+  lua: `local replay = redis.call('GET', operationKey)
 if replay then return {tonumber(replay)} end
 local outcome = 0
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if redis.call('HEXISTS', lockKey, owner) == 1 then
+  redis.call('SET', recordKey, record, 'PX', recordTtlMs)
   outcome = 1
-elseif redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') then
+elseif redis.call('SET', recordKey, record, 'PX', recordTtlMs, 'NX') then
   outcome = 2
 end
-redis.call('SET', KEYS[3], outcome, 'PX', ARGV[4])
+redis.call('SET', operationKey, outcome, 'PX', operationTtlMs)
 return {outcome}`,
-);
+});
 
 /** The same re-send policy and operation record lifetime as a LockClient on its defaults. */
 const RETRY: RetryOptions = { retries: 2, delayMs: 50 };

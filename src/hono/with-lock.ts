@@ -7,14 +7,14 @@ import {
   LockNotHeldError,
   LockWaitTimeoutError,
 } from "../errors.js";
-import type { LockClient } from "../lock-client.js";
 import type { LockHandle } from "../locks/handle.js";
+import type { PlainLockClient } from "../plain-lock-client.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
+import type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
 import { releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
-import type { AcquirableLock, HeldLock } from "./held-lock.js";
 import { inRequestScope } from "./owner-scope.js";
 import { problem, retryAfterSeconds } from "./responses.js";
 
@@ -34,7 +34,9 @@ export interface LockBusy {
 }
 
 /** A LockClient, or a function that returns it for a request. */
-export type LockClientSource<E extends Env> = LockClient | ((c: Context<E>) => LockClient);
+export type LockClientSource<E extends Env> =
+  | PlainLockClient
+  | ((c: Context<E>) => PlainLockClient);
 
 /** Which lock a request takes: a name on a client's plain lock, or any lock kind you build. */
 export type LockChoice<E extends Env, H extends HeldLock> =
@@ -284,13 +286,13 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
 /** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */
 function resolveLock<E extends Env, H extends HeldLock>(
   given: Partial<WithLockOptions<E, H>>,
-): (c: Context<E>, locks: LockClient | undefined) => Promise<AcquirableLock<H>> {
+): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H>> {
   const { key, lock, client } = given;
   if (typeof lock === "function" && key === undefined) return async (c) => lock(c);
   if (typeof key === "function" && lock === undefined && client !== undefined) {
     // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one.
     return async (c, locks) =>
-      (locks as LockClient).lock(await key(c)) as unknown as AcquirableLock<H>;
+      (locks as PlainLockClient).lock(await key(c)) as unknown as AcquirableLock<H>;
   }
   throw new LockInputError(
     "withLock() needs `key: (c) => name` with `client` (a LockClient or (c) => LockClient), " +
@@ -300,7 +302,7 @@ function resolveLock<E extends Env, H extends HeldLock>(
 
 function resolveClient<E extends Env>(
   client: LockClientSource<E> | undefined,
-): ((c: Context<E>) => LockClient) | undefined {
+): ((c: Context<E>) => PlainLockClient) | undefined {
   if (client === undefined) return undefined;
   if (typeof client === "function") return client;
   if (typeof client?.lock !== "function") {

@@ -7,9 +7,9 @@
  */
 import type { LockClient as RootLockClient } from "../client.js";
 import { LockInputError } from "../errors.js";
-import { type LockClient, runtimeOf } from "../lock-client.js";
 import { readWriteLockKeys } from "../locks/keys.js";
 import { leaveQueue } from "../locks/queue/leave.js";
+import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
 import { digest, splitMember } from "./read-lock.js";
 import type { ExecRedis } from "./redis.js";
 

@@ -5,7 +5,7 @@
  * mounted; the page uses relative URLs and is served at a path ending in `/`.
  */
 import { EdgelockError } from "../errors.js";
-import { type LockClient, runtimeOf } from "../lock-client.js";
+import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
 import { checkLockName } from "../validate.js";
 import { forceReleaseLock, removeWaiter } from "./actions.js";
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";

@@ -3,7 +3,7 @@
  * authentication. Hono is only a type here, so the entry brings no Hono code of its own.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import type { LockClient } from "../lock-client.js";
+import type { PlainLockClient as LockClient } from "../plain-lock-client.js";
 import { inspectorHandler } from "./handler.js";
 import type { RefreshBudget } from "./snapshot.js";
 import type { InspectorAccess } from "./types.js";

@@ -5,11 +5,7 @@
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
-import {
-  keyLockingServed,
-  refusedKeyLocking,
-  usesKeyLocking,
-} from "../transport/key-locking.js";
+import { keyLockingServed, refusedKeyLocking, usesKeyLocking } from "../transport/key-locking.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { sha1Hex } from "../transport/sha1.js";
 

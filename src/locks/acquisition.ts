@@ -11,6 +11,7 @@ import { checkCanBlock } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
 import { pollForLock } from "../wait/poll.js";
+import type { AttemptOutcome, AttemptWait, HandOff } from "./attempt.js";
 import { type HoldControl, LockHandle } from "./handle.js";
 import type { LockRuntime } from "./runtime.js";
 
@@ -40,37 +41,6 @@ export interface AcquireOptions {
 
 const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
 
-/** The result of one attempt at the server. */
-/**
- * A release handed the lock over (push mode): the lease the hand-off granted (the claim window,
- * or the waiter's own lease if shorter) and the earliest moment, on this clock, the grant can
- * have been made.
- */
-export interface HandOff {
-  readonly leaseMs: number;
-  readonly grantedAt: number;
-}
-
-export type AttemptOutcome =
-  | {
-      readonly kind: "acquired";
-      readonly fencingToken: number;
-      /** Set when a release handed the lock over (push mode). */
-      readonly handOff?: HandOff;
-    }
-  | {
-      readonly kind: "busy";
-      /** The holder's remaining lease, bounding the next poll (null when unknown). */
-      readonly holderTtlMs: number | null;
-      /** When the server knows better (e.g. a queue position), the delay before the next poll. */
-      readonly nextPollMs?: number;
-      /**
-       * The script answered that an earlier attempt of this operation id acquired and that hold
-       * is gone since ({-1}): the id is spent, the next attempt takes a new one.
-       */
-      readonly operationSpent?: boolean;
-    };
-
 /**
  * What a watchdog renews: a reentrant lock hash (`lockKey`), which `lock.extend` can renew from
  * anywhere (the Durable Object watchdog does), or a hold only this process knows how to renew
@@ -81,14 +51,6 @@ export type WatchTarget = { readonly lockKey: string } | { readonly localId: str
 /** The watchdog registry's key of a target: holds of one owner on it share one renewal. */
 function registryKey(watch: WatchTarget): string {
   return "lockKey" in watch ? `lock ${watch.lockKey}` : `local ${watch.localId}`;
-}
-
-/** What an attempt may know of the wait it is part of (push mode parks within it). */
-export interface AttemptWait {
-  /** The caller's signal: a park in flight stops waiting when it aborts. */
-  readonly signal: AbortSignal | undefined;
-  /** When the wait ends (client clock; Infinity: no limit). */
-  readonly deadline: number;
 }
 
 export interface AcquisitionSpec {

@@ -11,7 +11,14 @@ import { Script } from "../transport/script.js";
 import type { OperationContext } from "./context.js";
 import { checkedReply, integerReply, type ReplyShapes } from "./reply.js";
 
-export interface ScriptSpec<K extends string, A extends string> {
+/**
+ * What a script answers: for each status (the first element) the lengths the reply may have;
+ * "count" for one number of any value; "read by caller" for a reply that holds more than
+ * integers (a stored record), which its caller reads itself and runScript does not take.
+ */
+export type Replies = ReplyShapes | "count" | "read by caller";
+
+export interface ScriptSpec<K extends string, A extends string, R extends Replies = Replies> {
   /** A short name for errors and debugging, e.g. "lock.acquire". */
   readonly name: string;
   /** Key names in KEYS order. Names listed in `optionalKeys` may be left out (trailing only). */
@@ -20,23 +27,23 @@ export interface ScriptSpec<K extends string, A extends string> {
   readonly optionalKeys?: readonly K[];
   /** Argument names in ARGV order. */
   readonly args: readonly A[];
-  /**
-   * For each status (the first element) the reply lengths it may have; "count" for a script
-   * that answers one number of any value.
-   */
-  readonly replies: ReplyShapes | "count";
+  readonly replies: R;
   /** The body, after the generated header. */
   readonly lua: string;
 }
 
 /** A lock script: the transport's Script plus the names and shapes it was declared with. */
-export class LockScript<K extends string = string, A extends string = string> extends Script {
+export class LockScript<
+  K extends string = string,
+  A extends string = string,
+  R extends Replies = Replies,
+> extends Script {
   readonly keyNames: readonly K[];
   readonly optionalKeys: readonly K[];
   readonly argNames: readonly A[];
-  readonly replies: ReplyShapes | "count";
+  readonly replies: R;
 
-  constructor(spec: ScriptSpec<K, A>) {
+  constructor(spec: ScriptSpec<K, A, R>) {
     super(spec.name, `${scriptHeader(spec.keys, spec.args)}\n${spec.lua}`);
     this.keyNames = spec.keys;
     this.optionalKeys = spec.optionalKeys ?? [];
@@ -53,9 +60,9 @@ export function scriptHeader(keys: readonly string[], args: readonly string[]): 
   ].join("\n");
 }
 
-export function defineScript<K extends string, A extends string>(
-  spec: ScriptSpec<K, A>,
-): LockScript<K, A> {
+export function defineScript<K extends string, A extends string, R extends Replies>(
+  spec: ScriptSpec<K, A, R>,
+): LockScript<K, A, R> {
   return new LockScript(spec);
 }
 
@@ -70,7 +77,7 @@ export type ScriptArgs<S extends LockScript> = Record<ArgsOf<S>, string | number
  * Runs `script` with named keys and arguments; the reply is checked against its shapes, or
  * against `replies` where this call can get only some of them (e.g. without optional keys).
  */
-export async function runScript<S extends LockScript>(
+export async function runScript<S extends LockScript<string, string, ReplyShapes | "count">>(
   ctx: OperationContext,
   script: S,
   keys: ScriptKeys<S>,

@@ -5,7 +5,7 @@
  * @module
  */
 import { LOCK_EVENT_TYPES, type LockEvent } from "../events.js";
-import type { LockClient } from "../lock-client.js";
+import type { PlainLockClient as LockClient } from "../plain-lock-client.js";
 
 /** Receives every event of a client (`recordMetrics`). */
 export type MetricsSink = (event: LockEvent) => void;

@@ -7,7 +7,7 @@
  */
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError } from "../errors.js";
-import { sleep } from "../wait/sleep.js";
+import { sleep } from "../sleep.js";
 import { describeFetchFailure, hostOf, probeRestUrl, restUrlOf } from "./diagnose.js";
 import { classifyFailure, isAuthRefusal, markTransient, sanitizedFailure } from "./failures.js";
 import type { RedisLike } from "./redis-like.js";

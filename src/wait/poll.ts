@@ -1,8 +1,8 @@
 /** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
+import { sleep } from "../sleep.js";
 import { isTransientFailure } from "../transport/failures.js";
 import { nextPollDelay, type WaitPolicy } from "./policy.js";
-import { sleep } from "./sleep.js";
 
 export type PollOutcome<T> =
   | { readonly done: true; readonly value: T }

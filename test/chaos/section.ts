@@ -10,7 +10,7 @@ import {
   LockNotHeldError,
   MIN_LEASE_MS,
 } from "../../src/index.js";
-import { sleep as sleepMs } from "../../src/wait/sleep.js";
+import { sleep as sleepMs } from "../../src/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
 import type { FencedStore, WriteResult } from "./fenced-store.js";

@@ -5,7 +5,7 @@
  * free, the final state is read through the fault-free observer, and the invariants are checked.
  */
 import { createPrng } from "../../dev/rest/faults.js";
-import { sleep as sleepMs } from "../../src/wait/sleep.js";
+import { sleep as sleepMs } from "../../src/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";

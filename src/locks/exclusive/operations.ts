@@ -5,18 +5,18 @@
  */
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import {
-  DEFAULT_WAITER_TIMEOUT_MS,
-  exclusiveQueue,
-  peekWaitPlan,
-  queuedAttempts,
-} from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
 import { extendLease } from "./extend.js";
 import { forceRelease } from "./force-release.js";
 import { inspectLock } from "./inspect.js";
 import { releaseHold } from "./release.js";
+import {
+  DEFAULT_WAITER_TIMEOUT_MS,
+  exclusiveQueue,
+  peekWaitPlan,
+  queuedAttempts,
+} from "./waiting.js";
 
 /** The reentrant lock's operations on `keys`. */
 export function exclusiveOperations(

@@ -2,17 +2,17 @@ import { checkLockName, checkOptions } from "../../validate.js";
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
 import { exclusiveOperations } from "../exclusive/operations.js";
-import type { LockHandle } from "../handle.js";
-import { registerLockInternals } from "../internals.js";
-import { type FairLockKeys, fairLockKeys } from "../keys.js";
-import { queueLength } from "../queue/length.js";
 import {
   checkWaiterTimeout,
   exclusiveQueue,
   peekWaitPlan,
   type QueueOptions,
   queuedAttempts,
-} from "../queue/waiting.js";
+} from "../exclusive/waiting.js";
+import type { LockHandle } from "../handle.js";
+import { registerLockInternals } from "../internals.js";
+import { type FairLockKeys, fairLockKeys } from "../keys.js";
+import { queueLength } from "../queue/length.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 

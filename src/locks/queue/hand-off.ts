@@ -1,7 +1,7 @@
 /**
  * Push hand-off (`wait.mode: "push"`): Lua fragments of the parked waiters. A waiter that must
  * wait registers as parked beside its place in the queue (the acquire script) and blocks on a
- * wake list of its own (src/locks/queue/waiting.ts). The release that frees the lock hands it to
+ * wake list of its own (src/locks/exclusive/waiting.ts). The release that frees the lock hands it to
  * the head waiter inside the same script when that waiter is parked: the waiter becomes the
  * holder with a fresh fencing token, its acquisition's operation record says so (a re-sent or
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its

@@ -13,7 +13,7 @@ import { canBlock, type RedisLike } from "../../transport/redis-like.js";
 import type { RecentContention } from "../../wait/contention.js";
 import type { WaitPolicy } from "../../wait/policy.js";
 import type { TurnView } from "../../wait/turn.js";
-import type { AttemptOutcome, AttemptWait } from "../acquisition.js";
+import type { AttemptOutcome, AttemptWait } from "../attempt.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { PARK_PAST_LEASE_MS } from "./hand-off.js";
@@ -120,7 +120,7 @@ type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
 /**
  * The parking of an acquisition that may wait in push mode (undefined otherwise: it polls).
- * `plan` is the acquisition's WaitPlan (queue/waiting.ts).
+ * `plan` is the acquisition's WaitPlan (exclusive/waiting.ts).
  */
 export function parkingFor(
   ctx: OperationContext,

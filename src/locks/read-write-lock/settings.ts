@@ -2,8 +2,8 @@
 
 import { LockInputError } from "../../errors.js";
 import { checkOptions } from "../../validate.js";
+import { checkWaiterTimeout, type QueueOptions } from "../exclusive/waiting.js";
 import type { ReadWriteLockKeys } from "../keys.js";
-import { checkWaiterTimeout, type QueueOptions } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 
 export interface ReadWriteLockOptions extends QueueOptions {

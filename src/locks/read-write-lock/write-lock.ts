@@ -3,14 +3,14 @@
  * reentrant lock's hash, so extend, release and inspection are the reentrant lock's operations;
  * acquisition also waits for read holds to end, registers the waiting writer (writer
  * preference), refuses an upgrade from read holds with LockUpgradeError, and queues its waiters
- * the plain lock's way (queue/waiting.ts).
+ * the plain lock's way (exclusive/waiting.ts).
  */
 
 import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
 import { exclusiveOperations } from "../exclusive/operations.js";
+import { peekWaitPlan, type QueuedKind, queuedAttempts } from "../exclusive/waiting.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
-import { peekWaitPlan, type QueuedKind, queuedAttempts } from "../queue/waiting.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";

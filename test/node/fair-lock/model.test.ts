@@ -6,7 +6,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { newOperationId } from "../../../src/ids.js";
-import { LockClient } from "../../../src/index.js";
 import type { OperationContext } from "../../../src/locks/context.js";
 import { attemptAcquire } from "../../../src/locks/exclusive/acquire.js";
 import { forceRelease } from "../../../src/locks/exclusive/force-release.js";
@@ -16,7 +15,8 @@ import { type FairLockKeys, fairLockKeys } from "../../../src/locks/keys.js";
 import { leaveQueue } from "../../../src/locks/queue/leave.js";
 import { queueLength } from "../../../src/locks/queue/length.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { checkModel, expireNow, newOwners, scriptContext } from "../../support/model.js";
+import { freshPrefix, useTestBed } from "../lock/testbed.js";
 
 const OWNERS = 4;
 const WAITER_TIMEOUT_MS = 20_000;
@@ -171,8 +171,8 @@ describe.each(backendKindsUnderTest())("fair lock against its FIFO model on %s",
 
   it("agrees with the model on every step", async () => {
     const who = fc.integer({ min: 0, max: OWNERS - 1 });
-    const commands = fc.commands(
-      [
+    await checkModel<Model, Real>({
+      commands: [
         who.map((w) => new Attempt(w, true)),
         who.map((w) => new Attempt(w, true)),
         who.map((w) => new Attempt(w, false)),
@@ -184,32 +184,26 @@ describe.each(backendKindsUnderTest())("fair lock against its FIFO model on %s",
         fc.constant(new ExpireHolder()),
         fc.constant(new ForceRelease()),
       ],
-      { maxCommands: 40, size: "max" },
-    );
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
-        run += 1;
+      maxCommands: 40,
+      size: "max",
+      setup: (run) => {
         const redis = bed.redis();
         const keys = fairLockKeys(freshPrefix(), `model-${run}`);
         const real: Real = {
-          ctx: { redis, retry: { retries: 2, delayMs: 20 }, operationTtlMs: 60_000 },
+          ctx: scriptContext(redis),
           keys,
-          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          owners: newOwners(OWNERS),
           waits: Array.from({ length: OWNERS }, () => newOperationId()),
-          async expireHolder() {
-            await redis.pexpire(keys.lock, 1);
-            await sleepMs(5);
-          },
+          expireHolder: () => expireNow(redis, keys.lock),
           async killWaiter(member) {
             // Its deadline is long past: the next script prunes it, as after a crash.
             await redis.zadd(keys.timeouts, { xx: true }, { score: 1, member });
           },
         };
-        const model: Model = { holder: null, count: 0, token: 0, queue: [] };
-        await fc.asyncModelRun(() => ({ model, real }), cmds);
-      }),
-      { numRuns: 30, seed: 20261122 },
-    );
+        return { model: { holder: null, count: 0, token: 0, queue: [] }, real };
+      },
+      numRuns: 30,
+      seed: 20261122,
+    });
   });
 });

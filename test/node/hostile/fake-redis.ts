@@ -3,7 +3,7 @@
  * the client side without a server, and for feeding it replies no real script would give.
  */
 import type { RedisLike } from "../../../src/index.js";
-import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
+import { SCRIPTS } from "../../../src/scripts.js";
 import { sha1Hex } from "../../../src/transport/sha1.js";
 
 export type ScriptName = "acquire" | "release" | "extend" | "inspect" | "forceRelease";
@@ -11,7 +11,7 @@ export type ScriptName = "acquire" | "release" | "extend" | "inspect" | "forceRe
 /** The plain lock's scripts, found by name in the catalogue. */
 const BY_SOURCE = new Map<string, ScriptName>(
   (["acquire", "release", "extend", "inspect", "forceRelease"] as const).flatMap((name) => {
-    const script = LOCK_SCRIPTS.get(`lock.${name}`);
+    const script = SCRIPTS.get(`lock.${name}`);
     // As sent with or without Upstash's key-locking flag (this client has no URL: with it).
     return script
       ? [[script.source, name] as const, [script.keyLocking.source, name] as const]

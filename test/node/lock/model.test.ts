@@ -4,14 +4,10 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  LockClient,
-  type LockHandle,
-  LockNotHeldError,
-  type SingleNameLock,
-} from "../../../src/index.js";
+import type { LockClient, LockHandle, SingleNameLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "./testbed.js";
+import { checkModel, expireNow, heldOutcome, newOwners, perOwner } from "../../support/model.js";
+import { useTestBed } from "./testbed.js";
 
 const OWNERS = 3;
 
@@ -52,10 +48,7 @@ class Release implements Cmd {
   async run(m: Model, r: Real) {
     const handle = r.handles[this.who]!.pop();
     if (!handle) return;
-    const outcome = await handle.release().then(
-      () => "released",
-      (e: unknown) => (e instanceof LockNotHeldError ? "not-held" : e),
-    );
+    const outcome = await heldOutcome(handle.release(), "released");
     if (m.holder === this.who) {
       expect(outcome).toBe("released");
       m.count -= 1;
@@ -73,10 +66,7 @@ class Extend implements Cmd {
   async run(m: Model, r: Real) {
     const handle = r.handles[this.who]!.at(-1);
     if (!handle) return;
-    const outcome = await handle.extend(20_000).then(
-      () => "extended",
-      (e: unknown) => (e instanceof LockNotHeldError ? "not-held" : e),
-    );
+    const outcome = await heldOutcome(handle.extend(20_000), "extended");
     expect(outcome).toBe(m.holder === this.who ? "extended" : "not-held");
   }
   toString = () => `extend(${this.who})`;
@@ -131,8 +121,8 @@ describe.each(CASES)("%s against the reentrant model on %s", (_, backend, make) 
 
   it("agrees with the model on every step", async () => {
     const who = fc.integer({ min: 0, max: OWNERS - 1 });
-    const commands = fc.commands(
-      [
+    await checkModel<Model, Real>({
+      commands: [
         who.map((w) => new Acquire(w)),
         who.map((w) => new Acquire(w)),
         who.map((w) => new Release(w)),
@@ -142,27 +132,21 @@ describe.each(CASES)("%s against the reentrant model on %s", (_, backend, make) 
         fc.constant(new ForceRelease()),
         fc.constant(new Expire()),
       ],
-      { maxCommands: 25 },
-    );
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
-        run += 1;
+      maxCommands: 25,
+      setup: (run) => {
         const redis = bed.redis();
         const client = bed.client({ redis });
         const name = `model-${run}`;
         const real: Real = {
           lock: () => make(client, name),
-          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
-          handles: Array.from({ length: OWNERS }, () => []),
-          async expire() {
-            await redis.pexpire(`${client.prefix}:{${name}}`, 1);
-            await sleepMs(5);
-          },
+          owners: newOwners(OWNERS),
+          handles: perOwner(OWNERS),
+          expire: () => expireNow(redis, `${client.prefix}:{${name}}`),
         };
-        await fc.asyncModelRun(() => ({ model: { holder: null, count: 0 }, real }), cmds);
-      }),
-      { numRuns: 30, seed: 20261122 },
-    );
+        return { model: { holder: null, count: 0 }, real };
+      },
+      numRuns: 30,
+      seed: 20261122,
+    });
   });
 });

@@ -6,15 +6,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  type Lock,
-  LockClient,
-  type LockHandle,
-  LockNotHeldError,
-  type MultiLock,
-  type MultiLockHandle,
-} from "../../../src/index.js";
+import type { Lock, LockHandle, MultiLock, MultiLockHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { checkModel, heldOutcome, newOwners, perOwner } from "../../support/model.js";
 import { freshPrefix, useTestBed } from "../lock/testbed.js";
 
 const OWNERS = 2;
@@ -94,10 +88,7 @@ class Release implements Cmd {
   async run(m: Model, r: Real) {
     const held = r.held[this.who]!.pop();
     if (!held) return;
-    const outcome = await held.handle.release().then(
-      () => "released",
-      (e: unknown) => (e instanceof LockNotHeldError ? "not-held" : e),
-    );
+    const outcome = await heldOutcome(held.handle.release(), "released");
     const allHeld = held.members.every((i) => m[i]!.holder === this.who);
     expect(outcome).toBe(allHeld ? "released" : "not-held");
     // The members still held are released even when another was lost.
@@ -141,8 +132,8 @@ describe.each(backendKindsUnderTest())("MultiLock against its model (%s)", (kind
     const who = fc.integer({ min: 0, max: OWNERS - 1 });
     const set = fc.constantFrom(...SETS);
     const member = fc.integer({ min: 0, max: MEMBERS.length - 1 });
-    const commands = fc.commands(
-      [
+    await checkModel<Model, Real>({
+      commands: [
         fc.tuple(who, set).map(([w, s]) => new AcquireMulti(w, s)),
         fc.tuple(who, set).map(([w, s]) => new AcquireMulti(w, s)),
         fc.tuple(who, member).map(([w, i]) => new AcquireOne(w, i)),
@@ -151,10 +142,9 @@ describe.each(backendKindsUnderTest())("MultiLock against its model (%s)", (kind
         member.map((i) => new ForceRelease(i)),
         fc.constant(new Observe()),
       ],
-      { maxCommands: 20 },
-    );
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
+      maxCommands: 20,
+      after: [new Observe()],
+      setup: () => {
         const prefix = freshPrefix();
         const first = one.client({ prefix });
         const second = two.client({ prefix });
@@ -162,13 +152,13 @@ describe.each(backendKindsUnderTest())("MultiLock against its model (%s)", (kind
         const real: Real = {
           locks,
           multiOf: (members) => first.multiLock(members.map((i) => locks[i]!)),
-          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
-          held: Array.from({ length: OWNERS }, () => []),
+          owners: newOwners(OWNERS),
+          held: perOwner(OWNERS),
         };
-        const model: Model = MEMBERS.map(() => ({ holder: null, count: 0 }));
-        await fc.asyncModelRun(() => ({ model, real }), [...cmds, new Observe()]);
-      }),
-      { numRuns: 25, seed: 20261123 },
-    );
+        return { model: MEMBERS.map(() => ({ holder: null, count: 0 })), real };
+      },
+      numRuns: 25,
+      seed: 20261123,
+    });
   });
 });

@@ -8,7 +8,6 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { newOperationId } from "../../../src/ids.js";
 import {
-  LockClient,
   type LockHandle,
   LockNotHeldError,
   LockUpgradeError,
@@ -19,7 +18,8 @@ import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/locks/ke
 import { leaveQueue } from "../../../src/locks/queue/leave.js";
 import { attemptWriteAcquire } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { checkModel, expireNow, newOwners, perOwner, scriptContext } from "../../support/model.js";
+import { useTestBed } from "../lock/testbed.js";
 
 const OWNERS = 3;
 
@@ -262,8 +262,8 @@ describe.each(backendKindsUnderTest())("read-write lock against its model on %s"
 
   it("agrees with the model on every step", async () => {
     const who = fc.integer({ min: 0, max: OWNERS - 1 });
-    const commands = fc.commands(
-      [
+    await checkModel<Model, Real>({
+      commands: [
         who.map((w) => new Read(w)),
         who.map((w) => new Read(w)),
         who.map((w) => new Write(w)),
@@ -279,29 +279,23 @@ describe.each(backendKindsUnderTest())("read-write lock against its model on %s"
         fc.constantFrom(new ForceRelease("read"), new ForceRelease("write")),
         who.map((w) => new Observe(w)),
       ],
-      { maxCommands: 40, size: "max" },
-    );
-    let run = 0;
-    await fc.assert(
-      fc.asyncProperty(commands, async (cmds) => {
-        run += 1;
+      maxCommands: 40,
+      size: "max",
+      setup: (run) => {
         const redis = bed.redis();
         const client = bed.client({ redis });
         const name = `model-${run}`;
         const keys = readWriteLockKeys(client.prefix, name);
         const real: Real = {
           rw: client.readWriteLock(name),
-          ctx: { redis, retry: { retries: 2, delayMs: 20 }, operationTtlMs: 60_000 },
+          ctx: scriptContext(redis),
           keys,
-          owners: Array.from({ length: OWNERS }, () => LockClient.newOwner()),
+          owners: newOwners(OWNERS),
           waits: Array.from({ length: OWNERS }, () => newOperationId()),
-          readHandles: Array.from({ length: OWNERS }, () => []),
+          readHandles: perOwner(OWNERS),
           writeHandles: [],
           stale: [],
-          async expireWrite() {
-            await redis.pexpire(keys.lock, 1);
-            await sleepMs(5);
-          },
+          expireWrite: () => expireNow(redis, keys.lock),
           async expireReads(owner) {
             // Its holds' expiries are long past: the next script prunes them.
             const holds = await redis.zrange<string[]>(keys.reads, 0, -1);
@@ -317,9 +311,11 @@ describe.each(backendKindsUnderTest())("read-write lock against its model on %s"
           waiting: new Set(),
           token: 0,
         };
-        await fc.asyncModelRun(() => ({ model, real }), cmds);
-      }),
-      { numRuns: 100, seed: 20261122, verbose: true },
-    );
+        return { model, real };
+      },
+      numRuns: 100,
+      seed: 20261122,
+      verbose: true,
+    });
   });
 });

@@ -2,9 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { newOperationId } from "../../../src/ids.js";
 import { LockClient } from "../../../src/index.js";
-import { acquireOn } from "../../../src/locks/red-lock/acquire.js";
-import { databasesFor } from "../../../src/locks/red-lock/databases.js";
-import { undoAcquire } from "../../../src/locks/red-lock/undo.js";
+import { acquireOn } from "../../../src/locks/quorum-lock/acquire.js";
+import { databasesFor } from "../../../src/locks/quorum-lock/databases.js";
+import { undoAcquire } from "../../../src/locks/quorum-lock/undo.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../lock/testbed.js";
 

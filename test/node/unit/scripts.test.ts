@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { LockScript, scriptHeader } from "../../../src/locks/script.js";
-import { LOCK_SCRIPTS } from "../../../src/locks/scripts.js";
+import { SCRIPTS } from "../../../src/scripts.js";
 import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-locking.js";
 
-// Every lock script's SHA-1. A change here is a change of a script: deliberate, reviewed, and
-// visible to anyone who cached or allow-listed the old SHA.
+// Every script's SHA-1 (the locks' and the Hono middleware's). A change here is a change of a
+// script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "2b94468a5d6653c0ebbac4e555bc27620b1beacf"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
@@ -27,13 +27,15 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
   ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
+  ["idempotency.lookup", "b0fc2dd2a5525d42dd75154b4124cf14d5d47f37"],
+  ["idempotency.put", "1447d1a29373e47989f03d0fbb4c70ef8ab36dbf"],
 ];
 
 describe("the script catalogue", () => {
   it("lists every script once, each with its pinned SHA-1", async () => {
-    expect([...LOCK_SCRIPTS.keys()].sort()).toEqual(PINNED.map(([name]) => name).sort());
+    expect([...SCRIPTS.keys()].sort()).toEqual(PINNED.map(([name]) => name).sort());
     for (const [name, sha] of PINNED) {
-      const script = LOCK_SCRIPTS.get(name);
+      const script = SCRIPTS.get(name);
       expect(await script?.sha1(), name).toBe(sha);
       expect(
         createHash("sha1")
@@ -46,7 +48,7 @@ describe("the script catalogue", () => {
 
   it("sends each script with Upstash's per-key locking flag as its first line, where it is on", async () => {
     let cut = 0;
-    for (const [name, script] of LOCK_SCRIPTS) {
+    for (const [name, script] of SCRIPTS) {
       const flagged = script.keyLocking;
       expect(flagged.source, name).toBe(flaggedSource(script.source));
       expect(flagged.source.startsWith("#!lua flags=allow-key-locking\n"), name).toBe(true);
@@ -72,7 +74,7 @@ describe("the script catalogue", () => {
   });
 
   it("declares every key and argument by name, and the body uses no position", () => {
-    for (const script of LOCK_SCRIPTS.values()) {
+    for (const script of SCRIPTS.values()) {
       if (!(script instanceof LockScript)) continue;
       const header = scriptHeader(script.keyNames, script.argNames);
       expect(script.source.startsWith(header), script.name).toBe(true);

@@ -11,17 +11,17 @@ import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
 import { TurnPacer } from "../../wait/turn.js";
 import type { AcquisitionSpec } from "../acquisition.js";
 import type { OperationContext } from "../context.js";
+import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
+import { leaveParkedQueue } from "../queue/leave.js";
+import { type BlockingPops, type ParkedSiblings, parkingFor } from "../queue/parking.js";
+import type { LockRuntime } from "../runtime.js";
 import {
   type AcquireRule,
   attemptAcquire,
   type QueuedAttemptOutcome,
   type WaiterTerms,
-} from "../exclusive/acquire.js";
-import { releaseHold } from "../exclusive/release.js";
-import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
-import { leaveParkedQueue } from "./leave.js";
-import { type BlockingPops, type ParkedSiblings, parkingFor } from "./parking.js";
+} from "./acquire.js";
+import { releaseHold } from "./release.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;

@@ -4,17 +4,15 @@
  * and so does anything else that can be acquired and released the same way.
  */
 import type { AcquireOptions } from "../locks/acquisition.js";
+import type * as Handles from "../locks/held-lock.js";
 
-/** A hold as the middleware uses it: released once, its loss reported through `signal`. */
-export interface HeldLock {
-  /** The lock's name (reported to `onFailure`). */
-  readonly name: string;
-  /** True once released (or lost for good); a background retry stops then. */
-  readonly released: boolean;
-  /** Aborts when the hold is known to be lost. */
-  readonly signal: AbortSignal;
-  release(): Promise<void>;
-}
+/**
+ * A hold as the middleware uses it: released once, its loss reported through `signal`, a
+ * background retry stopped once `released`. Picked from the handles' HeldLock, so that the two
+ * cannot drift apart.
+ */
+export interface HeldLock
+  extends Pick<Handles.HeldLock, "name" | "released" | "signal" | "release"> {}
 
 /** A lock that `withLock()` can acquire: `acquire()` resolves to a hold or throws on timeout. */
 export interface AcquirableLock<H extends HeldLock = HeldLock> {

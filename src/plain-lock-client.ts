@@ -2,6 +2,7 @@
  * The plain-lock client: one per Redis connection (per isolate), shared by all requests. It
  * offers the reentrant lock only, so a Worker that imports it (`edgelock/lock`) ships none of
  * the other lock kinds; the root entry's LockClient extends it with them (src/client.ts).
+ * `edgelock/lock` publishes it as `LockClient`: to its users it is the one client they have.
  */
 
 import { CLIENT_DEFAULTS } from "./defaults.js";
@@ -9,9 +10,9 @@ import { LockInputError } from "./errors.js";
 import { type LockEventListener, LockEvents, type LockEventType } from "./events.js";
 import { newOwnerToken } from "./ids.js";
 import type { OperationContext } from "./locks/context.js";
+import type { AcquireOptions } from "./locks/exclusive/lock.js";
+import { Lock } from "./locks/exclusive/lock.js";
 import type { LockHandle } from "./locks/handle.js";
-import type { AcquireOptions } from "./locks/lock/lock.js";
-import { Lock } from "./locks/lock/lock.js";
 import { BlockingPops, ParkedSiblings } from "./locks/queue/parking.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
@@ -95,16 +96,16 @@ const CLIENT_KEYS = [
 ] as const;
 
 /** The runtime of each client, for the root entry's LockClient that adds the other kinds. */
-const runtimes = new WeakMap<LockClient, LockRuntime>();
+const runtimes = new WeakMap<PlainLockClient, LockRuntime>();
 
 /** @internal What `client` shares with the locks it creates. */
-export function runtimeOf(client: LockClient): LockRuntime {
+export function runtimeOf(client: PlainLockClient): LockRuntime {
   const runtime = runtimes.get(client);
   if (runtime === undefined) throw new LockInputError("Not a LockClient.");
   return runtime;
 }
 
-export class LockClient {
+export class PlainLockClient {
   readonly #runtime: LockRuntime;
   readonly #events = new LockEvents();
 

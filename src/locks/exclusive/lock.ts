@@ -1,10 +1,10 @@
 import { checkLockName } from "../../validate.js";
 import type { AcquireOptions } from "../acquisition.js";
-import { exclusiveOperations } from "../exclusive/operations.js";
 import { registerLockInternals } from "../internals.js";
 import { lockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
+import { exclusiveOperations } from "./operations.js";
 
 export type { AcquireOptions };
 

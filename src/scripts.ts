@@ -1,0 +1,57 @@
+/**
+ * The catalogue of every script edgelock sends (the locks' and the Hono middleware's), for the
+ * tests (each script's SHA-1 is pinned, so a changed script is a deliberate change) and for test
+ * doubles that recognise scripts by their text. Multi-name scripts (multi-lock) take a variable
+ * number of keys and stay plain Scripts. It stands above locks/ and hono/ so that listing them
+ * ties neither to the other; no entry point imports it.
+ */
+
+import { LOOKUP, PUT } from "./hono/response-store.js";
+import { ACQUIRE, FAIR_ACQUIRE } from "./locks/exclusive/acquire.js";
+import { EXTEND } from "./locks/exclusive/extend.js";
+import { FORCE_RELEASE } from "./locks/exclusive/force-release.js";
+import { INSPECT } from "./locks/exclusive/inspect.js";
+import { RELEASE } from "./locks/exclusive/release.js";
+import { MULTI_ACQUIRE } from "./locks/multi-lock/acquire.js";
+import { MULTI_EXTEND } from "./locks/multi-lock/extend.js";
+import { MULTI_RELEASE } from "./locks/multi-lock/release.js";
+import { MULTI_ROLLBACK } from "./locks/multi-lock/rollback.js";
+import { LEAVE_QUEUE } from "./locks/queue/leave.js";
+import { QUEUE_LENGTH } from "./locks/queue/length.js";
+import { UNDO_ACQUIRE } from "./locks/quorum-lock/undo.js";
+import { READ_ABANDON } from "./locks/read-write-lock/read-abandon.js";
+import { READ_ACQUIRE } from "./locks/read-write-lock/read-acquire.js";
+import { READ_EXTEND } from "./locks/read-write-lock/read-extend.js";
+import { READ_FORCE_RELEASE } from "./locks/read-write-lock/read-force-release.js";
+import { READ_INSPECT } from "./locks/read-write-lock/read-inspect.js";
+import { READ_RELEASE } from "./locks/read-write-lock/read-release.js";
+import { WRITE_ACQUIRE } from "./locks/read-write-lock/write-acquire.js";
+import type { Script } from "./transport/script.js";
+
+/** Every script edgelock may send, by name. */
+export const SCRIPTS: ReadonlyMap<string, Script> = new Map(
+  [
+    ACQUIRE,
+    EXTEND,
+    FORCE_RELEASE,
+    INSPECT,
+    RELEASE,
+    FAIR_ACQUIRE,
+    LEAVE_QUEUE,
+    QUEUE_LENGTH,
+    READ_ABANDON,
+    READ_ACQUIRE,
+    READ_EXTEND,
+    READ_FORCE_RELEASE,
+    READ_INSPECT,
+    READ_RELEASE,
+    WRITE_ACQUIRE,
+    MULTI_ACQUIRE,
+    MULTI_EXTEND,
+    MULTI_RELEASE,
+    MULTI_ROLLBACK,
+    UNDO_ACQUIRE,
+    LOOKUP,
+    PUT,
+  ].map((script) => [script.name, script]),
+);

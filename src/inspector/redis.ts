@@ -5,7 +5,7 @@
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
-import { keyLockingServed, refusedKeyLocking, usesKeyLocking } from "../transport/key-locking.js";
+import { sentWithKeyLocking } from "../transport/key-locking.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { sha1Hex } from "../transport/sha1.js";
 
@@ -82,20 +82,12 @@ export class ReadScript {
     args: readonly string[],
     counter: CommandCounter,
   ): Promise<unknown> {
-    const flagged = usesKeyLocking(redis);
-    const source = flagged ? this.#flagged : this.#plain;
     try {
-      const reply = await this.#runAs(source, redis, keys, args, counter);
-      if (flagged) keyLockingServed(redis);
-      return reply;
+      return await sentWithKeyLocking(redis, (flagged) =>
+        this.#runAs(flagged ? this.#flagged : this.#plain, redis, keys, args, counter),
+      );
     } catch (error) {
-      // A plain Redis refuses the flag: the script never ran; send it without (key-locking.ts).
-      if (!flagged || !refusedKeyLocking(redis, error)) throw backendError("read", error, [source]);
-    }
-    try {
-      return await this.#runAs(this.#plain, redis, keys, args, counter);
-    } catch (error) {
-      throw backendError("read", error, [this.#plain]);
+      throw backendError("read", error, [this.#flagged, this.#plain]);
     }
   }
 

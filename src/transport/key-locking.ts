@@ -76,8 +76,29 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
   return state.on && state.settled;
 }
 
+/**
+ * Sends a script through `redis` with the flag where it is on (`send(true)`), else without. A
+ * server that refuses the flag never ran the script: it is sent again without (see
+ * refusedKeyLocking), and every script of that server's clients is from then on.
+ */
+export async function sentWithKeyLocking<T>(
+  redis: RedisLike,
+  send: (flagged: boolean) => Promise<T>,
+): Promise<T> {
+  if (usesKeyLocking(redis)) {
+    try {
+      const reply = await send(true);
+      keyLockingServed(redis);
+      return reply;
+    } catch (error) {
+      if (!refusedKeyLocking(redis, error)) throw error;
+    }
+  }
+  return send(false);
+}
+
 /** After a flagged script ran on `redis`'s server: the flag is settled there. */
-export function keyLockingServed(redis: RedisLike): void {
+function keyLockingServed(redis: RedisLike): void {
   if (!runsUnderKeyLocking(redis)) keyLocking.set(redis, { on: true, settled: true });
 }
 
@@ -113,7 +134,7 @@ const FLAG_REFUSAL = /shebang|unexpected symbol near '#'/i;
  * this process) sends scripts without the flag from now on, and the caller sends this one again
  * without it: the refused script never ran, so sending it again is safe.
  */
-export function refusedKeyLocking(redis: RedisLike, error: unknown): boolean {
+function refusedKeyLocking(redis: RedisLike, error: unknown): boolean {
   if (chosen.has(redis)) return false;
   if (!FLAG_REFUSAL.test(redisMessageOf(error))) return false;
   keyLocking.set(redis, { on: false, settled: true });

@@ -6,13 +6,7 @@
  */
 
 import { classifyFailure } from "./failures.js";
-import {
-  flaggedSource,
-  KEY_LOCKING_SHEBANG,
-  keyLockingServed,
-  refusedKeyLocking,
-  usesKeyLocking,
-} from "./key-locking.js";
+import { flaggedSource, KEY_LOCKING_SHEBANG, sentWithKeyLocking } from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -40,16 +34,14 @@ export class Script {
     return this.flagged;
   }
 
-  async run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
-    if (usesKeyLocking(redis) && !this.source.startsWith(KEY_LOCKING_SHEBANG)) {
-      try {
-        const reply = await this.keyLocking.run(redis, keys, args);
-        keyLockingServed(redis);
-        return reply;
-      } catch (error) {
-        if (!refusedKeyLocking(redis, error)) throw error;
-      }
-    }
+  run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
+    if (this.source.startsWith(KEY_LOCKING_SHEBANG)) return this.send(redis, keys, args);
+    return sentWithKeyLocking(redis, (flagged) =>
+      (flagged ? this.keyLocking : this).send(redis, keys, args),
+    );
+  }
+
+  private async send(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
     if (!this.cachedOn.has(redis)) {
       const result = await redis.eval(this.source, keys, args);
       this.cachedOn.add(redis);

@@ -3,10 +3,11 @@
 //
 // Lock kinds: each folder under src/locks that makes one kind of lock (fair-lock, multi-lock,
 // quorum-lock, read-write-lock) stands on the shared base and on no other kind. The shared base
-// is what sits beside the kind folders: the files directly in src/locks (the acquisition flow,
-// handles, keys, scripts…), exclusive/ (the exclusive hold hash: its operations and the plain
+// is what sits beside the kind folders: the files directly in src/locks (handles, keys,
+// scripts…), exclusive/ (the exclusive hold hash: its operations and the plain
 // Lock, which is them as they are; the fair lock, the write lock and RedLock build on them) and
-// queue/ (the waiter queue and the push hand-off).
+// queue/ (the waiter queue's and the push hand-off's Lua). src/wait is the acquisition path every
+// kind shares: kinds call it with their scripts, and it imports no kind.
 
 const KINDS = "(fair-lock|multi-lock|quorum-lock|read-write-lock)";
 
@@ -26,6 +27,13 @@ export default {
       comment: "transport speaks to Redis and knows nothing of waiting or of locks.",
       from: { path: "^src/transport/" },
       to: { path: "^src/(wait|locks)/" },
+    },
+    {
+      name: "wait-below-kinds",
+      severity: "error",
+      comment: "Waiting is the same for every kind: a kind hands it its scripts, wait imports none.",
+      from: { path: "^src/wait/" },
+      to: { path: `^src/locks/(exclusive|${KINDS.slice(1, -1)})/` },
     },
     {
       name: "kinds-apart",

@@ -13,7 +13,6 @@ import type { OperationContext } from "./locks/context.js";
 import type { AcquireOptions } from "./locks/exclusive/lock.js";
 import { Lock } from "./locks/exclusive/lock.js";
 import type { LockHandle } from "./locks/handle.js";
-import { BlockingPops, ParkedSiblings } from "./locks/queue/parking.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
@@ -28,7 +27,7 @@ import {
   checkOwner,
   checkPrefix,
 } from "./validate.js";
-import { RecentContention } from "./wait/contention.js";
+import { BlockingPops, ParkedSiblings, RecentContention } from "./wait/client-state.js";
 import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
 import { inProcessRenewer } from "./watchdog/in-process.js";
 import { WatchdogRegistry } from "./watchdog/registry.js";

@@ -3,8 +3,9 @@
  * (lock, fair lock, read or write lock, multi-lock, RedLock) and every handle they return fit,
  * and so does anything else that can be acquired and released the same way.
  */
-import type { AcquireOptions } from "../locks/acquisition.js";
+
 import type * as Handles from "../locks/held-lock.js";
+import type { AcquireOptions } from "../wait/acquire.js";
 
 /**
  * A hold as the middleware uses it: released once, its loss reported through `signal`, a

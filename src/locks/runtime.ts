@@ -1,9 +1,8 @@
 import type { LockEvents } from "../events.js";
-import type { RecentContention } from "../wait/contention.js";
+import type { BlockingPops, ParkedSiblings, RecentContention } from "../wait/client-state.js";
 import type { WaitPolicy } from "../wait/policy.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
 import type { OperationContext } from "./context.js";
-import type { BlockingPops, ParkedSiblings } from "./queue/parking.js";
 
 /** What a LockClient shares with the primitives it creates. */
 export interface LockRuntime {

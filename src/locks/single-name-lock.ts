@@ -4,12 +4,10 @@
  * state is read, force-released and released by owner; this class turns them into the public
  * methods.
  */
-import {
-  type AcquireOptions,
-  type AcquisitionSpec,
-  acquireOrNull,
-  acquireOrThrow,
-} from "./acquisition.js";
+
+import type { AcquireOptions } from "../wait/acquire.js";
+import { type AcquisitionSpec, acquireOrNull, acquireOrThrow } from "../wait/acquire.js";
+import type { WaitPlan } from "../wait/attempt.js";
 import { ownerToCount, releaseForOwner } from "./by-owner.js";
 import type { LockHandle } from "./handle.js";
 import type { LockRuntime } from "./runtime.js";
@@ -23,11 +21,8 @@ export interface LockOperations {
   readonly kind: LockKind;
   /** Names the lock in errors, e.g. `Lock "orders"`. */
   readonly description: string;
-  /**
-   * How one acquisition call runs. `defaultWaitMs` is what the call waits when it names no
-   * `waitMs` (acquire: forever; tryAcquire: 0), for kinds whose plan depends on it.
-   */
-  acquisition(options: unknown, defaultWaitMs: number): AcquisitionSpec;
+  /** How one acquisition call runs, given its plan. */
+  acquisition(plan: WaitPlan): AcquisitionSpec;
   /** The state, counting the holds of `owner` (undefined: every holder's). */
   inspect(owner: string | undefined): Promise<LockState>;
   forceRelease(): Promise<boolean>;
@@ -59,12 +54,12 @@ export class SingleNameLock {
    * spent.
    */
   acquire(options?: AcquireOptions): Promise<LockHandle> {
-    return acquireOrThrow(this.#operations.acquisition(options, Number.POSITIVE_INFINITY), options);
+    return acquireOrThrow(this.#runtime, this.name, options, this.#operations.acquisition);
   }
 
   /** Like `acquire()`, but resolves to null instead of throwing when `waitMs` (default 0) passes. */
   tryAcquire(options?: AcquireOptions): Promise<LockHandle | null> {
-    return acquireOrNull(this.#operations.acquisition(options, 0), options);
+    return acquireOrNull(this.#runtime, options, this.#operations.acquisition);
   }
 
   /** True when any owner holds the lock. */

@@ -1,9 +1,6 @@
 /**
- * How a waiter paces its polls. There is no pub/sub over REST, so a waiter asks again after
- * `min(full-jitter backoff, holder's remaining lease, time left)`: it never sleeps past the moment
- * the holder's lease must end, never past its own deadline, and never spins. When the lock has
- * learnt how long its holds last, the acquire script says so and the waiter sleeps until an
- * expected turn instead (see turn.ts); this backoff covers the rest.
+ * The wait policy: the options of `wait` (the client's, and one call's over them), checked once.
+ * How they pace a wait is poll.ts's (blind backoff), turn.ts's (queue-directed) and parking.ts's.
  */
 import { PUSH_LIMITS, WAIT_DEFAULTS } from "../defaults.js";
 import { LockInputError } from "../errors.js";
@@ -112,22 +109,4 @@ export function resolveWaitPolicy(
 function checkWaitMode(value: unknown): WaitMode {
   if (value === "poll" || value === "push") return value;
   throw new LockInputError(`wait.mode must be "poll" or "push", got ${shownSafely(value)}.`);
-}
-
-/**
- * Delay before poll number `poll` (1 for the first re-poll): full jitter ("Exponential Backoff
- * and Jitter", AWS) bounded by the holder's remaining lease and the caller's time left.
- */
-export function nextPollDelay(
-  policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
-  poll: number,
-  holderTtlMs: number | null,
-  timeLeftMs: number,
-  random: () => number = Math.random,
-): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
-  let delay = Math.max(1, Math.ceil(random() * ceiling));
-  // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
-  if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
-  return Math.max(1, Math.min(delay, timeLeftMs));
 }

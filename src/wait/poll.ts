@@ -1,8 +1,13 @@
-/** The polling loop shared by every primitive: attempts until done, timed out, aborted or broke. */
+/**
+ * The loop of every wait: attempts until done, timed out, aborted or broken. Between attempts it
+ * sleeps what the way of waiting asks (a busy reply's `nextPollMs`: the turn, or 0 after a park),
+ * else blind polling: `min(full-jitter backoff, holder's remaining lease, time left)`, so that it
+ * never sleeps past the moment the holder's lease must end or its own deadline, and never spins.
+ */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
 import { sleep } from "../sleep.js";
-import { isTransientFailure } from "../transport/failures.js";
-import { nextPollDelay, type WaitPolicy } from "./policy.js";
+import type { WaitPolicy } from "./policy.js";
+import { ridesOut } from "./retry.js";
 
 export type PollOutcome<T> =
   | { readonly done: true; readonly value: T }
@@ -50,13 +55,7 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
       outageSince = undefined;
     } catch (error) {
       outageSince ??= sentAt;
-      const now = Date.now();
-      const rideOut =
-        isTransientFailure(error) &&
-        poll < policy.maxPolls &&
-        now < deadline &&
-        now - outageSince < policy.outageMs;
-      if (!rideOut) throw error;
+      if (!ridesOut(error, { since: outageSince, poll, deadline }, policy)) throw error;
       outcome = { done: false, holderTtlMs: null };
     }
     if (outcome.done) return { acquired: true, value: outcome.value };
@@ -88,4 +87,22 @@ function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void
       cause: signal.reason,
     });
   }
+}
+
+/**
+ * Delay before poll number `poll` (1 for the first re-poll): full jitter ("Exponential Backoff
+ * and Jitter", AWS) bounded by the holder's remaining lease and the caller's time left.
+ */
+export function nextPollDelay(
+  policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
+  poll: number,
+  holderTtlMs: number | null,
+  timeLeftMs: number,
+  random: () => number = Math.random,
+): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
+  let delay = Math.max(1, Math.ceil(random() * ceiling));
+  // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
+  if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
+  return Math.max(1, Math.min(delay, timeLeftMs));
 }

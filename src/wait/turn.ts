@@ -17,10 +17,11 @@
  * So only the next one or two waiters poll near a release. Every sleep stays below `refreshMs`
  * (a third of the waiter timeout: each poll keeps the waiter's place), or, for a plain-lock
  * waiter far back, below what its last attempt asked the server to keep its place beyond the
- * timeout (TurnPacer); and, at the head, below the holder's lease end. (Measured in
- * docs/benchmarks.md, "Queue-directed polling".)
+ * timeout (TurnPacer); and, at the head, below the holder's lease end (docs/benchmarks.md,
+ * "Queue-directed polling").
  */
-import { nextPollDelay, type WaitPolicy } from "./policy.js";
+import type { WaitPolicy } from "./policy.js";
+import { nextPollDelay } from "./poll.js";
 
 /** A waiter's view of its turn, from a busy reply. */
 export interface TurnView {
@@ -79,10 +80,8 @@ export const LONG_SLEEP_SHARE = 0.5;
 
 /**
  * Longest extra time a waiter asks the server to keep its place for, as a multiple of
- * `refreshMs`: so no sleep is longer than twice `refreshMs`. A longer one is a bet on the
- * estimate of a far turn; one made early, on holds that were slow while the lock was new, left
- * the lock free with every waiter near the head asleep (the Worker scenario at 54 % and 35 % of
- * the bound in 2 of 10 runs with no such cap).
+ * `refreshMs`: no sleep is longer than twice `refreshMs`. A longer sleep bets on the estimate of
+ * a far turn (docs/benchmarks.md, "A waiter far back").
  */
 export const MAX_KEEP_EXTRA_REFRESHES = 1;
 
@@ -92,8 +91,7 @@ export const DIRECT_AIM_RELEASES = 1;
 /**
  * How late after the expected release a waiter aims, in ms: one mean deviation of the hold (plus
  * one ms), growing with the square root of the releases still ahead. Arriving late costs its
- * lateness; arriving early costs a request and a round trip. (Two deviations, the aim before
- * the statistics kept their fractions, measured 2–3 points slower: docs/benchmarks.md.)
+ * lateness; arriving early costs a request and a round trip.
  */
 export function aimLateMs(holdDeviationMs: number, releasesAhead: number): number {
   return 1 + holdDeviationMs * Math.sqrt(releasesAhead + 1);
@@ -175,9 +173,8 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
             Math.min(aimLateMs(deviation, release - 1), Math.max(0, cycle - roundTripMs - late));
       // The server computed the view about a round trip ago (its reply's way back, or half of
       // it) and the request needs the rest to get there: aim its arrival, not its start. An
-      // arrival that is already out of reach is polled at once (the 1 ms floor below): the
-      // release may not have come yet, and leaving it to the late side alone, as the head once
-      // did, cost about 8 ms more per such hand-off.
+      // arrival already out of reach is polled at once (the 1 ms floor below): the release may
+      // not have come yet.
       delay = arrival - roundTripMs;
     }
     if (release <= 0 && view.holderTtlMs !== null) {
@@ -187,9 +184,8 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
   }
   const freeInARow = state.freeInARow ?? 0;
   if (freeInARow >= 2) {
-    // Full jitter under a ceiling that doubles with every such poll: polling on at hand-off pace
-    // behind a dead head spent the whole poll budget (100 requests) within a 1 s waiter timeout
-    // on a loaded machine.
+    // Full jitter under a ceiling that doubles with every such poll: polling at hand-off pace
+    // behind a dead head would spend the poll budget before the queue prunes it.
     delay = Math.max(
       delay,
       nextPollDelay(policy, freeInARow - 1, null, Number.POSITIVE_INFINITY, random),

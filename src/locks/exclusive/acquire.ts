@@ -3,7 +3,8 @@
  * re-enter it, or join / keep a place in the lock's waiter queue and learn when the turn is
  * expected (src/wait/turn.ts). Dead waiters (deadline passed) are pruned first.
  */
-import { knownOrNull, type TurnView } from "../../wait/turn.js";
+import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
+import { knownOrNull } from "../../wait/turn.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
@@ -124,37 +125,6 @@ export const FAIR_ACQUIRE = defineScript({
   replies: ACQUIRE_REPLIES,
   lua: acquireScriptLua("fair"),
 });
-
-/**
- * An attempt's outcome; a busy one carries the waiter's view of its turn. `refused`: the script
- * turned this owner away at once (the write lock's upgrade) and queued nothing; the acquisition
- * ends with `error`.
- */
-export type QueuedAttemptOutcome =
-  | { readonly kind: "acquired"; readonly fencingToken: number }
-  | { readonly kind: "refused"; readonly error: Error }
-  | {
-      readonly kind: "busy";
-      readonly holderTtlMs: number | null;
-      readonly queue: TurnView;
-      readonly operationSpent?: boolean;
-    };
-
-/** How one attempt waits if it finds the lock busy. */
-export interface WaiterTerms {
-  /**
-   * The waiter's place lasts this long without a poll; 0 for a single attempt, which never
-   * enqueues; -1 for the last attempt a poll budget allows, which leaves the queue if it finds
-   * the lock busy (so that giving up costs no request of its own).
-   */
-  readonly timeoutMs: number;
-  /** This waiter's last round trip (0: unknown), which sizes reservations. */
-  readonly roundTripMs: number;
-  /** Push mode: the claim window of a waiter that will park after a busy reply; 0: it polls. */
-  readonly claimMs: number;
-  /** Push mode: the waiter's park was sent beside this attempt and is in flight. */
-  readonly parkBeside?: boolean;
-}
 
 export async function attemptAcquire(
   ctx: OperationContext,

@@ -1,5 +1,5 @@
 import { checkLockName } from "../../validate.js";
-import type { AcquireOptions } from "../acquisition.js";
+import type { AcquireOptions } from "../../wait/acquire.js";
 import { registerLockInternals } from "../internals.js";
 import { lockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";

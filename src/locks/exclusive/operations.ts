@@ -3,20 +3,50 @@
  * exclusive kind on one name shares: the plain lock uses them all; the fair lock and the write
  * lock replace the acquisition and keep the rest.
  */
-import type { AcquisitionSpec } from "../acquisition.js";
+import type { AcquisitionSpec } from "../../wait/acquire.js";
+import type { WaitPlan } from "../../wait/attempt.js";
+import { DEFAULT_WAITER_TIMEOUT_MS, type QueuedKind, queuedAttempts } from "../../wait/queued.js";
+import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
+import { leaveParkedQueue } from "../queue/leave.js";
 import type { LockRuntime } from "../runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
+import { type AcquireRule, attemptAcquire } from "./acquire.js";
 import { extendLease } from "./extend.js";
 import { forceRelease } from "./force-release.js";
 import { inspectLock } from "./inspect.js";
 import { releaseHold } from "./release.js";
-import {
-  DEFAULT_WAITER_TIMEOUT_MS,
-  exclusiveQueue,
-  peekWaitPlan,
-  queuedAttempts,
-} from "./waiting.js";
+
+/** A read-write lock's read holds and waiting writers, as its write lock's operations see them. */
+type ReadWriteParts = Pick<ReadWriteLockKeys, "reads" | "writers">;
+
+/**
+ * The plain or fair lock's queued waiting (acquire rule `rule`) on `keys`. `readWrite`: the write
+ * lock's, whose writer that gives up leaves the waiting writers too, and releases a hand-off it
+ * received meanwhile the write lock's way.
+ */
+export function exclusiveQueue(
+  ctx: OperationContext,
+  keys: LockKeys,
+  rule: AcquireRule,
+  readWrite?: ReadWriteParts,
+): QueuedKind {
+  return {
+    attempt: (owner, leaseMs, operationId, terms) =>
+      attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, terms),
+    perRelease: rule === "fair" ? 1 : 2,
+    keepsFarBack: rule === "plain",
+    leave: (owner, operationId) =>
+      leaveParkedQueue(
+        ctx,
+        keys,
+        owner,
+        operationId,
+        (fencingToken) => releaseHold(ctx, keys, owner, { readWrite, fencingToken }),
+        readWrite?.writers,
+      ),
+  };
+}
 
 /** The reentrant lock's operations on `keys`. */
 export function exclusiveOperations(
@@ -27,23 +57,20 @@ export function exclusiveOperations(
    * The write lock's read holds (a release hands over only once none is live) and waiting
    * writers (a writer handed the lock leaves them).
    */
-  readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">,
-): LockOperations & { acquisition(options?: unknown, defaultWaitMs?: number): AcquisitionSpec } {
+  readWrite?: ReadWriteParts,
+): LockOperations {
   const { ctx } = runtime;
   // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
   // the head waiters. Waiters keep a place in the queue to pace their polls (src/wait/turn.ts).
-  const acquisition = (
-    options?: unknown,
-    defaultWaitMs = Number.POSITIVE_INFINITY,
-  ): AcquisitionSpec => ({
+  const acquisition = (plan: WaitPlan): AcquisitionSpec => ({
     runtime,
     name,
     watch: { lockKey: keys.lock },
     ...queuedAttempts(
-      ctx,
+      runtime,
       keys,
       exclusiveQueue(ctx, keys, "plain"),
-      peekWaitPlan(options, runtime, defaultWaitMs),
+      plan,
       DEFAULT_WAITER_TIMEOUT_MS,
     ),
     // A handle's extend and release name its hold by its token: a handle whose hold ended (its

@@ -1,14 +1,8 @@
 import { checkLockName, checkOptions } from "../../validate.js";
-import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
+import type { AcquireOptions } from "../../wait/acquire.js";
+import { checkWaiterTimeout, type QueueOptions, queuedAttempts } from "../../wait/queued.js";
 import type { OperationContext } from "../context.js";
-import { exclusiveOperations } from "../exclusive/operations.js";
-import {
-  checkWaiterTimeout,
-  exclusiveQueue,
-  peekWaitPlan,
-  type QueueOptions,
-  queuedAttempts,
-} from "../exclusive/waiting.js";
+import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import { registerLockInternals } from "../internals.js";
 import { type FairLockKeys, fairLockKeys } from "../keys.js";
@@ -39,8 +33,17 @@ export class FairLock extends SingleNameLock {
     super(runtime, checked, {
       ...base,
       kind: "fairLock",
-      acquisition: (given, defaultWaitMs) =>
-        this.#spec(runtime, base.acquisition(), given, defaultWaitMs),
+      // The fair rule, and queue-directed polling with one waiter aimed at each release.
+      acquisition: (plan) => ({
+        ...base.acquisition(plan),
+        ...queuedAttempts(
+          runtime,
+          keys,
+          exclusiveQueue(runtime.ctx, keys, "fair"),
+          plan,
+          waiterTimeoutMs,
+        ),
+      }),
     });
     this.waiterTimeoutMs = waiterTimeoutMs;
     this.#keys = keys;
@@ -71,25 +74,5 @@ export class FairLock extends SingleNameLock {
   /** Number of live waiters in the queue (one read-only request). */
   queueLength(): Promise<number> {
     return queueLength(this.#ctx, this.#keys.timeouts);
-  }
-  /** The spec of one acquisition over the plain lock's (`base`): its pacing lives as long as the call. */
-  #spec(
-    runtime: LockRuntime,
-    base: AcquisitionSpec,
-    options: unknown,
-    defaultWaitMs: number,
-  ): AcquisitionSpec {
-    const plan = peekWaitPlan(options, runtime, defaultWaitMs);
-    return {
-      ...base,
-      // The fair rule, and queue-directed polling with one waiter aimed at each release.
-      ...queuedAttempts(
-        this.#ctx,
-        this.#keys,
-        exclusiveQueue(this.#ctx, this.#keys, "fair"),
-        plan,
-        this.waiterTimeoutMs,
-      ),
-    };
   }
 }

@@ -5,12 +5,8 @@
  * It composes this folder's operations with the shared acquisition flow.
  */
 import { LockWaitTimeoutError } from "../../errors.js";
-import {
-  type AcquireOptions,
-  type AcquisitionSpec,
-  acquireHold,
-  type WatchTarget,
-} from "../acquisition.js";
+import type { AcquireOptions } from "../../wait/acquire.js";
+import { type AcquisitionSpec, acquireHold, type WatchTarget } from "../../wait/acquire.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptAll, type UnsettledRollback } from "./attempt.js";
 import { extendAll, type MultiHoldControl, multiHoldControl } from "./control.js";
@@ -106,7 +102,7 @@ export class MultiLock {
       renew: (owner, leaseMs) => extendAll(groups, owner, leaseMs, tokens),
       holdId: () => tokens.join(","),
     };
-    const outcome = await acquireHold(spec, options, defaultWaitMs);
+    const outcome = await acquireHold(this.#runtime, options, defaultWaitMs, () => spec);
     if (!("handle" in outcome)) return { ...outcome, blockedBy };
     const members = this.names.map((name, i) => ({ name, fencingToken: tokens[i] ?? 0 }));
     return new MultiLockHandle(outcome.handle, members, control!);

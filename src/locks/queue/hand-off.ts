@@ -1,7 +1,7 @@
 /**
  * Push hand-off (`wait.mode: "push"`): Lua fragments of the parked waiters. A waiter that must
  * wait registers as parked beside its place in the queue (the acquire script) and blocks on a
- * wake list of its own (src/locks/exclusive/waiting.ts). The release that frees the lock hands it to
+ * wake list of its own (src/wait/queued.ts). The release that frees the lock hands it to
  * the head waiter inside the same script when that waiter is parked: the waiter becomes the
  * holder with a fresh fencing token, its acquisition's operation record says so (a re-sent or
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
@@ -46,7 +46,7 @@ export const BEHIND_NOTICE_MS = 250;
 
 /**
  * A Lua expression: when the park of a waiter registering now ends at the latest (server ms),
- * by the rule the client bounds it with (parkBoundMs in queue/parking.ts, which this mirrors;
+ * by the rule the client bounds it with (parkBoundMs in src/wait/parking.ts, which this mirrors;
  * capped by the waiter's place, `timeout`). Needs `now`, `pttl`, `position`, `claimMs` and
  * `timeout`; `statsKey` is the lock's statistics hash.
  */

@@ -6,7 +6,8 @@
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
 import { isTransientFailure, markTransient } from "../../transport/failures.js";
-import { type AcquireOptions, type AcquisitionSpec, acquireHold } from "../acquisition.js";
+import type { AcquireOptions } from "../../wait/acquire.js";
+import { type AcquisitionSpec, acquireHold } from "../../wait/acquire.js";
 import type { LockRuntime } from "../runtime.js";
 import { attemptQuorum } from "./attempt.js";
 import type { Database } from "./databases.js";
@@ -95,7 +96,7 @@ export class QuorumLock {
       }),
       renew: (owner, leaseMs) => extendQuorum(hold, owner, leaseMs),
     };
-    const outcome = await acquireHold(spec, options, defaultWaitMs);
+    const outcome = await acquireHold(this.#home, options, defaultWaitMs, () => spec);
     if ("handle" in outcome) return new QuorumLockHandle(outcome.handle, hold);
     return { ...outcome, tally };
   }

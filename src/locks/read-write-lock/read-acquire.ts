@@ -4,7 +4,7 @@
  * Owners that already hold (a read hold, or the write lock: downgrade) always get one more, so
  * a waiting writer never deadlocks a reader that re-enters.
  */
-import type { AttemptOutcome } from "../attempt.js";
+import type { AttemptOutcome } from "../../wait/attempt.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";

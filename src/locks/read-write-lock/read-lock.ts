@@ -1,5 +1,5 @@
 import { newOperationId } from "../../ids.js";
-import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
+import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";

@@ -2,7 +2,7 @@
 
 import { LockInputError } from "../../errors.js";
 import { checkOptions } from "../../validate.js";
-import { checkWaiterTimeout, type QueueOptions } from "../exclusive/waiting.js";
+import { checkWaiterTimeout, type QueueOptions } from "../../wait/queued.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 

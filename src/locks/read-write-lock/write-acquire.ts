@@ -7,13 +7,9 @@
  * it is refused at once: upgrading would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
+import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
 import type { OperationContext } from "../context.js";
-import {
-  type QueuedAttemptOutcome,
-  queuedAttemptOutcome,
-  type WaiterTerms,
-  waiterArgs,
-} from "../exclusive/acquire.js";
+import { queuedAttemptOutcome, waiterArgs } from "../exclusive/acquire.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";

@@ -3,12 +3,13 @@
  * reentrant lock's hash, so extend, release and inspection are the reentrant lock's operations;
  * acquisition also waits for read holds to end, registers the waiting writer (writer
  * preference), refuses an upgrade from read holds with LockUpgradeError, and queues its waiters
- * the plain lock's way (exclusive/waiting.ts).
+ * the plain lock's way (src/wait/queued.ts).
  */
 
-import type { AcquireOptions, AcquisitionSpec } from "../acquisition.js";
-import { exclusiveOperations } from "../exclusive/operations.js";
-import { peekWaitPlan, type QueuedKind, queuedAttempts } from "../exclusive/waiting.js";
+import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
+import type { WaitPlan } from "../../wait/attempt.js";
+import { type QueuedKind, queuedAttempts } from "../../wait/queued.js";
+import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
 import type { LockHandle } from "../handle.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
@@ -32,8 +33,7 @@ export class WriteLock extends SingleNameLock {
       ...base,
       kind: "writeLock",
       description: `The write lock "${name}"`,
-      acquisition: (options, defaultWaitMs) =>
-        this.#spec(runtime, keys, base.acquisition(), options, defaultWaitMs),
+      acquisition: (plan) => this.#spec(runtime, keys, base.acquisition(plan), plan),
     });
     this.#settings = settings;
   }
@@ -54,8 +54,7 @@ export class WriteLock extends SingleNameLock {
     runtime: LockRuntime,
     keys: ReadWriteLockKeys,
     base: AcquisitionSpec,
-    options: unknown,
-    defaultWaitMs: number,
+    plan: WaitPlan,
   ): AcquisitionSpec {
     const { ctx } = runtime;
     const { writerPreference, waiterTimeoutMs } = this.#settings;
@@ -63,6 +62,7 @@ export class WriteLock extends SingleNameLock {
     // release), and keep the waiter timeout as their bound: with writer preference, readers
     // wait behind a registered writer, so a dead one must drop out within it.
     const writers: QueuedKind = {
+      ...exclusiveQueue(ctx, keys, "plain", keys),
       attempt: (owner, leaseMs, operationId, terms) =>
         attemptWriteAcquire(
           ctx,
@@ -74,11 +74,8 @@ export class WriteLock extends SingleNameLock {
           operationId,
           terms,
         ),
-      perRelease: 2,
       keepsFarBack: false,
-      readWrite: keys,
     };
-    const plan = peekWaitPlan(options, runtime, defaultWaitMs);
-    return { ...base, ...queuedAttempts(ctx, keys, writers, plan, waiterTimeoutMs) };
+    return { ...base, ...queuedAttempts(runtime, keys, writers, plan, waiterTimeoutMs) };
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { LockInputError } from "../../../src/errors.js";
-import { DEFAULT_WAIT_POLICY, nextPollDelay, resolveWaitPolicy } from "../../../src/wait/policy.js";
+import { DEFAULT_WAIT_POLICY, resolveWaitPolicy } from "../../../src/wait/policy.js";
+import { nextPollDelay } from "../../../src/wait/poll.js";
 
 describe("nextPollDelay", () => {
   const policy = { initialDelayMs: 10, maxDelayMs: 200, maxPolls: 100 };

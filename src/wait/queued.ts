@@ -1,27 +1,17 @@
 /**
- * How the queued kinds wait (the plain, fair and write lock share the queue of LockKeys): how
- * long a silent waiter keeps its place, a look ahead at the acquire options to know whether this
- * acquisition may wait at all and with which polling policy, and the attempts of one
- * acquisition, paced by its turn or parked.
+ * How the queued kinds (plain, fair and write lock, sharing the queue of LockKeys) wait: each busy
+ * reply either paces the next poll by the turn it announces (turn.ts) or, in push mode, is
+ * followed by a park (parking.ts); a waiter that gives up leaves the queue. The kind supplies its
+ * attempt script and its leave.
  */
-import { QUEUE_DEFAULTS } from "../../defaults.js";
-import { checkDuration } from "../../validate.js";
-import type { RecentContention } from "../../wait/contention.js";
-import { resolveWaitPolicy, type WaitPolicy } from "../../wait/policy.js";
-import { TurnPacer } from "../../wait/turn.js";
-import type { AcquisitionSpec } from "../acquisition.js";
-import type { OperationContext } from "../context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import { leaveParkedQueue } from "../queue/leave.js";
-import { type BlockingPops, type ParkedSiblings, parkingFor } from "../queue/parking.js";
-import type { LockRuntime } from "../runtime.js";
-import {
-  type AcquireRule,
-  attemptAcquire,
-  type QueuedAttemptOutcome,
-  type WaiterTerms,
-} from "./acquire.js";
-import { releaseHold } from "./release.js";
+import { QUEUE_DEFAULTS } from "../defaults.js";
+import type { LockKeys } from "../locks/keys.js";
+import type { LockRuntime } from "../locks/runtime.js";
+import { checkDuration } from "../validate.js";
+import type { AcquisitionSpec } from "./acquire.js";
+import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
+import { parkingFor } from "./parking.js";
+import { TurnPacer } from "./turn.js";
 
 /** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
@@ -33,7 +23,8 @@ export interface QueueOptions {
    * How long a waiter keeps its place without polling, in ms. Every poll refreshes the waiter's
    * deadline (server time) and waiters poll at least every third of this, so only a waiter that
    * crashed or lost its connection is dropped; nobody waits behind the dead for longer than
-   * this. At least 1000. Default 5000.
+   * this. At least 1000.
+   * @default 5000
    */
   waiterTimeoutMs?: number;
 }
@@ -43,47 +34,6 @@ export function checkWaiterTimeout(value: unknown): number {
   return value === undefined
     ? DEFAULT_WAITER_TIMEOUT_MS
     : checkDuration(value, "waiterTimeoutMs", { min: MIN_WAITER_TIMEOUT_MS });
-}
-
-/** What one acquisition call will do, read ahead of the shared acquisition flow. */
-export interface WaitPlan {
-  /** False for a single attempt (`waitMs: 0`, tryAcquire's default): it must never enqueue. */
-  readonly mayWait: boolean;
-  /** The polling policy the flow will use (the call's `wait` over the client's). */
-  readonly policy: WaitPolicy;
-  /** Where the client recently had to wait (push mode parks beside the first attempt there). */
-  readonly contention: RecentContention;
-  /** This client's parked acquisitions per lock and owner (push mode). */
-  readonly parkedSiblings: ParkedSiblings;
-  /** Whether this client's backend serves blocking pops (push mode). */
-  readonly blockingPops: BlockingPops;
-}
-
-/**
- * Reads `waitMs` and `wait` from acquire options without judging them: the shared acquisition
- * flow validates the same options before any request, so a bad value is reported there.
- */
-export function peekWaitPlan(
-  options: unknown,
-  runtime: LockRuntime,
-  defaultWaitMs: number,
-): WaitPlan {
-  const given: { waitMs?: unknown; wait?: unknown } =
-    typeof options === "object" && options !== null ? options : {};
-  let policy = runtime.waitPolicy;
-  try {
-    if (given.wait !== undefined) policy = resolveWaitPolicy(given.wait, runtime.waitPolicy);
-  } catch {
-    // acquireHold rejects the same `wait` before any request.
-  }
-  const waitMs = given.waitMs === undefined ? defaultWaitMs : given.waitMs;
-  return {
-    mayWait: waitMs !== 0,
-    policy,
-    contention: runtime.contention,
-    parkedSiblings: runtime.parkedSiblings,
-    blockingPops: runtime.blockingPops,
-  };
 }
 
 /**
@@ -106,24 +56,10 @@ export interface QueuedKind {
    */
   readonly keepsFarBack: boolean;
   /**
-   * A read-write lock's read holds and waiting writers: a writer that gives up leaves the waiting
-   * writers too, and a hand-off it received meanwhile is released the write lock's way.
+   * Leaves the queue (and the parked waiters) as `owner`'s acquisition `operationId`, releasing a
+   * hand-off it was granted meanwhile.
    */
-  readonly readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">;
-}
-
-/** The plain or fair lock's attempts (acquire rule `rule`) on `keys`. */
-export function exclusiveQueue(
-  ctx: OperationContext,
-  keys: LockKeys,
-  rule: AcquireRule,
-): QueuedKind {
-  return {
-    attempt: (owner, leaseMs, operationId, terms) =>
-      attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, terms),
-    perRelease: rule === "fair" ? 1 : 2,
-    keepsFarBack: rule === "plain",
-  };
+  leave(owner: string, operationId: string): Promise<void>;
 }
 
 /**
@@ -132,29 +68,33 @@ export function exclusiveQueue(
  * next poll by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park:
  * a blocking pop on the acquisition's wake list that returns when a release hands the lock over
  * (queue/hand-off.ts) or when the turn is overdue. Where this client recently had to wait, the
- * park is sent beside the attempt rather than after its reply (src/wait/contention.ts): the
+ * park is sent beside the attempt rather than after its reply (RecentContention, client-state.ts): the
  * attempt script wakes it at once unless it registered the waiter. A waiter that gives up leaves
  * the queue.
  */
 export function queuedAttempts(
-  ctx: OperationContext,
+  runtime: LockRuntime,
   keys: LockKeys,
   kind: QueuedKind,
   plan: WaitPlan,
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
-  const parking = parkingFor(ctx, keys, plan);
+  const parking = policy.mode === "push" ? parkingFor(runtime, keys, plan) : undefined;
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
   // A polling waiter may ask the server to keep its place longer than the waiter timeout while
   // its turn is far off, where the kind allows (TurnPacer); a parked one's place is its park's.
-  const pacer = new TurnPacer(
-    policy,
-    Math.floor(waiterTimeoutMs / 3),
-    kind.perRelease,
-    Math.random,
-    kind.keepsFarBack && parking === undefined,
-  );
+  // Made at the first busy reply that paces a poll (a parked waiter may never need it).
+  const keepsFarBack = kind.keepsFarBack && parking === undefined;
+  let pacer: TurnPacer | undefined;
+  const pace = (): TurnPacer =>
+    (pacer ??= new TurnPacer(
+      policy,
+      Math.floor(waiterTimeoutMs / 3),
+      kind.perRelease,
+      Math.random,
+      keepsFarBack,
+    ));
   let roundTripMs = 0;
   // Whether the server may list this waiter: true from the first queueing request until a
   // reply says it holds the lock or left (the acquire script removes it from the queue then).
@@ -163,21 +103,20 @@ export function queuedAttempts(
   let lastOperationId = "";
 
   // One request of the acquisition: an attempt, or the wait on its park.
-  const attemptOnce: AcquisitionSpec["attempt"] = async (owner, leaseMs, operationId, wait) => {
+  const attemptOnce: AcquisitionSpec["attempt"] = async (owner, leaseMs, operationId) => {
     requests += 1;
     lastOperationId = operationId;
     if (parking?.registered) {
-      return parking.awaitPark(operationId, wait);
+      return parking.awaitPark(operationId);
     }
     const sentAt = Date.now();
     // The last request the budget allows leaves the queue itself when busy: the wait then
     // ends in exactly `maxPolls` requests.
     const last = plan.mayWait && requests >= policy.maxPolls;
-    const parkBeside =
-      parking?.beforeAttempt(operationId, wait, requests === 1, last, sentAt) ?? false;
+    const parkBeside = parking?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
     if (plan.mayWait) mayBeQueued = true;
     const attempt = kind.attempt(owner, leaseMs, operationId, {
-      timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + pacer.keepExtraMs,
+      timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + (pacer?.keepExtraMs ?? 0),
       roundTripMs,
       claimMs: parking?.claimMs ?? 0,
       parkBeside,
@@ -206,7 +145,7 @@ export function queuedAttempts(
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
-      ...(plan.mayWait ? { nextPollMs: pacer.next(outcome.queue, roundTripMs) } : {}),
+      ...(plan.mayWait ? { nextPollMs: pace().next(outcome.queue, roundTripMs) } : {}),
       ...spent,
     };
   };
@@ -214,8 +153,8 @@ export function queuedAttempts(
   return {
     // However it came (a grant, a replayed hold, an attempt), a hold leaves the queue, and the
     // owner's other parked acquisitions here re-enter.
-    attempt: async (owner, leaseMs, operationId, wait) => {
-      const outcome = await attemptOnce(owner, leaseMs, operationId, wait);
+    attempt: async (owner, leaseMs, operationId) => {
+      const outcome = await attemptOnce(owner, leaseMs, operationId);
       if (outcome.kind === "acquired") {
         mayBeQueued = false;
         parking?.held(owner);
@@ -225,15 +164,7 @@ export function queuedAttempts(
     gaveUp: async (owner) => {
       parking?.leaveSiblings();
       if (!mayBeQueued) return;
-      await leaveParkedQueue(
-        ctx,
-        keys,
-        owner,
-        lastOperationId,
-        (fencingToken) =>
-          releaseHold(ctx, keys, owner, { readWrite: kind.readWrite, fencingToken }),
-        kind.readWrite?.writers,
-      );
+      await kind.leave(owner, lastOperationId);
     },
   };
 }

@@ -1,45 +1,82 @@
 /**
- * The acquisition flow every primitive shares: validate options, resolve the owner, poll with the
- * wait policy, build the handle, and join the watchdog in watchdog mode. A primitive supplies only
- * its server operations (attempt, extend, release).
+ * The acquisition flow every kind shares: plan the wait once, run the attempts until held or given
+ * up, build the handle, confirm a handed-off hold's claim, and join the watchdog in watchdog mode.
+ * A kind supplies only its server operations (attempt, renew, control, gaveUp).
  */
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError, LockWaitTimeoutError } from "../errors.js";
 import { newOperationId } from "../ids.js";
+import { type HoldControl, LockHandle } from "../locks/handle.js";
+import type { LockRuntime } from "../locks/runtime.js";
 import { settleBy } from "../transport/call.js";
 import { checkCanBlock } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
-import { resolveWaitPolicy, type WaitOptions } from "../wait/policy.js";
-import { pollForLock } from "../wait/poll.js";
-import type { AttemptOutcome, AttemptWait, HandOff } from "./attempt.js";
-import { type HoldControl, LockHandle } from "./handle.js";
-import type { LockRuntime } from "./runtime.js";
+import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.js";
+import { confirmClaim } from "./parking.js";
+import { resolveWaitPolicy, type WaitOptions } from "./policy.js";
+import { pollForLock } from "./poll.js";
 
 export interface AcquireOptions {
   /**
-   * How long to keep trying while the lock is busy, in ms. `acquire()`: default Infinity (until
-   * acquired, aborted or out of poll budget). `tryAcquire()`: default 0 (one attempt).
+   * How long to keep trying while the lock is busy, in ms.
+   * @default Infinity for `acquire()` (until acquired, aborted or out of poll budget); 0 for `tryAcquire()` (one attempt)
    */
   waitMs?: number;
   /**
-   * Lease in ms: the lock expires after it and is never renewed. Default: none, which means
+   * Lease in ms: the lock expires after it and is never renewed. Without it the hold is in
    * watchdog mode: the lease is the client's `watchdogTimeoutMs`, renewed every third of it
    * while the handle is held.
+   * @default undefined (watchdog mode)
    */
   leaseMs?: number;
-  /** Stops waiting when aborted (LockAbortedError). Default: none. */
+  /**
+   * Stops waiting when aborted (LockAbortedError).
+   * @default undefined
+   */
   signal?: AbortSignal;
   /**
-   * Owner token. Default: the owner of the enclosing `client.scope()`, else a fresh random one.
-   * The same owner re-enters (the hold count rises); pass a handle's `owner` to continue work
-   * in another invocation.
+   * Owner token. The same owner re-enters (the hold count rises); pass a handle's `owner` to
+   * continue work in another invocation.
+   * @default the owner of the enclosing `client.scope()`, else a fresh random one
    */
   owner?: string;
-  /** Overrides the client's polling policy for this call. Default: the client's. */
+  /**
+   * Overrides the client's polling policy for this call.
+   * @default the client's `wait`
+   */
   wait?: WaitOptions;
 }
 
 const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
+
+/**
+ * Checks `options` and resolves them into a plan; `defaultWaitMs` is Infinity for acquire() and
+ * 0 for tryAcquire(). Throws LockInputError on bad input.
+ */
+export function planWait(runtime: LockRuntime, options: unknown, defaultWaitMs: number): WaitPlan {
+  const given = checkOptions<AcquireOptions>(options, "acquire options", ACQUIRE_KEYS);
+  const waitMs =
+    given.waitMs === undefined
+      ? defaultWaitMs
+      : checkDuration(given.waitMs, "waitMs", { min: 0, allowInfinity: true });
+  const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
+  const signal = checkSignal(given.signal);
+  const policy =
+    given.wait === undefined
+      ? runtime.waitPolicy
+      : resolveWaitPolicy(given.wait, runtime.waitPolicy);
+  if (policy.mode === "push") checkCanBlock(runtime.ctx.redis);
+  return {
+    waitMs,
+    mayWait: waitMs !== 0,
+    leaseMs: leaseMs ?? runtime.watchdogTimeoutMs,
+    renewing: leaseMs === undefined,
+    signal,
+    deadline: Date.now() + waitMs,
+    owner: runtime.resolveOwner(given.owner),
+    policy,
+  };
+}
 
 /**
  * What a watchdog renews: a reentrant lock hash (`lockKey`), which `lock.extend` can renew from
@@ -67,12 +104,7 @@ export interface AcquisitionSpec {
    * so sharing the id costs nothing. A kind that resolves its own unknown outcomes (rollback,
    * undo by its own ids) ignores it.
    */
-  attempt(
-    owner: string,
-    leaseMs: number,
-    operationId: string,
-    wait: AttemptWait,
-  ): Promise<AttemptOutcome>;
+  attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
   /** Extends and releases one hold of `owner`. */
   control(owner: string, fencingToken: number): HoldControl;
   /**
@@ -94,57 +126,42 @@ export interface AcquisitionSpec {
   gaveUp?(owner: string, operationId: string): Promise<void>;
 }
 
-/** The hold a renewal acts on. */
-export interface RenewedHold {
-  readonly fencingToken: number;
-  readonly claim?: { readonly claimMs: number; readonly grantLeaseMs: number };
-}
-
 export type Acquisition =
   | { readonly handle: LockHandle }
   | { readonly waitMs: number; readonly holderTtlMs: number | null };
 
+/** The spec of one acquisition, made from its plan. */
+export type AcquisitionOf = (plan: WaitPlan) => AcquisitionSpec;
+
 /** Runs the acquisition; `defaultWaitMs` is Infinity for acquire() and 0 for tryAcquire(). */
 export async function acquireHold(
-  spec: AcquisitionSpec,
+  runtime: LockRuntime,
   options: unknown,
   defaultWaitMs: number,
+  specOf: AcquisitionOf,
 ): Promise<Acquisition> {
-  const { runtime } = spec;
-  const given = checkOptions<AcquireOptions>(options, "acquire options", ACQUIRE_KEYS);
-  const waitMs =
-    given.waitMs === undefined
-      ? defaultWaitMs
-      : checkDuration(given.waitMs, "waitMs", { min: 0, allowInfinity: true });
-  const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
-  const signal = checkSignal(given.signal);
-  const policy =
-    given.wait === undefined
-      ? runtime.waitPolicy
-      : resolveWaitPolicy(given.wait, runtime.waitPolicy);
-  if (policy.mode === "push") checkCanBlock(runtime.ctx.redis);
-  const owner = runtime.resolveOwner(given.owner);
-  const renewing = leaseMs === undefined;
-  const effectiveLease = leaseMs ?? runtime.watchdogTimeoutMs;
+  const plan = planWait(runtime, options, defaultWaitMs);
+  const spec = specOf(plan);
+  const { owner, signal, waitMs, renewing } = plan;
+  const effectiveLease = plan.leaseMs;
 
   let operationId = newOperationId();
   let sentAt = 0;
   const startedAt = Date.now();
   let requests = 0;
   let handOff: HandOff | undefined;
-  const wait: AttemptWait = { signal, deadline: Date.now() + waitMs };
   let result: Awaited<ReturnType<typeof pollForLock<number>>>;
   try {
     result = await pollForLock({
       lockName: spec.name,
       waitMs,
       signal,
-      policy,
+      policy: plan.policy,
       attempt: async () => {
         // A replay re-arms the lease on arrival, so the lease counts from this attempt's send.
         const attemptSentAt = Date.now();
         requests += 1;
-        const outcome = await spec.attempt(owner, effectiveLease, operationId, wait);
+        const outcome = await spec.attempt(owner, effectiveLease, operationId);
         if (outcome.kind === "acquired") {
           sentAt = attemptSentAt;
           handOff = outcome.handOff;
@@ -168,7 +185,7 @@ export async function acquireHold(
   }
   if (!result.acquired) {
     const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
-    await giveUp(spec, owner, operationId, wait.deadline + backendTimeoutMs);
+    await giveUp(spec, owner, operationId, plan.deadline + backendTimeoutMs);
     emitNotAcquired(spec, startedAt, requests, "busy");
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
@@ -197,35 +214,21 @@ export async function acquireHold(
   });
   if (claim === undefined) {
     if (renewing) watch(spec, handle, owner, acquiredAt);
-    return { handle };
-  }
-  if (renewing && runtime.watchdogs.renewsInProcess) {
+  } else if (renewing && runtime.watchdogs.renewsInProcess) {
     // The in-process watchdog's first renewal, by half the claim window, confirms it: the
     // claim lives and dies with the process's other renewals.
     watch(spec, handle, owner, acquiredAt, claim.leaseMs);
-    return { handle };
-  }
-  const pending: PendingClaim = {
-    spec,
-    handle,
-    owner,
-    leaseMs: effectiveLease,
-    acquiredAt,
-    claimMs: claim.leaseMs,
-  };
-  if (renewing) {
-    // A watchdog elsewhere (a Durable Object) renews holds that outlive this invocation, whose
-    // timers would not confirm the claim in time: confirm it now, trying again within the claim
-    // window before the handle is returned (no timer of this invocation outlives it).
-    while ((await claimLease(pending)) === "failed") {
-      const retryIn = claimRetryInMs(handle);
-      if (retryIn === undefined) break;
-      await new Promise((resolve) => setTimeout(resolve, retryIn));
-    }
   } else {
-    // Most holds end within half the claim window: their release confirms nothing and costs
-    // nothing more. A longer one confirms its lease then.
-    claimLater(pending, acquiredAt + claim.leaseMs / 2 - Date.now());
+    await confirmClaim({
+      handle,
+      leaseMs: effectiveLease,
+      acquiredAt,
+      claimMs: claim.leaseMs,
+      renew: (leaseMs, hold) => spec.renew(owner, leaseMs, hold),
+      failed: (error) =>
+        runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error }),
+      confirmed: (confirmedAt) => watch(spec, handle, owner, confirmedAt),
+    });
   }
   return { handle };
 }
@@ -250,86 +253,25 @@ async function giveUp(
   await settleBy(leaving, answerBy, patience).catch(() => {});
 }
 
-/** A handed-off hold whose own lease is still to be confirmed. */
-interface PendingClaim {
-  readonly spec: AcquisitionSpec;
-  readonly handle: LockHandle;
-  readonly owner: string;
-  /** The hold's own lease: fixed, counted from the grant, or the watchdog's. */
-  readonly leaseMs: number;
-  /** The earliest moment the grant can have been made (client clock). */
-  readonly acquiredAt: number;
-  /** The claim window the hand-off granted. */
-  readonly claimMs: number;
-}
-
-/** How long to wait before a failed claim is tried again: half the window left, if enough is. */
-function claimRetryInMs(handle: LockHandle): number | undefined {
-  const retryIn = Math.floor((handle.expiresAt - Date.now()) / 2);
-  return retryIn < 10 ? undefined : retryIn;
-}
-
-/** Runs claimLease in `delayMs` (again, if it fails), unless the handle is released first. */
-function claimLater(claim: PendingClaim, delayMs: number): void {
-  const timer = setTimeout(
-    async () => {
-      if ((await claimLease(claim)) !== "failed") return;
-      const retryIn = claimRetryInMs(claim.handle);
-      if (retryIn !== undefined) claimLater(claim, retryIn);
-    },
-    Math.max(0, delayMs),
-  );
-  (timer as { unref?: () => void }).unref?.();
-  claim.handle.attachWatchdog(() => clearTimeout(timer));
-}
-
-/**
- * Confirms a handed-off hold's own lease (a fixed lease counted from the grant, or the
- * watchdog's) before the claim window ends; then the watchdog, if any, takes over. A hold found
- * gone is lost. "failed": the request failed, and the caller may try again while the window lasts.
- */
-async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
-  const { spec, handle, owner, leaseMs, acquiredAt, claimMs } = claim;
-  if (handle.released) return "done";
-  const sentAt = Date.now();
-  const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);
-  let held: boolean;
-  try {
-    // A fixed lease counts from the grant: the server anchors it there (see lock.extend).
-    const { fencingToken } = handle;
-    held = await (handle.renewing
-      ? spec.renew(owner, lease, { fencingToken })
-      : spec.renew(owner, lease, { fencingToken, claim: { claimMs, grantLeaseMs: leaseMs } }));
-  } catch (error) {
-    spec.runtime.events.emit({ type: "renewalFailed", name: spec.name, owner, error });
-    return handle.released ? "done" : "failed";
-  }
-  if (handle.released) return "done";
-  if (!held) {
-    handle.claimFailed("it was gone when its claim window was confirmed");
-    return "done";
-  }
-  // Lost meanwhile (the window ran out before the answer came): what the claim found may be a
-  // later hold of the same owner, not this one.
-  if (handle.signal.aborted) return "done";
-  handle.claimed(sentAt, lease);
-  if (handle.renewing) watch(spec, handle, owner, sentAt);
-  return "done";
-}
-
 /** acquire(): the handle, or LockWaitTimeoutError. */
-export async function acquireOrThrow(spec: AcquisitionSpec, options: unknown): Promise<LockHandle> {
-  const outcome = await acquireHold(spec, options, Number.POSITIVE_INFINITY);
+export async function acquireOrThrow(
+  runtime: LockRuntime,
+  name: string,
+  options: unknown,
+  specOf: AcquisitionOf,
+): Promise<LockHandle> {
+  const outcome = await acquireHold(runtime, options, Number.POSITIVE_INFINITY, specOf);
   if ("handle" in outcome) return outcome.handle;
-  throw new LockWaitTimeoutError(spec.name, outcome.waitMs, outcome.holderTtlMs);
+  throw new LockWaitTimeoutError(name, outcome.waitMs, outcome.holderTtlMs);
 }
 
 /** tryAcquire(): the handle, or null when the wait ran out. */
 export async function acquireOrNull(
-  spec: AcquisitionSpec,
+  runtime: LockRuntime,
   options: unknown,
+  specOf: AcquisitionOf,
 ): Promise<LockHandle | null> {
-  const outcome = await acquireHold(spec, options, 0);
+  const outcome = await acquireHold(runtime, options, 0, specOf);
   return "handle" in outcome ? outcome.handle : null;
 }
 

@@ -2,21 +2,24 @@
  * The client side of push hand-off (`wait.mode: "push"`), shared by every kind that parks (plain,
  * fair and write locks): the one blocking pop in flight on an acquisition's wake list, when to
  * send it (after a busy reply that registered the waiter, or beside the first attempt where the
- * client recently had to wait: src/wait/contention.ts), how long to wait on it, and what its reply
+ * client recently had to wait: RecentContention in client-state.ts), how long to wait on it, and what its reply
  * means. The scripts' side is queue/hand-off.ts.
  */
-import { LockBackendError } from "../../errors.js";
-import { callBlocking } from "../../transport/call.js";
-import { isTransientFailure, shownSafely } from "../../transport/failures.js";
-import { runsUnderKeyLocking } from "../../transport/key-locking.js";
-import { canBlock, type RedisLike } from "../../transport/redis-like.js";
-import type { RecentContention } from "../../wait/contention.js";
-import type { WaitPolicy } from "../../wait/policy.js";
-import type { TurnView } from "../../wait/turn.js";
-import type { AttemptOutcome, AttemptWait } from "../attempt.js";
-import type { OperationContext } from "../context.js";
-import type { LockKeys } from "../keys.js";
-import { PARK_PAST_LEASE_MS } from "./hand-off.js";
+import { LockBackendError } from "../errors.js";
+import type { OperationContext } from "../locks/context.js";
+import type { LockHandle } from "../locks/handle.js";
+import type { LockKeys } from "../locks/keys.js";
+import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
+import type { LockRuntime } from "../locks/runtime.js";
+import { callBlocking } from "../transport/call.js";
+import { isTransientFailure, shownSafely } from "../transport/failures.js";
+import { runsUnderKeyLocking } from "../transport/key-locking.js";
+import { canBlock, type RedisLike } from "../transport/redis-like.js";
+import type { AttemptOutcome, RenewedHold, WaitPlan } from "./attempt.js";
+import type { BlockingPops, ParkedSiblings, RecentContention } from "./client-state.js";
+import type { WaitPolicy } from "./policy.js";
+import { claimRetryInMs } from "./retry.js";
+import type { TurnView } from "./turn.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
 const MIN_PARK_MS = 10;
@@ -27,57 +30,6 @@ const MIN_PARK_MS = 10;
 const NOT_BLOCKED_BELOW = 0.5;
 /** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
 export const PARK_GRACE_MS = 1_000;
-
-/**
- * Whether this client's backend serves blocking pops. Production Upstash's REST API does not
- * (its docs: "Blocking commands … are not supported"): a `BLPOP` there answers at once as if
- * timed out, or is refused. Learnt once per client from the first park that shows it; from then
- * on push mode waits by polling, and no acquisition registers as parked.
- */
-export class BlockingPops {
-  #served = true;
-
-  /** False once a park came back long before its timeout with nothing, or was refused. */
-  get served(): boolean {
-    return this.#served;
-  }
-
-  /** A park showed that pops do not block here. */
-  notServed(): void {
-    this.#served = false;
-  }
-}
-
-/**
- * This client's parked acquisitions per (lock, owner). A release hands the lock to one of an
- * owner's concurrent acquisitions (each has its own registration); the lock is then the others'
- * too (re-entry). `held` tells them, and they ask again at once instead of waiting for a hand-off
- * of their own.
- */
-export class ParkedSiblings {
-  readonly #parked = new Map<string, Set<() => void>>();
-
-  /** Adds `nudge` to (lockKey, owner); returns the function that removes it. */
-  join(lockKey: string, owner: string, nudge: () => void): () => void {
-    const id = `${lockKey}\n${owner}`;
-    let nudges = this.#parked.get(id);
-    if (nudges === undefined) {
-      nudges = new Set();
-      this.#parked.set(id, nudges);
-    }
-    const joined = nudges;
-    joined.add(nudge);
-    return () => {
-      joined.delete(nudge);
-      if (joined.size === 0 && this.#parked.get(id) === joined) this.#parked.delete(id);
-    };
-  }
-
-  /** `owner` holds `lockKey` now: every parked acquisition of it here asks again. */
-  held(lockKey: string, owner: string): void {
-    for (const nudge of this.#parked.get(`${lockKey}\n${owner}`) ?? []) nudge();
-  }
-}
 
 /**
  * How long a waiter that got `view` parks at most: at the head, until just after the holder's
@@ -118,28 +70,20 @@ type ParkEnd =
 
 type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
-/**
- * The parking of an acquisition that may wait in push mode (undefined otherwise: it polls).
- * `plan` is the acquisition's WaitPlan (exclusive/waiting.ts).
- */
+/** The parking of an acquisition that may wait in push mode (undefined otherwise: it polls). */
 export function parkingFor(
-  ctx: OperationContext,
+  runtime: LockRuntime,
   keys: LockKeys,
-  plan: {
-    readonly mayWait: boolean;
-    readonly policy: WaitPolicy;
-    readonly contention: RecentContention;
-    readonly parkedSiblings: ParkedSiblings;
-    readonly blockingPops: BlockingPops;
-  },
+  plan: WaitPlan,
 ): Parking | undefined {
+  const { ctx } = runtime;
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
   // Where pops do not block, push mode polls (see BlockingPops); so it does where scripts are
   // known to run under Upstash's per-key locking, whose scripts leave the hand-off out. While
   // that is a guess (a client's first script), it parks: a plain Redis refuses the flag before
   // the park, and where pops answer at once BlockingPops turns the next wait to polling.
-  if (!plan.blockingPops.served || runsUnderKeyLocking(ctx.redis)) return undefined;
-  return new Parking(ctx, ctx.redis, keys, plan.policy, plan);
+  if (!runtime.blockingPops.served || runsUnderKeyLocking(ctx.redis)) return undefined;
+  return new Parking(ctx, ctx.redis, keys, plan, runtime);
 }
 
 /**
@@ -165,6 +109,7 @@ export class Parking {
   readonly #ctx: OperationContext;
   readonly #redis: BlockingRedis;
   readonly #keys: LockKeys;
+  readonly #plan: WaitPlan;
   readonly #policy: WaitPolicy;
   readonly #contention: RecentContention;
   readonly #siblings: ParkedSiblings;
@@ -184,7 +129,7 @@ export class Parking {
     ctx: OperationContext,
     redis: BlockingRedis,
     keys: LockKeys,
-    policy: WaitPolicy,
+    plan: WaitPlan,
     shared: {
       readonly contention: RecentContention;
       readonly parkedSiblings: ParkedSiblings;
@@ -194,7 +139,8 @@ export class Parking {
     this.#ctx = ctx;
     this.#redis = redis;
     this.#keys = keys;
-    this.#policy = policy;
+    this.#plan = plan;
+    this.#policy = plan.policy;
     this.#contention = shared.contention;
     this.#siblings = shared.parkedSiblings;
     this.#pops = shared.blockingPops;
@@ -231,13 +177,7 @@ export class Parking {
    * not the acquisition's first attempt or the client recently waited on this lock. Returns
    * whether a park is in flight (ARGV `parkBeside` of the acquire scripts).
    */
-  beforeAttempt(
-    operationId: string,
-    wait: AttemptWait,
-    first: boolean,
-    last: boolean,
-    sentAt: number,
-  ): boolean {
+  beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
     if (this.#operation?.id !== operationId)
       this.#operation = { id: operationId, firstSentAt: sentAt };
     if (!this.active) return false;
@@ -246,7 +186,7 @@ export class Parking {
       !last &&
       (!first || this.#contention.likely(this.#keys.lock))
     ) {
-      this.#inFlight = this.#start(operationId, wait, Number.POSITIVE_INFINITY);
+      this.#inFlight = this.#start(operationId, Number.POSITIVE_INFINITY);
     }
     return this.#inFlight !== undefined;
   }
@@ -314,12 +254,12 @@ export class Parking {
    * registering reply sets. A park sent beside the attempt may outlast that bound (a holder that
    * died hands nothing over): the waiter then asks again while it stays open.
    */
-  async awaitPark(operationId: string, wait: AttemptWait): Promise<AttemptOutcome> {
+  async awaitPark(operationId: string): Promise<AttemptOutcome> {
     const registered = this.#registered;
     if (registered === undefined) throw new Error("awaitPark before a registering reply");
     this.#registered = undefined;
     const { view, sentAt, boundAt } = registered;
-    this.#inFlight ??= this.#start(operationId, wait, boundAt - Date.now());
+    this.#inFlight ??= this.#start(operationId, boundAt - Date.now());
     const park = this.#inFlight;
     const ended = await Promise.race([
       park.endsAt <= boundAt
@@ -374,7 +314,8 @@ export class Parking {
     };
   }
 
-  #start(operationId: string, wait: AttemptWait, boundMs: number): ParkInFlight {
+  #start(operationId: string, boundMs: number): ParkInFlight {
+    const wait = this.#plan;
     const parkMs = Math.max(
       MIN_PARK_MS,
       Math.min(this.#policy.parkMs, wait.deadline - Date.now(), boundMs),
@@ -417,8 +358,7 @@ export class Parking {
  * `sinceRegistrationMs` later by the server's clock (`TIME`, read in the grant script), but
  * Redis counts the lease from the script's start (its time is frozen while a script runs),
  * which can fall in the millisecond before that reading. The hold's lease (and its claim
- * window) counts from here. (Without the 1 ms, a chaos run saw a woken waiter trust its hold
- * for 1 ms after the server had let it go.)
+ * window) counts from here; without the 1 ms a woken waiter can trust its hold 1 ms too long.
  */
 export function grantedAtOrBefore(
   sentAt: number,
@@ -463,4 +403,89 @@ function wakeReply(reply: unknown): ParkEnd {
     leaseMs: Number(match[2]),
     sinceRegistrationMs: Number(match[3]),
   };
+}
+
+/*
+ * The claim. A push hand-off grants the woken waiter a claim window, not its own lease: the hold
+ * confirms its lease (a fixed one counted from the grant, or the watchdog's) before the window
+ * ends, or is lost.
+ */
+
+/** A handed-off hold whose own lease is still to be confirmed. */
+export interface PendingClaim {
+  readonly handle: LockHandle;
+  /** The hold's own lease: fixed, counted from the grant, or the watchdog's. */
+  readonly leaseMs: number;
+  /** The earliest moment the grant can have been made (client clock). */
+  readonly acquiredAt: number;
+  /** The claim window the hand-off granted. */
+  readonly claimMs: number;
+  /** Re-arms the hold (the kind's renew). */
+  renew(leaseMs: number, hold: RenewedHold): Promise<boolean>;
+  /** A confirmation request failed. */
+  failed(error: unknown): void;
+  /** A watchdog-mode hold was confirmed at `confirmedAt`: the watchdog takes over from there. */
+  confirmed(confirmedAt: number): void;
+}
+
+/**
+ * Confirms the claim. In watchdog mode, before returning (a watchdog elsewhere, a Durable Object,
+ * renews holds that outlive this invocation, whose timers would not confirm the claim in time).
+ * With a fixed lease, later: most holds end within half the claim window, and their release
+ * confirms nothing and costs nothing more; a longer one confirms its lease then.
+ */
+export async function confirmClaim(claim: PendingClaim): Promise<void> {
+  if (!claim.handle.renewing) {
+    confirmLater(claim, claim.acquiredAt + claim.claimMs / 2 - Date.now());
+    return;
+  }
+  while ((await claimLease(claim)) === "failed") {
+    const retryIn = claimRetryInMs(claim.handle.expiresAt);
+    if (retryIn === undefined) return;
+    await new Promise((resolve) => setTimeout(resolve, retryIn));
+  }
+}
+
+/** Runs claimLease in `delayMs` (again, if it fails), unless the handle is released first. */
+function confirmLater(claim: PendingClaim, delayMs: number): void {
+  const timer = setTimeout(
+    async () => {
+      if ((await claimLease(claim)) !== "failed") return;
+      const retryIn = claimRetryInMs(claim.handle.expiresAt);
+      if (retryIn !== undefined) confirmLater(claim, retryIn);
+    },
+    Math.max(0, delayMs),
+  );
+  (timer as { unref?: () => void }).unref?.();
+  claim.handle.attachWatchdog(() => clearTimeout(timer));
+}
+
+/** One confirmation. "failed": the request failed, and may be tried again while the window lasts. */
+async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
+  const { handle, leaseMs, acquiredAt, claimMs } = claim;
+  if (handle.released) return "done";
+  const sentAt = Date.now();
+  const lease = handle.renewing ? leaseMs : Math.max(1, acquiredAt + leaseMs - sentAt);
+  let held: boolean;
+  try {
+    // A fixed lease counts from the grant: the server anchors it there (see lock.extend).
+    const { fencingToken } = handle;
+    held = await (handle.renewing
+      ? claim.renew(lease, { fencingToken })
+      : claim.renew(lease, { fencingToken, claim: { claimMs, grantLeaseMs: leaseMs } }));
+  } catch (error) {
+    claim.failed(error);
+    return handle.released ? "done" : "failed";
+  }
+  if (handle.released) return "done";
+  if (!held) {
+    handle.claimFailed("it was gone when its claim window was confirmed");
+    return "done";
+  }
+  // Lost meanwhile (the window ran out before the answer came): what the claim found may be a
+  // later hold of the same owner, not this one.
+  if (handle.signal.aborted) return "done";
+  handle.claimed(sentAt, lease);
+  if (handle.renewing) claim.confirmed(sentAt);
+  return "done";
 }

@@ -1,9 +1,7 @@
 /**
- * The watchdog's wire protocol: small JSON messages from holders to the `LockWatchdog` Durable
- * Object, and the status it answers with. Every message carries the protocol version `v`, and the
- * object validates each one (unknown fields, bad keys, owners or durations are refused with 400)
- * before it touches storage, so that a holder and an object deployed at different versions fail
- * loudly instead of renewing the wrong thing.
+ * The watchdog's wire protocol: JSON messages from holders and the status answered. Each carries
+ * the version `v` and is validated (400) before storage is touched, so that a holder and an object
+ * of different versions fail loudly instead of renewing the wrong thing.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { type LockKeys, lockKeys } from "../locks/keys.js";
@@ -23,10 +21,7 @@ import {
  */
 export const WATCHDOG_PROTOCOL = 2;
 
-/**
- * Path of each message, under the object's fetch handler. The paths stay those of v1, so that a
- * holder of another version reaches the handler and is refused by the version check (400).
- */
+/** Path of each message; still v1's, so another version's holder meets the version check. */
 export const WATCHDOG_ROUTES = {
   register: "/v1/register",
   deregister: "/v1/deregister",
@@ -44,8 +39,8 @@ export interface RegisterMessage {
   readonly key: string;
   readonly owner: string;
   /**
-   * The hold's fencing token: renewals name it, so they re-arm only this hold and never a later
-   * hold of the same owner. Re-entrant handles of one hold share it (and one registration).
+   * The hold's fencing token: renewals name it, so they never re-arm a later hold of the same
+   * owner. Re-entrant handles of one hold share it (and one registration).
    */
   readonly fencingToken: number;
   /** Random id of this registration: a late deregistration of an older one cannot remove it. */
@@ -169,7 +164,6 @@ export function keysOfLockKey(value: unknown): LockKeys {
   return lockKeys(checkPrefix(match[1]!), checkLockName(match[2]!));
 }
 
-/** A valid lock key. */
 export function checkLockKey(value: unknown): string {
   return keysOfLockKey(value).lock;
 }

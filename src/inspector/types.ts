@@ -1,7 +1,6 @@
 /**
- * The JSON the inspector serves (`GET …/api/snapshot`): what edgelock keeps in Redis, read
- * without writing. Owner tokens are secrets (whoever knows one may release its holds), so they
- * never leave the server: holders and waiters carry a short digest of the token instead.
+ * The JSON of `GET …/api/snapshot`. Owner tokens never leave the server (whoever knows one may
+ * release its holds): holders and waiters carry a short digest instead.
  */
 
 /** Who may do what through the inspector: `"none"` is refused with 403. */
@@ -60,10 +59,10 @@ export interface InspectedLock {
   readonly averageHoldMs: number | null;
   readonly averageCycleMs: number | null;
   readonly readHolds: readonly InspectedReadHold[];
-  /** Read holds in all (`readHolds` lists at most `maxWaiters`). */
+  /** Read holds in all (`readHolds` lists at most `maxListed`). */
   readonly readHoldCount: number;
   readonly waiters: readonly InspectedWaiter[];
-  /** Waiters in all (`waiters` lists at most `maxWaiters`). */
+  /** Waiters in all (`waiters` lists at most `maxListed`). */
   readonly waiterCount: number;
   /** Waiting writers of a read-write lock (they hold back new readers). */
   readonly waitingWriters: number;
@@ -71,7 +70,6 @@ export interface InspectedLock {
 
 /** What one refresh cost: every command is billed by Upstash. */
 export interface RefreshCost {
-  /** SCAN calls of this refresh. */
   readonly scan: number;
   /** Per-lock reads: one read-only script each (two when Redis had lost the script). */
   readonly read: number;
@@ -87,10 +85,7 @@ export interface InspectorSnapshot {
   /** Why the actions are not offered, when they are not. */
   readonly readOnlyReason: string | null;
   readonly locks: readonly InspectedLock[];
-  /**
-   * Locks whose only keys left are the fence counter, hold statistics, operation records or
-   * idempotency records: names only, not read (reading them would cost a command each).
-   */
+  /** Locks with no active keys left: names only, not read (a command each). */
   readonly idle: readonly string[];
   readonly idleCount: number;
   /** Locks found active but not read because of `maxLocks`. */

@@ -15,9 +15,8 @@ import {
 } from "../validate.js";
 
 /**
- * Version of the messages below. A change that old objects would misread bumps it. v2: every
- * message names the hold by its fencing token (v1 named only the owner, so an ended hold's
- * registration renewed a later hold of the same owner).
+ * Version of the messages, bumped by a change old objects would misread (v2: holds are named by
+ * fencing token, not by owner alone).
  */
 export const WATCHDOG_PROTOCOL = 2;
 
@@ -38,10 +37,7 @@ export interface RegisterMessage {
   /** The lock's Redis key, `<prefix>:{<name>}`. */
   readonly key: string;
   readonly owner: string;
-  /**
-   * The hold's fencing token: renewals name it, so they never re-arm a later hold of the same
-   * owner. Re-entrant handles of one hold share it (and one registration).
-   */
+  /** The hold's fencing token, which renewals name; re-entrant handles share one registration. */
   readonly fencingToken: number;
   /** Random id of this registration: a late deregistration of an older one cannot remove it. */
   readonly registration: string;
@@ -71,9 +67,8 @@ export interface DeregisterMessage {
 }
 
 /**
- * A heartbeat (keeps a registration that requires them) or a status query: same shape. It is
- * about hold `fencingToken` only; null (a lock known by name and owner alone): the owner's latest
- * hold, the one with the highest token the object knows.
+ * A heartbeat or a status query, about hold `fencingToken` only; null: the owner's latest hold
+ * (the highest token the object knows).
  */
 export interface LeaseQuery {
   readonly v: typeof WATCHDOG_PROTOCOL;
@@ -87,8 +82,8 @@ export type EndReason =
   /** The holder's owner was deregistered from another invocation (`watchdog.forget()`). */
   | "released"
   /**
-   * The renew script found the hold gone: expired, force-released, held by another owner, or
-   * taken again by the same owner (a later hold, with a later token, has a registration of its own).
+   * The renew script found the hold gone: expired, force-released, or taken, also by a later hold
+   * of the same owner (which has a registration of its own).
    */
   | "gone"
   /** `maxHoldMs` passed since registration. */

@@ -45,11 +45,10 @@ export interface IdempotencyOptions<E extends Env = Env> {
    */
   redis?: RedisLike | ((c: Context<E>) => RedisLike);
   /**
-   * Which requests share a key. `"route"`: the request's method and the route pattern this
-   * middleware is registered on (`POST /webhooks/stripe`), so one event id delivered to two
-   * endpoints runs each endpoint's handler once. `"shared"`: every route guarded with the same
-   * `namespace` shares its keys (and the key layout of edgelock 0.1). Registered with
-   * `app.use("/webhooks/*", …)`, the pattern is `/webhooks/*`: register it on each route instead.
+   * Which requests share a key. `"route"`: method and route pattern (`POST /webhooks/stripe`),
+   * so one event id sent to two endpoints runs each handler once; under `app.use("/webhooks/*")`
+   * that pattern is `/webhooks/*`, so register per route. `"shared"`: every route with the same
+   * `namespace` (edgelock 0.1's layout).
    * @default "route"
    * @example idempotency({ client, scope: "shared", namespace: "payments" })
    */

@@ -41,10 +41,7 @@ export interface InspectedWaiter {
 
 export interface InspectedLock {
   readonly name: string;
-  /**
-   * `lock`: a reentrant or fair lock (the two share one key layout, so Redis cannot tell them
-   * apart); `read-write`: a read-write lock (read holds or waiting writers exist).
-   */
+  /** `lock`: reentrant or fair (same key layout); `read-write`: read holds or waiting writers. */
   readonly kind: "lock" | "read-write";
   /** `held`, `waiting` (queue but no holder: a hand-off is under way), or `free`. */
   readonly state: "held" | "waiting" | "free";

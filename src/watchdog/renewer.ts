@@ -35,10 +35,7 @@ export interface Renewal {
 }
 
 export interface Renewer {
-  /**
-   * True when renewals run on this process's timers (which Workers stop with the invocation);
-   * a push hand-off then confirms its claim window on a timer too, else at once.
-   */
+  /** Renewals run on this process's timers; a push hand-off confirms its claim on one too. */
   readonly inProcess?: boolean;
   /**
    * Starts renewing `target`, whose lease was last set at `confirmedAt` (client clock, taken

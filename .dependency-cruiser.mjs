@@ -31,7 +31,8 @@ export default {
     {
       name: "wait-below-kinds",
       severity: "error",
-      comment: "Waiting is the same for every kind: a kind hands it its scripts, wait imports none.",
+      comment:
+        "Waiting is the same for every kind: a kind hands it its scripts, wait imports none.",
       from: { path: "^src/wait/" },
       to: { path: `^src/locks/(exclusive|${KINDS.slice(1, -1)})/` },
     },

@@ -1,7 +1,4 @@
-/**
- * Every default of the library in one place, so that a reader (and the docs) can check them at
- * a glance. Each option documents its default where it is declared; these are the values.
- */
+/** Every default of the library in one place; each option documents its own where declared. */
 
 /** `LockClient` options. */
 export const CLIENT_DEFAULTS = {
@@ -12,10 +9,7 @@ export const CLIENT_DEFAULTS = {
   retryDelayMs: 50,
   /** How long a mutating operation's result is kept for re-sent requests. */
   operationTtlMs: 60_000,
-  /**
-   * Time budget of one call to Redis (a script request with edgelock's re-sends and the Redis
-   * client's own retries), after which it fails with LockBackendError.
-   */
+  /** Time budget of one call to Redis, all re-sends included, then LockBackendError. */
   backendTimeoutMs: 2_000,
   /** Lease of a hold without `leaseMs`, renewed every third of it by the watchdog. */
   watchdogTimeoutMs: 30_000,

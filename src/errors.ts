@@ -1,9 +1,7 @@
 /**
- * Every error edgelock throws is one of these classes, exported from the package root. Each has
- * a stable `name` typed as its string literal, to match on where `instanceof` fails across
- * bundles: `isEdgelockError(err) && err.name === "LockWaitTimeoutError"` narrows `err` to that
- * class. A class with subclasses types `name` as the union of its own and theirs, since an
- * instance may be either.
+ * Every error edgelock throws. Each has a stable literal `name` to match on where `instanceof`
+ * fails across bundles: `isEdgelockError(err) && err.name === "LockWaitTimeoutError"` narrows.
+ * A class with subclasses types `name` as the union of its own and theirs.
  */
 
 /** The `name` of every error class edgelock throws. */
@@ -20,11 +18,9 @@ export class LockInputError extends EdgelockError {
 }
 
 /**
- * An owner scope (`client.scope()`, and edgelock/hono's `withLock()` with `client`, which opens
- * one per request) needs AsyncLocalStorage, and this runtime has none: on Cloudflare Workers, the
- * `nodejs_compat` compatibility flag is missing. Thrown before any request. Running on unscoped
- * would give each acquisition of a request its own owner, so a nested acquisition of the
- * request's own lock would wait for itself.
+ * An owner scope (`client.scope()`, hono's `withLock()` with `client`) needs AsyncLocalStorage:
+ * on Workers, add the `nodejs_compat` flag. Thrown before any request, since unscoped a nested
+ * acquisition of the request's own lock would wait for itself.
  */
 export class LockScopeUnavailableError extends EdgelockError {
   override readonly name = "LockScopeUnavailableError" as const;
@@ -50,9 +46,8 @@ export class LockWaitTimeoutError extends EdgelockError {
 }
 
 /**
- * The poll budget ran out before the lock came free. Raise `wait.maxPolls` or wait less. A kind
- * of LockWaitTimeoutError (the wait ended with the lock still held), so one `catch` covers both;
- * `waitMs` is how long it had waited when the budget ran out.
+ * The poll budget (`wait.maxPolls`) ran out before the lock came free. A LockWaitTimeoutError,
+ * so one `catch` covers both; `waitMs` is how long it had waited.
  */
 export class LockBudgetExceededError extends LockWaitTimeoutError {
   override readonly name = "LockBudgetExceededError" as const;
@@ -88,10 +83,9 @@ export class LockLostError extends EdgelockError {
 }
 
 /**
- * A read-lock holder asked for the write lock of the same read-write lock while holding no write
- * hold. Upgrading cannot be offered safely (two readers upgrading would wait for each other
- * forever), so it fails at once, before waiting: release the read holds, then acquire the write
- * lock (or take the write lock first and downgrade).
+ * A read-lock holder asked for the write lock without holding it: two upgrading readers would
+ * wait for each other forever, so it fails at once. Release the reads first, or write then
+ * downgrade.
  */
 export class LockUpgradeError extends EdgelockError {
   override readonly name = "LockUpgradeError" as const;
@@ -104,11 +98,9 @@ export class LockBackendError extends EdgelockError {
 
 /** How the databases of a RedLock answered one acquisition attempt. */
 export interface QuorumTally {
-  /** Databases in the RedLock. */
   readonly databases: number;
   /** Databases that must grant the lock: a majority, floor(databases / 2) + 1. */
   readonly quorum: number;
-  /** Databases that granted it. */
   readonly acquired: number;
   /** Databases where another owner holds it. */
   readonly busy: number;
@@ -148,9 +140,8 @@ export class QuorumWaitTimeoutError extends LockWaitTimeoutError {
 }
 
 /**
- * RedLock outage: too many databases failed or stayed silent for a majority to be possible, so
- * waiting would not help. Nothing is held (holds that may have landed were rolled back or expire
- * with their lease). `failures` has the error of each database that failed.
+ * RedLock outage: too many databases failed or stayed silent for a majority, so waiting would not
+ * help. Nothing is held (stray holds were rolled back or expire with their lease).
  */
 export class QuorumUnreachableError extends LockBackendError {
   override readonly name = "QuorumUnreachableError" as const;

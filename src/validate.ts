@@ -1,7 +1,4 @@
-/**
- * Input checks that run before any request: a mistake gets a LockInputError that says what to
- * change, and nothing reaches Redis.
- */
+/** Input checks before any request: a LockInputError that says what to change. */
 import { LockInputError } from "./errors.js";
 
 /** Shortest lease accepted: below a round trip or two a lease expires before it is of use. */
@@ -105,17 +102,13 @@ export function checkCount(value: unknown, what: string, min: number, max: numbe
   return value;
 }
 
-/** An AbortSignal, or undefined. */
 export function checkSignal(value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined;
   if (typeof AbortSignal !== "undefined" && value instanceof AbortSignal) return value;
   throw new LockInputError(`signal must be an AbortSignal, got ${describe(value)}.`);
 }
 
-/**
- * An options bag: undefined or a plain object whose keys are all known. Unknown keys are
- * rejected so that a typo (`leaseMS`) does not silently fall back to a default.
- */
+/** An options bag whose keys are all known, so that a typo (`leaseMS`) is not a silent default. */
 export function checkOptions<T extends object>(
   value: unknown,
   what: string,

@@ -1,8 +1,4 @@
-/**
- * One call from a holder to a LockWatchdog: a `fetch` on the Durable Object stub with a JSON
- * message, answered by the lease's status. Each call is one Durable Object request (billed as
- * such); none of them touches Redis.
- */
+/** One call from a holder to a LockWatchdog: a JSON message, answered by the lease's status. */
 import { LockBackendError } from "../errors.js";
 import { settleBy } from "../transport/call.js";
 import { parseStatus, WATCHDOG_ROUTES, type WatchdogStatus } from "./messages.js";

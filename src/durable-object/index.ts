@@ -1,7 +1,6 @@
 /**
- * edgelock/durable-object: the Durable Object watchdog. `LockWatchdog` is the Durable Object
- * class (export it from your Worker and bind it, see wrangler.toml); `durableObjectWatchdog()` is
- * the Renewer a LockClient uses to register its leases there.
+ * edgelock/durable-object: `LockWatchdog`, the Durable Object class to export and bind (see
+ * wrangler.toml), and `durableObjectWatchdog()`, the Renewer that registers leases there.
  * @module
  */
 export { LockWatchdog } from "./lock-watchdog.js";

@@ -1,20 +1,12 @@
 /**
- * `LockWatchdog`: a SQLite-backed Durable Object that renews the leases of locks held beyond one
- * invocation. Holders register a lease (`durableObjectWatchdog()` does it on acquire); the object
- * keeps registrations in storage and arms its one alarm for the earliest renewal due; `alarm()`
- * renews every due lease with the reentrant lock's own renew script (`lock.extend`) and re-arms.
+ * `LockWatchdog`: a SQLite-backed Durable Object whose alarm renews registered leases with
+ * `lock.extend`, naming each hold by its fencing token so it never re-arms a later hold of the
+ * same owner. It stops (and remembers why for an hour) on deregistration, a hold gone,
+ * `maxHoldMs`, missed heartbeats, or renewals failing past the lease: a crashed holder's lock
+ * frees within the bound of docs/lease-vs-watchdog.md.
  *
- * Each registration is one hold (lock key, owner, fencing token), and its renewals name the hold
- * by its token: they never re-arm a later hold of the same owner. It stops renewing — and
- * remembers why, for an hour — when the holder deregisters, the script finds the hold gone or
- * the lock taken, `maxHoldMs` passes, required heartbeats stop, or renewals fail until the lease
- * has passed. So a crashed holder's lock frees itself within a bound (see
- * docs/lease-vs-watchdog.md), and a lost lock reaches the holder through its next heartbeat.
- *
- * Alarms are at-least-once and may run late: a due lease is claimed in storage before its renewal
- * is sent (a duplicate or retried alarm finds nothing due), renewals happen at a third of the
- * lease, and the next alarm is armed in `finally`, so a handler that throws never leaves the
- * object without one.
+ * Alarms are at-least-once and may run late: a due lease is claimed before its renewal is sent,
+ * renewals happen at a third of the lease, and the next alarm is armed in `finally`.
  */
 import { LockInputError } from "../errors.js";
 import type { OperationContext } from "../locks/context.js";
@@ -82,13 +74,10 @@ export class LockWatchdog {
   }
 
   /**
-   * The Redis this object renews on. Default: `UPSTASH_REDIS_REST_URL` and
-   * `UPSTASH_REDIS_REST_TOKEN` of its env, on an `@upstash/redis` client whose own re-sends are
-   * off (`retry: { retries: 0 }`). Override in a subclass to connect otherwise; it must be the
-   * Redis the holders' LockClient uses, and its client should not re-send on its own either:
-   * the object's transport re-sends only before a renewal's deadline, and a client re-send after
-   * it holds a crashed holder's lock past the documented bound. (Not named `connect`: that is
-   * the socket handler.)
+   * The Redis this object renews on: by default `UPSTASH_REDIS_REST_URL` and `_TOKEN` of its env,
+   * with the client's own re-sends off. An override must reach the holders' Redis and not re-send
+   * on its own either: a re-send after a renewal's deadline holds a crashed holder's lock past the
+   * documented bound. (Not `connect`: that is the socket handler.)
    */
   protected createRedis(env: WatchdogEnv): RedisLike | undefined {
     return redisFromEnv(env);
@@ -138,10 +127,8 @@ export class LockWatchdog {
   }
 
   /**
-   * Renews every due lease, then arms the alarm for the next one — in `finally`, so that a throw
-   * (which the runtime retries at most six times, then drops the alarm) never ends renewal. A
-   * retried or duplicate invocation (`alarmInfo.isRetry`) does the same: renewals already done
-   * are no longer due.
+   * Renews every due lease, then arms the next alarm in `finally`: the runtime drops an alarm
+   * whose retries all threw. A retried or duplicate run finds done renewals no longer due.
    */
   async alarm(_alarmInfo?: AlarmInfo): Promise<void> {
     let threw = false;

@@ -1,9 +1,7 @@
 /**
- * The watchdog's wire protocol: small JSON messages from holders to the `LockWatchdog` Durable
- * Object, and the status it answers with. Every message carries the protocol version `v`, and the
- * object validates each one (unknown fields, bad keys, owners or durations are refused with 400)
- * before it touches storage, so that a holder and an object deployed at different versions fail
- * loudly instead of renewing the wrong thing.
+ * The watchdog's wire protocol: JSON messages from holders and the status answered. Each carries
+ * the version `v` and is validated (400) before storage is touched, so that a holder and an object
+ * of different versions fail loudly instead of renewing the wrong thing.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { type LockKeys, lockKeys } from "../locks/keys.js";
@@ -17,16 +15,12 @@ import {
 } from "../validate.js";
 
 /**
- * Version of the messages below. A change that old objects would misread bumps it. v2: every
- * message names the hold by its fencing token (v1 named only the owner, so an ended hold's
- * registration renewed a later hold of the same owner).
+ * Version of the messages, bumped by a change old objects would misread (v2: holds are named by
+ * fencing token, not by owner alone).
  */
 export const WATCHDOG_PROTOCOL = 2;
 
-/**
- * Path of each message, under the object's fetch handler. The paths stay those of v1, so that a
- * holder of another version reaches the handler and is refused by the version check (400).
- */
+/** Path of each message; still v1's, so another version's holder meets the version check. */
 export const WATCHDOG_ROUTES = {
   register: "/v1/register",
   deregister: "/v1/deregister",
@@ -43,10 +37,7 @@ export interface RegisterMessage {
   /** The lock's Redis key, `<prefix>:{<name>}`. */
   readonly key: string;
   readonly owner: string;
-  /**
-   * The hold's fencing token: renewals name it, so they re-arm only this hold and never a later
-   * hold of the same owner. Re-entrant handles of one hold share it (and one registration).
-   */
+  /** The hold's fencing token, which renewals name; re-entrant handles share one registration. */
   readonly fencingToken: number;
   /** Random id of this registration: a late deregistration of an older one cannot remove it. */
   readonly registration: string;
@@ -76,9 +67,8 @@ export interface DeregisterMessage {
 }
 
 /**
- * A heartbeat (keeps a registration that requires them) or a status query: same shape. It is
- * about hold `fencingToken` only; null (a lock known by name and owner alone): the owner's latest
- * hold, the one with the highest token the object knows.
+ * A heartbeat or a status query, about hold `fencingToken` only; null: the owner's latest hold
+ * (the highest token the object knows).
  */
 export interface LeaseQuery {
   readonly v: typeof WATCHDOG_PROTOCOL;
@@ -92,8 +82,8 @@ export type EndReason =
   /** The holder's owner was deregistered from another invocation (`watchdog.forget()`). */
   | "released"
   /**
-   * The renew script found the hold gone: expired, force-released, held by another owner, or
-   * taken again by the same owner (a later hold, with a later token, has a registration of its own).
+   * The renew script found the hold gone: expired, force-released, or taken, also by a later hold
+   * of the same owner (which has a registration of its own).
    */
   | "gone"
   /** `maxHoldMs` passed since registration. */
@@ -169,7 +159,6 @@ export function keysOfLockKey(value: unknown): LockKeys {
   return lockKeys(checkPrefix(match[1]!), checkLockName(match[2]!));
 }
 
-/** A valid lock key. */
 export function checkLockKey(value: unknown): string {
   return keysOfLockKey(value).lock;
 }

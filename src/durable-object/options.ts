@@ -9,37 +9,37 @@ export interface DurableObjectWatchdogOptions {
   /**
    * The longest the object renews one registration, in ms, however long the holder lives: a
    * holder that never releases (crashed, forgot) keeps the lock at most `maxHoldMs` +
-   * `watchdogTimeoutMs`. Default 900000 (15 minutes).
+   * `watchdogTimeoutMs`.
+   * @default 900_000 (15 minutes)
    */
   maxHoldMs?: number;
   /**
-   * Require heartbeats: the object stops renewing a lease that has heard none for this long, in
-   * ms, so that a crashed holder frees the lock within `heartbeatTimeoutMs` +
-   * `watchdogTimeoutMs` of its last heartbeat. Heartbeats come automatically from the acquiring
-   * isolate while it lives (`heartbeatIntervalMs`) and from `watchdog.heartbeat(lock)` anywhere.
-   * Default null: no heartbeats required (the bound is then `maxHoldMs`).
+   * Require heartbeats: the object stops renewing a lease that heard none for this long, in ms,
+   * so a crashed holder frees the lock within this + `watchdogTimeoutMs` of its last heartbeat.
+   * Heartbeats come from the acquiring isolate (`heartbeatIntervalMs`) and `watchdog.heartbeat()`.
+   * @default null (no heartbeats required; the bound is then `maxHoldMs`)
    */
   heartbeatTimeoutMs?: number | null;
   /**
-   * Automatic heartbeats from the acquiring isolate, every this many ms while it lives. Each is
-   * one Durable Object request and brings back the lease's state, so that the handle's `signal`
-   * aborts when the lock is lost. 0: none (no timers at all; call `heartbeat()` yourself).
-   * Default: a third of `heartbeatTimeoutMs` when heartbeats are required, else the lease
-   * (`watchdogTimeoutMs`).
+   * Automatic heartbeats from the acquiring isolate, in ms: each is one Durable Object request
+   * whose answer aborts the handle's `signal` when the lock is lost. 0: none (no timers).
+   * @default a third of `heartbeatTimeoutMs` when set, else `watchdogTimeoutMs`
    */
   heartbeatIntervalMs?: number;
-  /** One object per lock key (`"lock"`) or per owner token (`"owner"`). Default `"lock"`. */
+  /**
+   * One object per lock key (`"lock"`) or per owner token (`"owner"`).
+   * @default "lock"
+   */
   shardBy?: ShardBy;
   /**
    * Key prefix assumed by `heartbeat()`, `status()` and `forget()` for a lock given without
-   * `prefix` and not held in this isolate; use your LockClient's. Default "edgelock".
+   * `prefix` and not held in this isolate; use your LockClient's.
+   * @default "edgelock"
    */
   prefix?: string;
   /**
-   * The longest one call to the object (register, heartbeat, deregister, `status()`, `forget()`)
-   * may take, in ms (100 to 60000); a call unanswered by then fails (LockBackendError) and is
-   * tried again where the watchdog retries. A registration that gets no answer before the
-   * hold's lease passes ends the hold as lost: its `signal` aborts.
+   * The longest one call to the object may take, in ms (100 to 60000), then LockBackendError. A
+   * registration unanswered before the hold's lease passes ends the hold as lost.
    * @default 2000
    */
   requestTimeoutMs?: number;

@@ -1,8 +1,6 @@
 /**
- * The few Durable Object and Workers shapes the watchdog uses, declared structurally so that this
- * folder compiles under the DOM + Node types of the library as well as under
- * `@cloudflare/workers-types` (whose `DurableObjectState` and `DurableObjectNamespace` satisfy
- * them).
+ * The Durable Object shapes the watchdog uses, structural so that this folder compiles under the
+ * library's DOM + Node types as well as under `@cloudflare/workers-types`.
  */
 
 /** One value SQLite stores for us (we never store blobs). */

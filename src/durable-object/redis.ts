@@ -1,7 +1,4 @@
-/**
- * The Redis a LockWatchdog renews leases on: by default the Upstash REST URL and token of the
- * Worker that hosts it — the same Redis the holders' LockClient speaks to.
- */
+/** The Redis a LockWatchdog renews on: by default its Worker's Upstash REST URL and token. */
 import { Redis } from "@upstash/redis/cloudflare";
 import type { RedisLike } from "../transport/redis-like.js";
 
@@ -12,11 +9,8 @@ export interface WatchdogEnv {
 }
 
 /**
- * The client's own re-sends, off. By default `@upstash/redis` re-sends a request whose fetch
- * threw up to 5 times over ~4 s, unobserved by edgelock's transport, which re-sends only before
- * the renewal deadline (`sendBy`); a client re-send after it would hold a crashed holder's lock
- * past the documented bound. `{ retries: 0 }`, not `false`: in @upstash/redis 1.x `retry: false`
- * still allows one re-send (it sets one retry attempt).
+ * The client's own re-sends, off: unseen by the transport, they could land after the renewal
+ * deadline (`sendBy`). Not `retry: false`, which still allows one (docs/lease-vs-watchdog.md).
  */
 export const WATCHDOG_REDIS_RETRY = { retries: 0 } as const;
 

@@ -1,9 +1,7 @@
 /**
- * The holder's side of one registered hold: register it with the object (one request, retried
- * only on failure and only while the lease lasts), send automatic heartbeats while the isolate
- * lives, turn an "ended" answer into `target.lost()` (the handle's signal aborts), and
- * deregister on release (one request, after the registration it cancels). Every message names
- * the hold by its fencing token, so it never acts on another hold of the same owner.
+ * The holder's side of one hold: register (retried only while the lease lasts), heartbeat, turn
+ * an "ended" answer into `target.lost()`, deregister after the registration it cancels. Messages
+ * name the hold by its fencing token, never acting on another hold of the same owner.
  */
 import { LockBackendError } from "../errors.js";
 import { newOperationId } from "../ids.js";

@@ -1,10 +1,8 @@
 /**
- * When the watchdog renews and when it stops: pure functions of a lease's record and the clock,
- * so that the rules read in one place and the Durable Object only applies them.
+ * When the watchdog renews and when it stops, as pure functions of a lease and the clock.
  *
- * Alarms may run late (maintenance, failover: up to a minute, says Cloudflare) and are retried
- * with backoff, so renewal happens at a third of the lease, not near its end: a renewal up to two
- * thirds of a lease late still finds the lock held.
+ * Alarms may run late (up to a minute on failover) and are retried, so renewal happens at a third
+ * of the lease: one up to two thirds late still finds the lock held.
  */
 import type { EndReason } from "./messages.js";
 
@@ -31,10 +29,8 @@ export function renewalIntervalMs(leaseMs: number): number {
 }
 
 /**
- * An alarm also renews the leases due within half a renewal interval (a sixth of the lease):
- * renewing at a sixth instead of a third is harmless, and it brings the leases of one object into
- * the same rounds after at most one round whatever their phases — one alarm and one pipelined
- * Redis request for all of them instead of one each.
+ * An alarm also renews leases due within a sixth of the lease: harmless, and it brings one
+ * object's leases into the same rounds (one alarm, one pipelined Redis request) within a round.
  */
 export const EARLY_RENEWAL_DIVISOR = 6;
 

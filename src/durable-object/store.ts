@@ -1,10 +1,7 @@
 /**
- * The watchdog's durable state, in the object's SQLite: the leases it renews and, for a while,
- * why it stopped renewing others, one row per hold (lock key, owner, fencing token), so that what
- * is done for one hold never lands on another hold of the same owner. Every write names the
- * registration it applies to, so that an alarm that was awaiting Redis cannot overwrite a
- * registration that changed meanwhile (the object serves other requests while an alarm awaits
- * its renewals).
+ * The watchdog's SQLite state: leases it renews and, for a while, why it stopped, one row per
+ * hold (key, owner, fencing token). Writes name their registration, so an alarm awaiting Redis
+ * cannot overwrite a registration that changed meanwhile.
  */
 import type { EndedRegistration, EndReason, WatchdogStatus } from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";

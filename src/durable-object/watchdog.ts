@@ -1,12 +1,7 @@
 /**
  * `durableObjectWatchdog(env.LOCK_WATCHDOG)`: the Renewer that hands lease renewal to the
- * `LockWatchdog` Durable Object, so that a lock in watchdog mode stays held across invocations
- * (Queue consumers, Workflow steps, `waitUntil` jobs, a lock released by another request) without
- * timers in the holder.
- *
- * Cost: acquire and release send no extra Redis request; registration and deregistration are one
- * Durable Object request each; renewal is the object's alarm (one Redis request per due lease, or
- * one per round for the leases of one object, pipelined).
+ * `LockWatchdog` Durable Object, so a watchdog-mode lock stays held across invocations (queues,
+ * workflows, `waitUntil`) without timers in the holder. Costs: docs/lease-vs-watchdog.md.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { checkLockName, checkOwner } from "../validate.js";
@@ -43,10 +38,8 @@ export interface WatchedLock {
   readonly owner: string;
   readonly prefix?: string;
   /**
-   * The hold meant (a handle's `fencingToken`): only that hold is heartbeaten, asked about or
-   * forgotten, never another hold of the same owner. Without it: `heartbeat()` and `status()`
-   * are about the owner's latest hold the object knows, and `forget()` stops every hold of the
-   * owner on this lock.
+   * The hold meant (a handle's `fencingToken`), never another hold of the same owner. Without it
+   * `heartbeat()` and `status()` mean the owner's latest hold, and `forget()` every hold.
    * @default undefined (no hold named)
    */
   readonly fencingToken?: number;
@@ -67,7 +60,6 @@ export class DurableObjectWatchdog implements Renewer {
     this.#options = resolveWatchdogOptions(options);
   }
 
-  /** The options in force, defaults applied. */
   get options(): ResolvedWatchdogOptions {
     return this.#options;
   }
@@ -111,10 +103,9 @@ export class DurableObjectWatchdog implements Renewer {
   }
 
   /**
-   * Stops the renewal of `lock` from an invocation that does not hold its handle, e.g. after
-   * `lock.release({ owner })`. The object records it as "released", so that a holder still
-   * heartbeating elsewhere learns its lock is gone. One request. (Without it the next renewal finds
-   * the lock released and stops anyway.)
+   * Stops the renewal of `lock` from an invocation without its handle (after
+   * `lock.release({ owner })`), recorded as "released" so a holder heartbeating elsewhere learns
+   * it. One request; otherwise the next renewal finds the lock released and stops anyway.
    */
   forget(lock: WatchedLock): Promise<WatchdogStatus> {
     return this.#ask("deregister", lock);
@@ -210,10 +201,8 @@ function renewableKey(target: RenewalTarget): string | undefined {
 
 /**
  * The Renewer of `new LockClient({ redis, watchdog: durableObjectWatchdog(env.LOCK_WATCHDOG) })`:
- * locks acquired without `leaseMs` register with the `LockWatchdog` Durable Object, whose alarms
- * renew them, instead of using timers in this isolate.
+ * locks acquired without `leaseMs` are renewed by the `LockWatchdog` object's alarms.
  * @param namespace the Durable Object binding of the `LockWatchdog` class
- * @param options limits and heartbeats; see DurableObjectWatchdogOptions for the defaults
  * @example
  * const watchdog = durableObjectWatchdog(env.LOCK_WATCHDOG, { heartbeatTimeoutMs: 60_000 });
  * const client = new LockClient({ redis: Redis.fromEnv(env), watchdog });

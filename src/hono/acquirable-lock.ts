@@ -1,17 +1,8 @@
-/**
- * What the middleware needs of a lock and of its hold, structurally: every edgelock lock kind
- * (lock, fair lock, read or write lock, multi-lock, RedLock) and every handle they return fit,
- * and so does anything else that can be acquired and released the same way.
- */
-
+/** What the middleware needs of a lock and its hold, structurally; every edgelock lock fits. */
 import type * as Handles from "../locks/held-lock.js";
 import type { AcquireOptions } from "../wait/acquire.js";
 
-/**
- * A hold as the middleware uses it: released once, its loss reported through `signal`, a
- * background retry stopped once `released`. Picked from the handles' HeldLock, so that the two
- * cannot drift apart.
- */
+/** A hold as the middleware uses it; picked from the handles' HeldLock so the two cannot drift. */
 export interface HeldLock
   extends Pick<Handles.HeldLock, "name" | "released" | "signal" | "release"> {}
 

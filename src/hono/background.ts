@@ -29,10 +29,8 @@ export function inBackground(c: Context, work: () => Promise<void>): void {
 
 /**
  * Releases `held`, retrying in the background when Redis failed: a handle whose release failed
- * stays held, and in watchdog mode its renewals would keep the lock alive. When every retry
- * failed, the handle's disposer gives the hold up (edgelock's handles stop renewing, abort
- * `signal` and emit `lockLost`; the lease frees the lock). Resolves to the error of the inline
- * attempt (undefined when released), for the caller to report.
+ * stays held and its watchdog would keep the lock alive. After the last retry the handle's
+ * disposer gives the hold up and the lease frees the lock. Resolves to the inline attempt's error.
  */
 export async function releaseOrRetry(c: Context, held: HeldLock): Promise<unknown> {
   try {

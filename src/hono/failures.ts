@@ -1,7 +1,6 @@
 /**
- * What the middleware does when a step after the handler fails. The handler's response is never
- * replaced by an error (the work is done; an error status would make the sender repeat it), so
- * such failures are reported here instead of being silent.
+ * Failures after the handler are reported, never turned into an error response: the work is
+ * done, and an error status would make the sender repeat it.
  */
 
 export interface MiddlewareFailure {
@@ -10,7 +9,7 @@ export interface MiddlewareFailure {
   /** The lock name (withLock) or the idempotency key (idempotency). */
   readonly key: string;
   readonly error: unknown;
-  /** What the middleware did about it, in one sentence (also in the default log line). */
+  /** What the middleware did about it, in one sentence. */
   readonly consequence: string;
 }
 

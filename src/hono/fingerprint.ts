@@ -1,14 +1,10 @@
-/**
- * The request fingerprint of the Idempotency-Key draft: a digest of what makes two requests "the
- * same". A key reused with a different fingerprint is a client error (422), not a retry.
- */
+/** The Idempotency-Key draft's request fingerprint: a key reused with another one is a 422. */
 import type { Context } from "hono";
 
 /**
- * SHA-256 (hex) of the method, the path with its query, and the body bytes. Headers are left out
- * on purpose: providers re-sign each retry (a new timestamp), so headers differ between
- * deliveries of the same event. Reads the body through Hono's cache, so the handler can still
- * call `c.req.json()` / `c.req.text()` (not `c.req.raw.text()`).
+ * SHA-256 (hex) of the method, the path with its query, and the body. Not the headers: providers
+ * re-sign each retry. The body is read through Hono's cache, so the handler can still call
+ * `c.req.json()` / `c.req.text()` (not `c.req.raw.text()`).
  */
 export async function requestFingerprint(c: Context): Promise<string> {
   const url = new URL(c.req.url);

@@ -1,9 +1,7 @@
 /**
- * The middleware typed for one app. TypeScript cannot carry a route's Env into the options of a
- * generic middleware call written inline (`app.post(path, withLock({ client: (c) => … }))`: the
- * route's Env is itself still being inferred, so the plain functions' callbacks see `c.env` as
- * `any`, Hono's createMiddleware convention; see honojs/hono#3202). Binding the functions to the app's type once, as Hono's own
- * `createFactory<Env>()` does, gives every option callback the app's `c.env` and `c.var`.
+ * The middleware typed for one app: an inline generic call cannot infer the route's Env (its
+ * callbacks see `c.env` as `any`; honojs/hono#3202), so bind the app's type once, as Hono's
+ * `createFactory<Env>()` does.
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
@@ -14,22 +12,17 @@ import { type WithLockOptions, type WithLockVariables, withLock } from "./with-l
 
 /** `withLock()` and `idempotency()` with the Env of one app. */
 export interface AppMiddleware<E extends Env> {
-  /** `withLock()` whose callbacks see the app's context. */
   withLock<H extends HeldLock = LockHandle>(
     options: WithLockOptions<E, H>,
   ): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>>;
-  /** `idempotency()` whose callbacks see the app's context. */
   idempotency(
     options: IdempotencyOptions<E>,
   ): MiddlewareHandler<WithVariables<E, IdempotencyVariables>>;
 }
 
 /**
- * `withLock()` and `idempotency()` typed by `app`: their option callbacks get `c.env` as the
- * app's Bindings, without type arguments. The app is only read for its type.
- *
- * @param _app - the Hono app the middleware is for (`new Hono<{ Bindings: Env }>()`)
- * @returns the same two functions, typed for the app
+ * `withLock()` and `idempotency()` typed by `app` (only read for its type): their option
+ * callbacks get the app's `c.env` and `c.var`, without type arguments.
  *
  * @example
  * ```ts

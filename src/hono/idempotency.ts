@@ -31,27 +31,24 @@ import { problem, retryAfterSeconds } from "./responses.js";
 
 export interface IdempotencyOptions<E extends Env = Env> {
   /**
-   * The LockClient that holds the keys' locks and stored responses (its Redis and `prefix`), or
-   * a function that returns it for a request (e.g. built from `c.env` once per isolate), as
-   * `withLock()` takes it. Give `client` or `redis`.
+   * The LockClient that holds the keys' locks and stored responses, or a function that returns
+   * it for a request (e.g. built from `c.env` once per isolate). Give `client` or `redis`.
    * @default none
    * @example idempotency({ client: (c) => locksFor(c.env), key: stripeEventId() })
    */
   client?: PlainLockClient | ((c: Context<E>) => PlainLockClient);
   /**
-   * HTTP Redis (an `@upstash/redis` client or any RedisLike), or a function that returns it for a
-   * request: the middleware then builds its own LockClient with `prefix`. Give `client` or
-   * `redis`.
+   * HTTP Redis (`@upstash/redis` or any RedisLike), or a function that returns it for a request;
+   * the middleware builds its own LockClient with `prefix`. Give `client` or `redis`.
    * @default none
    * @example idempotency({ redis: Redis.fromEnv() })
    */
   redis?: RedisLike | ((c: Context<E>) => RedisLike);
   /**
-   * Which requests share a key. `"route"`: the request's method and the route pattern this
-   * middleware is registered on (`POST /webhooks/stripe`), so one event id delivered to two
-   * endpoints runs each endpoint's handler once. `"shared"`: every route guarded with the same
-   * `namespace` shares its keys (and the key layout of edgelock 0.1). Registered with
-   * `app.use("/webhooks/*", …)`, the pattern is `/webhooks/*`: register it on each route instead.
+   * Which requests share a key. `"route"`: method and route pattern (`POST /webhooks/stripe`),
+   * so one event id sent to two endpoints runs each handler once; under `app.use("/webhooks/*")`
+   * that pattern is `/webhooks/*`, so register per route. `"shared"`: every route with the same
+   * `namespace` (edgelock 0.1's layout).
    * @default "route"
    * @example idempotency({ client, scope: "shared", namespace: "payments" })
    */
@@ -64,8 +61,7 @@ export interface IdempotencyOptions<E extends Env = Env> {
    */
   tenant?: (c: Context<E>) => string | undefined | Promise<string | undefined>;
   /**
-   * The request's idempotency key, or undefined when it has none. See `key-extractors` for
-   * webhook senders.
+   * The request's idempotency key, or undefined; `key-extractors` has the webhook senders'.
    * @default the `Idempotency-Key` header (`fromHeader()`)
    */
   key?: KeyExtractor<E>;
@@ -76,15 +72,14 @@ export interface IdempotencyOptions<E extends Env = Env> {
    */
   ttlMs?: number;
   /**
-   * Lease of the key's lock while the handler runs, in ms: a crashed isolate frees the key after
-   * it. Always a lease (no watchdog), so that a key whose response could not be stored stays
-   * locked for exactly this long. Long work: `c.get("idempotency").lock.extend(ms)`.
+   * Lease of the key's lock while the handler runs, in ms. Never a watchdog, so that a key whose
+   * response could not be stored stays locked this long. Long work: `lock.extend(ms)`.
    * @default 30_000
    */
   leaseMs?: number;
   /**
-   * How long a duplicate that arrives while the first request runs waits for its response (then
-   * replayed) before it gets `409 Conflict`, in ms.
+   * How long a duplicate waits for the first request's response (then replayed) before it gets
+   * `409 Conflict`, in ms.
    * @default 0 (answer 409 at once)
    */
   waitMs?: number;
@@ -117,8 +112,8 @@ export interface IdempotencyOptions<E extends Env = Env> {
    */
   storeHeaders?: readonly string[];
   /**
-   * Largest body stored, in bytes. A larger one is sent to the first caller in full, but replays
-   * get the status and headers with an empty body and `edgelock-replay-body: omitted`.
+   * Largest body stored, in bytes; replays of a larger one get an empty body and
+   * `edgelock-replay-body: omitted`.
    * @default 65_536
    */
   maxBodyBytes?: number;
@@ -143,7 +138,6 @@ export interface IdempotencyOptions<E extends Env = Env> {
 
 /** What `c.get("idempotency")` gives the handler. */
 export interface IdempotencyContext {
-  /** The request's idempotency key. */
   readonly key: string;
   /** The hold on the key: `fencingToken` for writes, `extend(ms)` for long work, `signal`. */
   readonly lock: LockHandle;
@@ -179,23 +173,14 @@ const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 const defaultStoreStatus = (status: number) => status < 500 && !RETRY_LATER.has(status);
 
 /**
- * Processes each idempotency key once per scope (by default the route: method and pattern) and
- * replays the stored response to every later request with the key. The flow per request: one lookup (a stored response is replayed at once, a key
- * in progress answers 409); otherwise acquire the key's lock, run the handler, store its response
- * for `ttlMs`, release. A handler that throws or answers 5xx stores nothing and frees the key,
- * so the sender's retry runs it again.
+ * Processes each idempotency key once per scope (by default method and route pattern) and replays
+ * the stored response to later requests with the key. A stored response is replayed at once, a
+ * key in progress answers 409; otherwise it locks the key, runs the handler, stores the response
+ * for `ttlMs`, releases. A throw or 5xx stores nothing and frees the key for the sender's retry.
  *
  * Answers of its own: 400 (no or invalid key), 409 + Retry-After (a duplicate is in progress),
  * 422 (the key was used for a different request); replays carry `idempotent-replayed: true`.
  *
- * @param options.client - a LockClient or `(c) => LockClient` (or `redis`)
- * @param options.redis - HTTP Redis or `(c) => RedisLike` (or `client`)
- * @param options.scope - which requests share a key (default "route": method + route pattern)
- * @param options.tenant - `(c) => tenant`: keys count per tenant too (default none)
- * @param options.key - the key extractor (default: the `Idempotency-Key` header)
- * @param options.ttlMs - how long responses are replayed (default 24 h)
- * @param options.leaseMs - lease of the key while the handler runs (default 30 000)
- * @param options.waitMs - how long a duplicate waits for the first response (default 0: 409)
  * @returns a middleware that sets `c.get("idempotency")` to `{ key, lock }`
  *
  * @example

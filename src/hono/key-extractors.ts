@@ -1,6 +1,5 @@
 /**
- * Where the idempotency key of a request comes from. Webhook providers put a delivery or event id
- * in a header or in the body that stays the same across their retries:
+ * Where a request's idempotency key comes from; webhook ids stay the same across retries:
  *
  * | Sender                              | Extractor                          | Key                    |
  * | ----------------------------------- | ---------------------------------- | ---------------------- |
@@ -18,9 +17,8 @@ export type KeyExtractor<E extends Env = Env> = (
 ) => string | undefined | Promise<string | undefined>;
 
 /**
- * The value of header `name`. A Structured Field string (`"abc"`, as the Idempotency-Key draft
- * writes it) is unquoted.
- * @param name the header (case-insensitive). Default "Idempotency-Key".
+ * The value of header `name` (case-insensitive); a Structured Field string (`"abc"`, as the
+ * Idempotency-Key draft writes it) is unquoted.
  * @example idempotency({ redis, key: fromHeader("X-GitHub-Delivery") })
  */
 export function fromHeader(
@@ -35,10 +33,8 @@ export function fromHeader(
 }
 
 /**
- * A field of the JSON body, by dotted path (`"id"`, `"data.object.id"`); strings and finite
- * numbers count, anything else (or a body that is not JSON) gives undefined. The body is read
- * through Hono's cache, so the handler can read it again.
- * @param path the field's dotted path
+ * A string or finite-number field of the JSON body, by dotted path (`"data.object.id"`), else
+ * undefined. Read through Hono's cache, so the handler can read the body again.
  * @example idempotency({ redis, key: fromJsonBody("event.id") })
  */
 export function fromJsonBody(
@@ -79,8 +75,7 @@ export function githubDelivery(): <E extends Env>(c: Context<E>) => string | und
 }
 
 /**
- * The `webhook-id` header of the Standard Webhooks specification (Svix and others), the same
- * for every retry of a message.
+ * The `webhook-id` header of Standard Webhooks (Svix and others), the same for every retry.
  * @example idempotency({ redis, key: standardWebhookId() })
  */
 export function standardWebhookId(): <E extends Env>(c: Context<E>) => string | undefined {

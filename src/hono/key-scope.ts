@@ -1,8 +1,6 @@
 /**
- * Which requests share an idempotency key. Webhook providers (Stripe, Standard Webhooks) send one
- * event id to every subscribed endpoint, so by default a key counts per route: the request's
- * method and the route pattern the middleware is registered on. The scope becomes part of the
- * lock name, and with it of every Redis key of the idempotency record:
+ * Which requests share an idempotency key. Providers send one event id to every subscribed
+ * endpoint, so by default a key counts per method and route pattern, as part of the lock name:
  *
  *   route scope:   <namespace>:<METHOD> <route pattern>:<key>   e.g. idempotency:POST /webhooks/stripe:evt_1
  *   shared scope:  <namespace>:<key>                           (the layout of edgelock 0.1)
@@ -36,10 +34,7 @@ export function scopedLockName<E extends Env>(
   return parts.join(":");
 }
 
-/**
- * Escapes a part of the name: braces (they would move the hash tag), `:` (it separates the
- * parts), `@` (it marks the tenant) and `%` (the escape itself). The rest stays readable.
- */
+/** Escapes braces (the hash tag), `:`, `@` and `%`; the rest stays readable. */
 export function escapePart(part: string): string {
   return percentEscape(part, /[%{}:@]/g);
 }

@@ -7,11 +7,9 @@
 import type { PlainLockClient } from "../plain-lock-client.js";
 
 /**
- * Runs `fn` in an owner scope of `client`: the enclosing one if there is one already (an outer
- * middleware opened it), else a new one. Without AsyncLocalStorage (Workers without
- * `nodejs_compat`) it throws LockScopeUnavailableError before any request: running unscoped
- * would give the handler's own acquisitions of the request's lock another owner, so they would
- * wait out their `waitMs` against their own request.
+ * Runs `fn` in the enclosing owner scope of `client`, else a new one. Without AsyncLocalStorage
+ * it throws LockScopeUnavailableError: unscoped, the handler's own acquisitions of the request's
+ * lock would get another owner and wait out their `waitMs` against their own request.
  */
 export async function inRequestScope<T>(client: PlainLockClient, fn: () => Promise<T>): Promise<T> {
   if (client.currentOwner !== undefined) return fn();

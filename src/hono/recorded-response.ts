@@ -1,8 +1,3 @@
-/**
- * A response as idempotency() keeps it for replays: status, the chosen headers, and the body up
- * to a size cap, plus the fingerprint of the request that produced it.
- */
-
 /** What is stored in Redis under `<prefix>:{<namespace>:<key>}:response`. */
 export interface RecordedResponse {
   /** Fingerprint of the request that produced the response ("" when fingerprints are off). */
@@ -16,7 +11,7 @@ export interface RecordedResponse {
 
 /** The header every replayed response carries (Stripe's name for it). */
 export const REPLAY_HEADER = "idempotent-replayed";
-/** Set on replays whose body exceeded the cap when it was stored: the body is empty. */
+/** Set on replays whose body exceeded the cap: the body is empty. */
 export const BODY_OMITTED_HEADER = "edgelock-replay-body";
 
 // A leading tag that JSON.parse rejects: @upstash/redis parses string replies as JSON when it
@@ -56,10 +51,7 @@ function isRecord(value: unknown): value is RecordedResponse {
   );
 }
 
-/**
- * Captures `response` without consuming it (a clone is read). Reads at most `maxBodyBytes + 1`
- * bytes: a larger body is recorded as omitted.
- */
+/** Captures `response` from a clone, reading at most `maxBodyBytes + 1` bytes of its body. */
 export async function recordResponse(
   response: Response,
   fingerprint: string,

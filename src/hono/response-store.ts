@@ -1,6 +1,5 @@
 /**
- * Where idempotency() keeps responses: beside the key's lock, under the same hash tag, so that
- * one script sees the lock, its fence counter and the stored response together.
+ * Where idempotency() keeps responses: under the lock's hash tag, so one script sees all three.
  *
  *   <prefix>:{<name>}            the lock (owner → hold count), as every edgelock lock
  *   <prefix>:{<name>}:fence      its fence counter
@@ -53,9 +52,8 @@ const OPERATION_TTL_MS = 60_000;
 
 /** What one lookup saw, atomically. */
 export interface KeyState {
-  /** The stored response, if any. */
   readonly record: RecordedResponse | null;
-  /** True when some request holds the key's lock (it is being processed). */
+  /** Some request holds the key's lock (it is being processed). */
   readonly locked: boolean;
   /** The holder's remaining lease in ms (null when free or unknown). */
   readonly holderTtlMs: number | null;

@@ -20,15 +20,12 @@ import { problem, retryAfterSeconds } from "./responses.js";
 
 /** Why a request did not get the lock, as given to `onBusy`. */
 export interface LockBusy {
-  /** The lock name the request asked for. */
   readonly name: string;
   /** The holder's remaining lease at the last attempt, in ms (null when unknown). */
   readonly holderTtlMs: number | null;
   /**
-   * The Retry-After the default answer sends, in whole seconds (at least 1): with `leaseMs`, when
-   * the holder's lease ends; in watchdog mode, where the holder's lease is renewed and says nothing
-   * about when it finishes, the longest of this middleware's recent holds in this isolate (1 s
-   * before any has ended), never past the holder's lease.
+   * The default answer's Retry-After, in whole seconds (at least 1): with `leaseMs` when the
+   * holder's lease ends; in watchdog mode this middleware's longest recent hold, capped by it.
    */
   readonly retryAfterSeconds: number;
 }
@@ -48,8 +45,8 @@ export type LockChoice<E extends Env, H extends HeldLock> =
        */
       key: (c: Context<E>) => string | Promise<string>;
       /**
-       * The LockClient, or a function that returns it for a request (e.g. built from `c.env`
-       * once per isolate). The request runs in its owner scope.
+       * The LockClient, or a function that returns it for a request (built from `c.env` once
+       * per isolate); the request runs in its owner scope.
        * @example (c) => locksFor(c.env)
        */
       client: LockClientSource<E>;
@@ -57,8 +54,7 @@ export type LockChoice<E extends Env, H extends HeldLock> =
     }
   | {
       /**
-       * Any lock kind to acquire for this request: a fair lock, a read or write lock, a
-       * multi-lock, a RedLock lock. `c.get("lock")` is the handle it returns.
+       * Any lock kind (fair, read or write, multi-lock, RedLock); `c.get("lock")` is its handle.
        * @default none: give `key` and `client` instead
        * @example (c) => locksFor(c.env).fairLock(`payouts:${c.req.param("account")}`)
        */
@@ -108,9 +104,8 @@ export interface WithLockSettings<E extends Env = Env> {
    */
   exposeLockName?: boolean;
   /**
-   * Called when the release after the handler fails: the lease ran out mid-handler (the lock was
-   * not held to the end), or Redis failed (the release is retried in the background). The
-   * handler's response is sent all the same.
+   * Called when the release after the handler fails (the lease ran out mid-handler, or Redis
+   * failed and the release is retried in the background); the response is sent all the same.
    * @default one `console.error` line (`logFailure`)
    * @example withLock({ client, key, onFailure: (failure) => metrics.count(failure.kind) })
    */
@@ -156,10 +151,8 @@ function busyAnswer(exposeLockName: boolean) {
 const RECENT_HOLDS = 8;
 
 /**
- * Recent hold durations of one middleware in this isolate. In watchdog mode the holder's lease is
- * renewed every third of it, so its remaining lease (about `watchdogTimeoutMs`) says nothing about
- * when the holder finishes: a 1 s handler would get Retry-After 30. The holds seen end here are
- * what is known instead.
+ * Recent hold durations of one middleware in this isolate: in watchdog mode the holder's renewed
+ * lease says nothing about when it finishes (a 1 s handler would get Retry-After 30).
  */
 class RecentHolds {
   readonly #durations: number[] = [];
@@ -176,9 +169,8 @@ class RecentHolds {
 }
 
 /**
- * Retry-After for a busy lock: with a fixed lease the holder's remaining lease (the lock is free by
- * then at the latest); in watchdog mode the longest recent hold, capped by that lease, 1 s before
- * any hold ended. Whole seconds, at least 1.
+ * Retry-After for a busy lock: with a fixed lease the holder's remaining lease; in watchdog mode
+ * the longest recent hold (1 s before any), capped by that lease.
  */
 export function busyRetryAfter(
   holderTtlMs: number | null,
@@ -192,17 +184,8 @@ export function busyRetryAfter(
 
 /**
  * Acquires a lock before the handler and releases it after, also when the handler throws. With
- * a `client`, the request runs in its owner scope, so acquisitions of the same lock inside the
- * handler re-enter.
+ * a `client`, the request runs in its owner scope, so nested acquisitions of the lock re-enter.
  *
- * @param options.key - the plain lock's name for the request, with `client`
- * @param options.client - a LockClient or `(c) => LockClient` (required with `key`)
- * @param options.lock - instead of `key`: `(c) => any lock kind` (fair, read/write, multi, RedLock)
- * @param options.waitMs - how long to wait for a busy lock, in ms (default 0)
- * @param options.leaseMs - lease in ms (default: watchdog mode)
- * @param options.onBusy - the answer when busy (default 409 with Retry-After, no lock name)
- * @param options.exposeLockName - name the lock in the default 409's body (default false)
- * @param options.onFailure - reports a failed release (default console.error)
  * @returns a middleware that sets `c.get("lock")` to the handle (fencing token, `extend()`)
  *
  * @example

@@ -1,9 +1,7 @@
 /**
- * The inspector's two writes, through the library's own operations: `forceRelease()` of the
- * lock (Redisson forceUnlock; a parked head waiter gets the lock, as after a release), and the
- * queue's own leave script for a dead waiter (it removes that acquisition's `<owner>
- * <operation id>` member from the queue, its deadline, its parked registration and the waiting
- * writers, and closes its operation so a late copy of its attempt takes nothing).
+ * The inspector's two writes, through the library's own operations: `forceRelease()` (a parked
+ * head waiter gets the lock, as after a release), and the queue's leave script for a dead waiter,
+ * which also closes its operation so a late copy of its attempt takes nothing.
  */
 import type { LockClient as RootLockClient } from "../client.js";
 import { LockInputError } from "../errors.js";
@@ -47,8 +45,8 @@ export async function forceReleaseLock(
 }
 
 /**
- * Removes the waiting acquisition whose member digests to `waiter` from lock `name`'s queue.
- * One ZRANGE finds it (the browser only knows the digest), the leave script removes it.
+ * Removes the waiter whose queue member digests to `waiter` (the browser knows only the digest):
+ * one ZRANGE finds it, the leave script removes it.
  */
 export async function removeWaiter(
   client: LockClient,

@@ -1,8 +1,6 @@
 /**
- * The inspector as a fetch handler, `(request) => Response`, for any runtime: the page, its
- * script and style, and the JSON API (`api/snapshot`, `api/force-release`,
- * `api/remove-waiter`). Routes are matched by the end of the path, so it works wherever it is
- * mounted; the page uses relative URLs and is served at a path ending in `/`.
+ * The inspector as a fetch handler for any runtime: the page and its JSON API. Routes match the
+ * end of the path, so it works wherever it is mounted (the page at a path ending in `/`).
  */
 import { EdgelockError } from "../errors.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
@@ -15,16 +13,14 @@ import type { InspectorAccess } from "./types.js";
 
 export interface InspectorHandlerOptions extends RefreshBudget {
   /**
-   * The LockClient whose Redis (an `@upstash/redis` client, which can send SCAN) and prefix
-   * are inspected, and whose `forceRelease()` the page's action calls. Force-releasing a
-   * read-write lock needs the root entry's client (`edgelock`). Required.
+   * The LockClient whose Redis (one that can send SCAN, as `@upstash/redis`) and prefix are
+   * inspected; a read-write lock's force-release needs the root entry's client. Required.
    */
   client: LockClient;
   /**
-   * Who may see and act: `"write"` sees and may force-release and remove waiters, `"read"`
-   * only sees, `"none"` gets 403. Put your own authentication in front; this decides access.
-   * Even `"write"` gets a read-only page when the Redis token refuses SCAN (Upstash's
-   * read-only token). Required.
+   * Each request's access, behind your own authentication: `"write"` (also force-release and
+   * remove waiters), `"read"` or `"none"` (403). A read-only Redis token makes every page
+   * read-only. Required.
    */
   access: (request: Request) => InspectorAccess | Promise<InspectorAccess>;
   /**
@@ -80,7 +76,6 @@ async function readAction(request: Request): Promise<Record<string, unknown>> {
 
 class ForbiddenAction extends Error {}
 
-/** Builds the fetch handler. */
 export function inspectorHandler(
   options: InspectorHandlerOptions,
 ): (request: Request) => Promise<Response> {

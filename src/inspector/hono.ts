@@ -1,7 +1,4 @@
-/**
- * The inspector as Hono middleware: mount it under a path of your app, behind your own
- * authentication. Hono is only a type here, so the entry brings no Hono code of its own.
- */
+/** The inspector as Hono middleware, behind your own authentication; Hono is only a type here. */
 import type { Context, MiddlewareHandler } from "hono";
 import type { PlainLockClient as LockClient } from "../plain-lock-client.js";
 import { inspectorHandler } from "./handler.js";
@@ -10,15 +7,13 @@ import type { InspectorAccess } from "./types.js";
 
 export interface InspectorOptions extends RefreshBudget {
   /**
-   * The LockClient to inspect: its Redis (an `@upstash/redis` client) and key prefix, and its
-   * `forceRelease()` for the page's action. A read-write lock's force-release needs the root
-   * entry's client (`edgelock`). Required.
+   * The LockClient to inspect (its Redis and prefix); a read-write lock's force-release needs
+   * the root entry's client. Required.
    */
   client: LockClient;
   /**
-   * Decides each request's access after your own authentication ran: `"write"` (see, and
-   * force-release and remove waiters, each behind a confirmation), `"read"` (see only) or
-   * `"none"` (403). Required: the inspector shows every lock of the database.
+   * Each request's access, after your own authentication: `"write"` (also force-release and
+   * remove waiters), `"read"` or `"none"` (403). Required: the inspector shows every lock.
    * @example auth: (c) => (c.get("user")?.admin ? "write" : "read")
    */
   auth: (c: Context) => InspectorAccess | Promise<InspectorAccess>;
@@ -31,8 +26,6 @@ export interface InspectorOptions extends RefreshBudget {
 
 /**
  * The inspector page and its JSON API (`…/api/snapshot`), for `app.all(path, …)`.
- * @param options the client to inspect and the access rule; the refresh budget (`scanCount`,
- *   `maxScanCalls`, `maxLocks`, `maxListed`).
  * @example
  * app.use("/_edgelock/*", basicAuth({ username: "ops", password: env.PASSWORD }));
  * app.all("/_edgelock/*", inspector({ client, auth: () => "write" }));

@@ -1,8 +1,7 @@
 /**
- * `edgelock/inspector`: see every lock edgelock keeps in a database — holders, leases, fencing
- * tokens, read holds, queues — on a page, as JSON, or in a terminal (`edgelock inspect`), and
- * force-release a lock or remove a dead waiter. Its own entry, so no Worker that only locks
- * ships it. See docs/inspector.md.
+ * `edgelock/inspector`: every lock of a database on a page or as JSON, with force-release and
+ * removal of dead waiters; its own entry, so no Worker that only locks ships it. See
+ * docs/inspector.md.
  * @module
  */
 export type { ActionResult } from "./actions.js";

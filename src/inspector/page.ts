@@ -1,7 +1,6 @@
 /**
- * The inspector page: plain HTML, CSS and standard DOM script, shipped as strings so it works
- * offline from any runtime (no CDN, no build step, no framework). It holds no token: it calls
- * the JSON API beside it (relative URLs), which holds the Redis client server-side.
+ * The inspector page as strings (plain HTML, CSS, DOM script): no CDN, no build, no token; it
+ * calls the JSON API beside it by relative URLs.
  */
 
 export const PAGE_HTML = `<!doctype html>

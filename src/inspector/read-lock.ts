@@ -1,6 +1,6 @@
 /**
- * Reads one lock's whole state in one read-only script (one billed command), from the key
- * layout of src/locks/keys.ts. Owner tokens are digested before the state leaves this module.
+ * Reads one lock's whole state in one read-only script (one billed command); owner tokens are
+ * digested before the state leaves this module.
  */
 import { readWriteLockKeys } from "../locks/keys.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";

@@ -1,7 +1,6 @@
 /**
- * The inspector's few commands: SCAN and one read-only script per lock, sent through the Redis
- * client's `exec` (the RedisLike port has no SCAN). Failures are re-thrown without the command
- * they carry (`@upstash/redis` errors echo it: the script's text and the keys).
+ * The inspector's commands, SCAN and a read-only script per lock, through the client's `exec`
+ * (RedisLike has no SCAN); failures are re-thrown without the command `@upstash/redis` echoes.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
@@ -60,10 +59,9 @@ export async function scanPage(
 }
 
 /**
- * A read-only Lua script run with EVALSHA_RO, falling back to EVAL_RO when Redis lost it. A
- * read-only token may run these (a plain EVAL is a write command to Upstash's ACL). Where
- * scripts carry Upstash's per-key locking flag, this one does too, beside `no-writes`, which
- * Redis requires of a script with a shebang that EVAL_RO runs.
+ * A read-only Lua script run with EVALSHA_RO (EVAL_RO when Redis lost it), which a read-only
+ * token may run (EVAL is a write to Upstash's ACL). Where scripts carry the per-key locking
+ * flag this one does too, beside `no-writes`, which EVAL_RO requires of a shebang script.
  */
 export class ReadScript {
   readonly #plain: string;

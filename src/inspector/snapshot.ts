@@ -1,7 +1,6 @@
 /**
- * One refresh: walk edgelock's keys with SCAN (never KEYS) within a command budget, then read
- * each active lock with one read-only script. Every command is billed by Upstash, so the budget
- * is explicit and the snapshot says what the refresh spent.
+ * One refresh: SCAN (never KEYS) edgelock's keys, then one read-only script per active lock,
+ * within an explicit command budget since Upstash bills each; the snapshot says what it spent.
  */
 
 import { readLock } from "./read-lock.js";
@@ -41,10 +40,8 @@ export const DEFAULT_BUDGET: Required<RefreshBudget> = {
 };
 
 /**
- * Key suffixes that exist only while a lock is held or waited for (keys.ts): the lock hash, the
- * queue and its deadlines, parked waiters, read holds and waiting writers. A lock with none of
- * them is idle: what is left (fence, hold statistics, operation records, idempotency records)
- * says nothing about who holds it.
+ * Key suffixes that exist only while a lock is held or waited for; a lock with none is idle (its
+ * other keys say nothing about who holds it).
  */
 const ACTIVE_SUFFIXES = new Set([
   "",

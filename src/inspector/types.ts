@@ -1,7 +1,6 @@
 /**
- * The JSON the inspector serves (`GET …/api/snapshot`): what edgelock keeps in Redis, read
- * without writing. Owner tokens are secrets (whoever knows one may release its holds), so they
- * never leave the server: holders and waiters carry a short digest of the token instead.
+ * The JSON of `GET …/api/snapshot`. Owner tokens never leave the server (whoever knows one may
+ * release its holds): holders and waiters carry a short digest instead.
  */
 
 /** Who may do what through the inspector: `"none"` is refused with 403. */
@@ -42,10 +41,7 @@ export interface InspectedWaiter {
 
 export interface InspectedLock {
   readonly name: string;
-  /**
-   * `lock`: a reentrant or fair lock (the two share one key layout, so Redis cannot tell them
-   * apart); `read-write`: a read-write lock (read holds or waiting writers exist).
-   */
+  /** `lock`: reentrant or fair (same key layout); `read-write`: read holds or waiting writers. */
   readonly kind: "lock" | "read-write";
   /** `held`, `waiting` (queue but no holder: a hand-off is under way), or `free`. */
   readonly state: "held" | "waiting" | "free";
@@ -60,10 +56,10 @@ export interface InspectedLock {
   readonly averageHoldMs: number | null;
   readonly averageCycleMs: number | null;
   readonly readHolds: readonly InspectedReadHold[];
-  /** Read holds in all (`readHolds` lists at most `maxWaiters`). */
+  /** Read holds in all (`readHolds` lists at most `maxListed`). */
   readonly readHoldCount: number;
   readonly waiters: readonly InspectedWaiter[];
-  /** Waiters in all (`waiters` lists at most `maxWaiters`). */
+  /** Waiters in all (`waiters` lists at most `maxListed`). */
   readonly waiterCount: number;
   /** Waiting writers of a read-write lock (they hold back new readers). */
   readonly waitingWriters: number;
@@ -71,7 +67,6 @@ export interface InspectedLock {
 
 /** What one refresh cost: every command is billed by Upstash. */
 export interface RefreshCost {
-  /** SCAN calls of this refresh. */
   readonly scan: number;
   /** Per-lock reads: one read-only script each (two when Redis had lost the script). */
   readonly read: number;
@@ -87,10 +82,7 @@ export interface InspectorSnapshot {
   /** Why the actions are not offered, when they are not. */
   readonly readOnlyReason: string | null;
   readonly locks: readonly InspectedLock[];
-  /**
-   * Locks whose only keys left are the fence counter, hold statistics, operation records or
-   * idempotency records: names only, not read (reading them would cost a command each).
-   */
+  /** Locks with no active keys left: names only, not read (a command each). */
   readonly idle: readonly string[];
   readonly idleCount: number;
   /** Locks found active but not read because of `maxLocks`. */

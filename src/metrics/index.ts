@@ -37,7 +37,7 @@ export interface AnalyticsEngineSinkOptions {
   nameOf?: (name: string) => string;
 }
 
-/** The figures of one event, in a fixed order: duration (ms), requests, fencing token. */
+/** Duration (ms), requests, fencing token. */
 function figures(event: LockEvent): [number, number, number] {
   switch (event.type) {
     case "acquired":
@@ -78,11 +78,9 @@ function cut(text: string, bytes: number): string {
 }
 
 /**
- * A sink that writes one Analytics Engine data point per event:
- * `blobs: [type, name, outcome]`, `doubles: [ms, requests, fencingToken]`, `indexes: [name]`.
- * `ms` is the wait (`acquired`, `notAcquired`), the hold (`released`) or the renewal's round
- * trip (`renewed`). Query with SQL, e.g. `SELECT blob2, quantileWeighted(0.99)(double1,
- * _sample_interval) FROM dataset WHERE blob1 = 'acquired' GROUP BY blob2`.
+ * A sink that writes one Analytics Engine data point per event: `blobs: [type, name, outcome]`,
+ * `doubles: [ms, requests, fencingToken]` (ms: the wait, the hold or the renewal's round trip),
+ * `indexes: [name]`. A SQL query is in docs/inspector.md#metrics.
  */
 export function analyticsEngineSink(
   dataset: AnalyticsEngineDatasetLike,

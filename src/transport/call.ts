@@ -1,9 +1,7 @@
 /**
- * Runs a script and resolves ambiguous failures by asking again with the same arguments. Every
- * mutating script carries an operation id in its arguments and replays its first result when it
- * sees the id again, so a re-send never applies twice. The whole call, re-sends included, has a
- * time budget: a request still unanswered then is abandoned (if it runs later, its operation id
- * keeps it exactly-once), so an unreachable or hanging backend fails fast.
+ * Runs a script, re-sending after ambiguous failures with the same arguments: every mutating
+ * script replays its first result for a seen operation id, so a re-send never applies twice. The
+ * call has a time budget; a request abandoned at it stays exactly-once by the same id.
  */
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError } from "../errors.js";
@@ -20,12 +18,13 @@ export interface RetryOptions {
   delayMs: number;
   /**
    * The call's time budget in ms, re-sends and the Redis client's own retries included.
-   * Default: `CLIENT_DEFAULTS.backendTimeoutMs`.
+   * @default CLIENT_DEFAULTS.backendTimeoutMs
    */
   timeoutMs?: number;
   /**
-   * No re-send starts at or after this moment (client clock, ms since the epoch): a renewal
-   * must not re-arm a lease after the renewer's own deadline. Default: none.
+   * No re-send starts at or after this moment (client clock, epoch ms): a renewal must not
+   * re-arm a lease after the renewer's own deadline.
+   * @default none
    */
   sendBy?: number;
 }
@@ -77,9 +76,8 @@ export async function callScript(
 }
 
 /**
- * A probe of the REST URL, started if the call is still unanswered at half its budget and done by
- * its deadline: `@upstash/redis` re-sends a request whose fetch threw for ~4 s, so a refused
- * connection would otherwise show only as a timeout. Costs nothing while the backend answers.
+ * A probe of the REST URL if the call is unanswered at half its budget: `@upstash/redis` re-sends
+ * a request whose fetch threw, so a refused connection would otherwise show only as a timeout.
  */
 function diagnoseWhenSlow(
   redis: RedisLike,
@@ -107,17 +105,14 @@ function isTimeout(error: unknown): boolean {
   return error instanceof Error && error.name === "TimeoutError";
 }
 
-/** Where the failure happened and what a probe found, for the message. */
 interface FailureContext {
   readonly redis?: RedisLike;
   readonly finding?: string | undefined;
 }
 
 /**
- * The LockBackendError of a failed call `what`: transient unless refused. Its cause is a
- * sanitized copy, since the client's error echoes the command (`secrets`: Lua, owner token).
- * The message names the cause where known: a probe's finding, a refused connection, DNS or TLS
- * error seen directly (with `retry: { retries: 0 }` on the Redis client), a refused token.
+ * The LockBackendError of a failed call `what`, transient unless refused, naming the cause where
+ * known. Its cause is a sanitized copy: the client's error echoes the command (`secrets`).
  */
 function backendFailure(
   error: unknown,
@@ -139,11 +134,9 @@ function backendFailure(
 }
 
 /**
- * Sends one blocking command (`BLPOP key seconds`) that the server may hold open for up to
- * `blockMs`. It is not re-sent here: the waiter that parks asks again through its own loop.
- * The call fails after `blockMs` plus the client's time budget, or at once when `signal`
- * aborts (the request then runs on unobserved; the server ends it at its own timeout).
- * Failures are LockBackendError with a sanitized cause, transient unless refused.
+ * Sends one blocking command (`BLPOP key seconds`), held open up to `blockMs`; never re-sent here
+ * (the parked waiter asks again through its own loop). Fails after `blockMs` plus the time
+ * budget, or at once when `signal` aborts (the server ends the request at its own timeout).
  */
 export async function callBlocking(
   redis: RedisLike & Required<Pick<RedisLike, "exec">>,

@@ -1,10 +1,7 @@
 /**
- * Naming why the backend failed. `@upstash/redis` re-sends a request whose fetch threw (up to 5
- * times over ~4 s on its defaults), so a closed port, a DNS failure or a TLS error never reaches
- * edgelock within its `backendTimeoutMs`: the call just times out. When a call is still unanswered
- * at half its budget, one probe (a bare POST to the REST URL, without the token: no command runs,
- * nothing is billed) finds the reason, which the timeout's LockBackendError then names.
- * Kept terse: every byte here is in every Worker bundle.
+ * Naming why the backend failed: `@upstash/redis` re-sends a request whose fetch threw, so a
+ * closed port, DNS or TLS failure shows only as a timeout; a probe (a bare POST without the
+ * token: no command runs) finds it. Kept terse: every byte here is in every Worker bundle.
  */
 import { LockInputError } from "../errors.js";
 import type { RedisLike } from "./redis-like.js";
@@ -39,9 +36,8 @@ export function hostOf(url: string): string {
 const MISSING = /^(?:|undefined|null)$/;
 
 /**
- * Throws LockInputError when `redis` is an `@upstash/redis` client built without a URL or a token
- * (an unset variable): every request would fail, on its defaults only after ~4 s of re-sends.
- * Other RedisLike implementations are not inspected.
+ * Throws LockInputError for an `@upstash/redis` client without a URL or token (an unset
+ * variable), whose every request would fail only after seconds of re-sends.
  */
 export function checkCredentials(redis: RedisLike): void {
   const client = httpClientOf(redis);

@@ -1,7 +1,4 @@
-/**
- * What a failed request means for the caller. Ambiguous failures (the request may or may not have
- * run) are safe to re-send because every mutating script is idempotent by operation id.
- */
+/** What a failed request means; ambiguous ones are safe to re-send (idempotent by operation id). */
 export type FailureKind =
   /** The script is not in the server's cache: send it with EVAL. */
   | "noscript"
@@ -37,13 +34,11 @@ export function classifyFailure(error: unknown): FailureKind {
 }
 
 /**
- * Failures worth trying again after a pause (network, timeout, 5xx, an unreadable body): a waiter
- * with time left treats one as a busy answer. Whether such a request ran does not matter: every
- * attempt of one acquisition carries the same operation id, so a request that did run is replayed.
+ * Failures worth trying again after a pause, which a waiter with time left treats as busy: every
+ * attempt of one acquisition carries the same operation id, so one that did run is replayed.
  */
 const transientFailures = new WeakSet<object>();
 
-/** Marks `error` as a transient failure and returns it. */
 export function markTransient<E extends object>(error: E): E {
   transientFailures.add(error);
   return error;
@@ -60,11 +55,9 @@ const LONG_STRING = 20;
 const TOKEN_LIKE = /[\w+/=-]{32,}/g;
 
 /**
- * A copy of `error` that is safe to log: same `name` (and string `code`, e.g. ECONNREFUSED),
- * the server's message without the echoed command, with each of `secrets` (the request's
- * arguments, the script) and any long token-like run replaced by "…", and a cause sanitized the
- * same way. The original is dropped: `@upstash/redis` errors carry the whole command (Lua,
- * keys, owner token), and so does their stack's first line.
+ * A copy of `error` safe to log: its `name` and `code`, the server's message with `secrets` and
+ * long token-like runs elided, its cause likewise. The original goes: `@upstash/redis` errors
+ * and their stacks carry the whole command (Lua, keys, owner token).
  */
 export function sanitizedFailure(error: unknown, secrets: readonly string[], depth = 0): Error {
   let message = redisMessageOf(error);

@@ -1,14 +1,9 @@
 /**
- * Upstash runs a Lua script under a database-wide lock unless its first line is
- * `#!lua flags=allow-key-locking`; then it locks only the script's `KEYS`, and refuses any other
- * key the script touches. A plain Redis refuses the flag itself ("Unexpected flag in script
- * shebang"). So the flag is sent per Redis client: where a LockClient's `scriptKeyLocking`
- * option says so, else until the client's server refuses it (once per server and process: the
- * refused script is sent again without it). A flagged script must declare every key it
- * touches. Edgelock's do, once the parts marked `withoutKeyLocking` are cut out of them: the
- * push hand-off, which pushes to a wake list named after a waiter only the script finds. Where
- * the flag is sent no waiter parks (Upstash serves no blocking pops, so push mode polls there),
- * so those parts would never run.
+ * Upstash runs Lua under a database-wide lock unless the script starts with
+ * `#!lua flags=allow-key-locking` (then only its declared `KEYS`); a plain Redis refuses the flag.
+ * So it is sent per Redis client as `scriptKeyLocking` says, else until the server refuses it.
+ * Flagged scripts have their `withoutKeyLocking` parts (the push hand-off, which builds a key) cut:
+ * where the flag is sent no waiter parks. Details: docs/upstash.md.
  */
 import { restUrlOf } from "./diagnose.js";
 import { redisMessageOf } from "./failures.js";
@@ -58,11 +53,7 @@ export function setKeyLocking(redis: RedisLike, on: boolean): void {
   chosen.add(redis);
 }
 
-/**
- * Whether scripts sent through `redis` carry the flag: as set, else yes unless its server
- * refused the flag before. Upstash serves it (and its Vercel and local stand-ins may); a plain
- * Redis refuses it once, and then hears no more of it (see refusedKeyLocking).
- */
+/** Whether scripts through `redis` carry the flag: as set, else unless its server refused it. */
 export function usesKeyLocking(redis: RedisLike): boolean {
   return stateOf(redis).on;
 }
@@ -77,9 +68,8 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
 }
 
 /**
- * Sends a script through `redis` with the flag where it is on (`send(true)`), else without. A
- * server that refuses the flag never ran the script: it is sent again without (see
- * refusedKeyLocking), and every script of that server's clients is from then on.
+ * Sends a script with the flag where it is on (`send(true)`), else without; a script refused for
+ * the flag never ran, so it is sent again without (see refusedKeyLocking).
  */
 export async function sentWithKeyLocking<T>(
   redis: RedisLike,
@@ -129,10 +119,8 @@ function isUpstashUrl(url: string | undefined): boolean {
 const FLAG_REFUSAL = /shebang|unexpected symbol near '#'/i;
 
 /**
- * After a flagged script failed with `error`: whether it failed because the server refuses the
- * flag itself, and was not asked for by name. Then `redis` (and every client of its server in
- * this process) sends scripts without the flag from now on, and the caller sends this one again
- * without it: the refused script never ran, so sending it again is safe.
+ * Whether a flagged script failed because the server refuses the flag (not chosen by option);
+ * then every client of that server in this process sends no flag from now on.
  */
 function refusedKeyLocking(redis: RedisLike, error: unknown): boolean {
   if (chosen.has(redis)) return false;

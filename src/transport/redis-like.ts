@@ -1,7 +1,6 @@
 /**
- * The port through which edgelock speaks to HTTP Redis. An `@upstash/redis` `Redis` satisfies it
- * as it is; anything else that can run Lua (`EVAL`/`EVALSHA` with keys and string arguments) can
- * implement it, e.g. to add tracing or to reach another REST-compatible service.
+ * How edgelock speaks to HTTP Redis: an `@upstash/redis` `Redis` as it is, or anything that can
+ * `EVAL`/`EVALSHA` (e.g. to add tracing or reach another REST-compatible service).
  */
 import { LockInputError } from "../errors.js";
 

@@ -1,8 +1,6 @@
 /**
- * A Lua script bound to its SHA-1. It owns the EVAL/EVALSHA choice so that no caller repeats it:
- * the first call on a given Redis sends EVAL (one request that also caches the script server-side),
- * later calls send EVALSHA, and a NOSCRIPT answer (after a flush or a failover) falls back to EVAL.
- * An uncontended operation therefore always costs one request.
+ * A Lua script bound to its SHA-1: EVAL on a Redis the first time (which caches it), EVALSHA after,
+ * EVAL again on NOSCRIPT (a flush, a failover), so an uncontended operation costs one request.
  */
 
 import { classifyFailure } from "./failures.js";

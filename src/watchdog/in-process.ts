@@ -1,13 +1,15 @@
 /**
- * Renewal by timers in this process: every third of the lease, re-arm it. Fits Node, Bun, Deno
- * and work inside one Workers invocation (timers die with the invocation; for locks that outlive
- * it, use the Durable Object watchdog).
+ * Renewal by timers in this process, every third of the lease: Node, Bun, Deno, or within one
+ * Workers invocation (its timers die with it; the Durable Object watchdog outlives it).
  */
 import { LockBackendError } from "../errors.js";
 import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
 
 export interface InProcessRenewerOptions {
-  /** Renew when this fraction of the lease has passed. Default 1/3 (Redisson's rhythm). */
+  /**
+   * Renew when this fraction of the lease has passed.
+   * @default 1 / 3 (Redisson's rhythm)
+   */
   renewAtFraction?: number;
 }
 
@@ -85,12 +87,12 @@ export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer
   };
 }
 
-/** A timer that does not keep a Node process alive by itself (a lock held in the background). */
 /** Clears a timer that may not be set (Workers' clearTimeout takes no undefined). */
 function cancel(timer: ReturnType<typeof setTimeout> | undefined): void {
   if (timer !== undefined) clearTimeout(timer);
 }
 
+/** A timer that does not keep a Node process alive by itself (a lock held in the background). */
 function unrefTimer(run: () => void, delayMs: number): ReturnType<typeof setTimeout> {
   const timer = setTimeout(run, delayMs);
   (timer as { unref?: () => void }).unref?.();

@@ -1,8 +1,6 @@
 /**
- * One renewal per hold, however many re-entrant handles share it: nested holds of one owner
- * (one fencing token) ride on the same timer (or Durable Object registration), and all their
- * signals abort together when it is lost. A later hold of the same owner (a new token) gets a
- * renewal of its own, so an ended hold's renewal never confirms it.
+ * One renewal per hold (fencing token), shared by its re-entrant handles, whose signals abort
+ * together; a later hold of the same owner gets its own, so an ended hold's never confirms it.
  */
 import { LockLostError } from "../errors.js";
 import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
@@ -22,10 +20,7 @@ export class WatchdogRegistry {
 
   constructor(private readonly renewer: Renewer) {}
 
-  /**
-   * Adds `hold` to the renewal of the hold `holdId` of `target.owner` on `key`, starting it if
-   * needed. Returns the function that removes the hold (and stops renewing after the last one).
-   */
+  /** Adds `hold` to the renewal of hold `holdId`, starting it if needed; returns its removal. */
   join(
     key: string,
     holdId: string,

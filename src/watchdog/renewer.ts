@@ -1,29 +1,24 @@
-/**
- * The seam between a held lock and whatever keeps its lease alive: the in-process timer of this
- * module's sibling, or a Durable Object whose alarms renew it.
- */
+/** The seam between a held lock and what keeps its lease alive: timers or a Durable Object. */
 
 export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
   /**
-   * The hold's fencing token: every renewal names the hold it renews by it, so a renewal never
-   * re-arms a later hold of the same owner (after this one was force-released or ran out).
+   * The hold's fencing token: renewals name it, so they never re-arm a later hold of the same
+   * owner (after this one was force-released or ran out).
    */
   readonly fencingToken: number;
   /**
-   * The lock's Redis key `<prefix>:{<name>}`, present only when `lock.extend` on it renews the
-   * hold (the reentrant, fair and write locks), so the Durable Object watchdog can re-arm it
-   * elsewhere; without it, that watchdog renews in process. In-process renewal ignores it.
+   * The lock's Redis key, present only when `lock.extend` on it renews the hold (reentrant, fair
+   * and write locks): the Durable Object watchdog renews the others in process.
    */
   readonly key?: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
   readonly leaseMs: number;
   /**
-   * The lease the hold has at `confirmedAt` when it is shorter than `leaseMs`: a push hand-off
-   * grants only its claim window until the hold's own lease is confirmed. An in-process renewer
-   * renews by half of it and counts the hold lost at its end; a renewer elsewhere never sees such
-   * a hold (the acquisition confirms it at once). Default: `leaseMs`.
+   * The lease at `confirmedAt` when shorter than `leaseMs`: a push hand-off's claim window, until
+   * the hold's own lease is confirmed. Only in-process renewers see it (renew by half of it).
+   * @default leaseMs
    */
   readonly firstLeaseMs?: number;
   /** Re-arms the lease: true when re-armed, false when the owner no longer holds the lock. */
@@ -40,10 +35,7 @@ export interface Renewal {
 }
 
 export interface Renewer {
-  /**
-   * True when renewals run on this process's timers (which Workers stop with the invocation);
-   * a push hand-off then confirms its claim window on a timer too, else at once.
-   */
+  /** Renewals run on this process's timers; a push hand-off confirms its claim on one too. */
   readonly inProcess?: boolean;
   /**
    * Starts renewing `target`, whose lease was last set at `confirmedAt` (client clock, taken

@@ -194,13 +194,7 @@ export class LeaseStore {
 
   /** The lease of hold `fencingToken` of (key, owner); null: of its latest hold. */
   get(key: string, owner: string, fencingToken: number | null): LeaseRecord | undefined {
-    const hold = holdFilter(fencingToken);
-    const [row] = this.#exec(
-      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ? ${hold.where}`,
-      key,
-      owner,
-      ...hold.bindings,
-    ).toArray();
+    const row = this.#holdRow(LEASES, key, owner, fencingToken);
     return row === undefined ? undefined : leaseFrom(row);
   }
 
@@ -216,14 +210,20 @@ export class LeaseStore {
   }
 
   ending(key: string, owner: string, fencingToken: number | null): EndedRegistration | undefined {
+    const row = this.#holdRow(ENDINGS, key, owner, fencingToken);
+    return row === undefined ? undefined : endingFrom(row);
+  }
+
+  /** The row of `table` for hold `fencingToken` of (key, owner); null: its latest hold. */
+  #holdRow(table: string, key: string, owner: string, fencingToken: number | null) {
     const hold = holdFilter(fencingToken);
     const [row] = this.#exec(
-      `SELECT * FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? ${hold.where}`,
+      `SELECT * FROM ${table} WHERE lock_key = ? AND owner = ? ${hold.where}`,
       key,
       owner,
       ...hold.bindings,
     ).toArray();
-    return row === undefined ? undefined : endingFrom(row);
+    return row;
   }
 
   /**
@@ -266,58 +266,39 @@ export class LeaseStore {
 
   /** Moves the next renewal of this registration; false when it is no longer registered. */
   reschedule(lease: LeaseRecord, nextRenewalAt: number): boolean {
-    return (
-      this.#write(
-        `UPDATE ${LEASES} SET next_renewal_at = ?
-         WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
-        nextRenewalAt,
-        lease.key,
-        lease.owner,
-        lease.fencingToken,
-        lease.registration,
-      ) > 0
-    );
+    return this.#updateRegistration(lease, "next_renewal_at = ?", nextRenewalAt) > 0;
   }
 
   renewed(lease: LeaseRecord, sentAt: number, nextRenewalAt: number): void {
-    this.#write(
-      `UPDATE ${LEASES} SET renewals = renewals + 1, last_renewed_at = ?, confirmed_at = ?,
-         next_renewal_at = ?, failures = 0
-       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
+    this.#updateRegistration(
+      lease,
+      `renewals = renewals + 1, last_renewed_at = ?, confirmed_at = ?, next_renewal_at = ?,
+         failures = 0`,
       sentAt,
       sentAt,
       nextRenewalAt,
-      lease.key,
-      lease.owner,
-      lease.fencingToken,
-      lease.registration,
     );
   }
 
   failed(lease: LeaseRecord, nextRenewalAt: number): void {
-    this.#write(
-      `UPDATE ${LEASES} SET failures = failures + 1, next_renewal_at = ?
-       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
-      nextRenewalAt,
-      lease.key,
-      lease.owner,
-      lease.fencingToken,
-      lease.registration,
-    );
+    this.#updateRegistration(lease, "failures = failures + 1, next_renewal_at = ?", nextRenewalAt);
   }
 
   /** Records a heartbeat of this registration (of one hold); false when it is no longer there. */
   heartbeat(lease: LeaseRecord, now: number): boolean {
-    return (
-      this.#write(
-        `UPDATE ${LEASES} SET last_heartbeat_at = ?
-         WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
-        now,
-        lease.key,
-        lease.owner,
-        lease.fencingToken,
-        lease.registration,
-      ) > 0
+    return this.#updateRegistration(lease, "last_heartbeat_at = ?", now) > 0;
+  }
+
+  /** Sets `assignments` on this very registration of the lease; the number of rows written. */
+  #updateRegistration(lease: LeaseRecord, assignments: string, ...values: SqlValue[]): number {
+    return this.#write(
+      `UPDATE ${LEASES} SET ${assignments}
+       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
+      ...values,
+      lease.key,
+      lease.owner,
+      lease.fencingToken,
+      lease.registration,
     );
   }
 

@@ -1,7 +1,6 @@
 /**
- * `edgelock/lock`: the reentrant lock alone. Its LockClient offers `lock()`, `withLock()` and
- * `scope()` (no fair, read-write or multi-lock), so a Worker that only needs a plain lock ships
- * a fraction of the root entry. Locks, handles and errors are the root entry's own classes.
+ * `edgelock/lock`: the reentrant lock alone (`lock()`, `withLock()`, `scope()`), so a Worker that
+ * needs only that ships a fraction of the root entry. Locks, handles and errors are the root's.
  * @module
  */
 

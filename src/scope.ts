@@ -1,14 +1,12 @@
 /**
- * Ambient owners. Two acquisitions re-enter each other only when they share an owner; inside
- * `client.scope(fn)` every acquisition without an explicit owner uses the scope's owner, so nested
- * calls in one logical flow (one request) re-enter, while concurrent requests stay apart.
+ * Ambient owners: inside `client.scope(fn)` acquisitions without an explicit owner take the
+ * scope's, so nested calls of one flow re-enter while concurrent requests stay apart.
  *
- * The scope travels with async work through AsyncLocalStorage, reached through
- * `process.getBuiltinModule` so that no bundler must resolve `node:async_hooks` (Node ≥ 20.16,
- * Bun, Deno, and Workers with the `nodejs_compat` flag have it).
+ * AsyncLocalStorage is reached through `process.getBuiltinModule`, so that no bundler must
+ * resolve `node:async_hooks` (Node ≥ 20.16, Bun, Deno, Workers with `nodejs_compat`).
  *
- * There is one storage per module instance, not per client: a scope is ambient to every
- * LockClient of the process (a client created or used inside `a.scope()` takes `a`'s owner).
+ * One storage per module instance, not per client: a client used inside `a.scope()` takes `a`'s
+ * owner.
  */
 import { LockScopeUnavailableError } from "./errors.js";
 
@@ -39,12 +37,11 @@ function ownerStorage(): OwnerStorage | undefined {
   return storage;
 }
 
-/** The owner of the innermost scope around the caller, if any. */
+/** The innermost scope's. */
 export function currentScopeOwner(): string | undefined {
   return ownerStorage()?.getStore();
 }
 
-/** Runs `fn` with `owner` as the ambient owner. */
 export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
   if (!store) {

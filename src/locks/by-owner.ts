@@ -1,16 +1,10 @@
-/**
- * The owner-addressed operations every lock kind offers beside its handles: releasing a hold
- * without the handle, and choosing whose holds to count.
- */
+/** The owner-addressed operations every lock kind offers beside its handles. */
 import { LockNotHeldError } from "../errors.js";
 import { checkOptions, checkOwner } from "../validate.js";
 import type { LockRuntime } from "./runtime.js";
 import type { ReleaseResult } from "./state.js";
 
-/**
- * `lock.release({ owner })`: validates the options, releases one hold of the owner, and throws
- * LockNotHeldError (naming `what`, e.g. `Lock "orders"`) when that owner holds none.
- */
+/** `lock.release({ owner })`: LockNotHeldError (naming `what`: `Lock "orders"`) if none held. */
 export async function releaseForOwner(
   options: unknown,
   what: string,

@@ -5,7 +5,7 @@ import type { RedisLike } from "../transport/redis-like.js";
 export interface OperationContext {
   readonly redis: RedisLike;
   readonly retry: RetryOptions;
-  /** How long a mutating operation's result is kept for re-sent requests, in ms. */
+  /** How long a mutating operation's result is kept for re-sent requests. */
   readonly operationTtlMs: number;
   readonly observer?: CallObserver;
 }

@@ -9,13 +9,10 @@ import type { WatchedHold } from "../watchdog/registry.js";
 import type { HeldLock } from "./held-lock.js";
 import type { ReleaseResult } from "./state.js";
 
-/** What a handle asks of its lock; bound to the lock's keys and the handle's owner. */
+/** Bound to the lock's keys and the handle's owner. */
 export interface HoldControl {
   extend(leaseMs: number): Promise<boolean>;
-  /**
-   * Releases the hold as operation `operationId`. The handle passes the same id again after a
-   * failure whose outcome is unknown, so a release that did run is replayed, not applied twice.
-   */
+  /** The same `operationId` again after an unknown outcome replays a release that did run. */
   release(operationId: string): Promise<ReleaseResult>;
 }
 
@@ -23,26 +20,21 @@ export interface HandleInit {
   name: string;
   owner: string;
   fencingToken: number;
-  /** The lease in ms; in watchdog mode, the watchdog timeout each renewal sets. */
+  /** In watchdog mode, the watchdog timeout each renewal sets. */
   leaseMs: number;
-  /** True in watchdog mode (no leaseMs given): the lease is renewed while the handle is held. */
   renewing: boolean;
   /** Client time just before the acquiring request was sent. */
   acquiredAt: number;
-  /**
-   * Set for a hold a push hand-off granted with a shorter lease (the claim window) than
-   * `leaseMs`: it is held only that long until `claimed()` confirms the full lease.
-   */
+  /** A push hand-off's claim window: held only that long until `claimed()` confirms `leaseMs`. */
   claimLeaseMs?: number;
   control: HoldControl;
-  /** Emits the client's `lockLost` event for this hold (once per handle). */
+  /** Emits the client's `lockLost` event (once per handle). */
   reportLost?: (reason: string, cause?: unknown) => void;
 }
 
 type HandleState = "held" | "releasing" | "released";
 
 export class LockHandle implements HeldLock, WatchedHold {
-  /** The lock's name. */
   readonly name: string;
   /** The owner token. Pass it as `owner` to act on this hold from another invocation. */
   readonly owner: string;
@@ -52,7 +44,7 @@ export class LockHandle implements HeldLock, WatchedHold {
    * highest it has seen: that keeps it safe even when a paused holder's lease ran out.
    */
   readonly fencingToken: number;
-  /** True when the lease is renewed by a watchdog (acquired without `leaseMs`). */
+  /** The lease is renewed by a watchdog (acquired without `leaseMs`). */
   readonly renewing: boolean;
 
   #leaseMs: number;
@@ -61,13 +53,12 @@ export class LockHandle implements HeldLock, WatchedHold {
   readonly #control: HoldControl;
   readonly #reportLost: ((reason: string, cause?: unknown) => void) | undefined;
   readonly #lost = new AbortController();
-  /** True once the `lockLost` event was emitted for this hold (by the watchdog or by us). */
+  /** By the watchdog or by us. */
   #lossReported = false;
   #expiryTimer: ReturnType<typeof setTimeout> | undefined;
   #leaveWatchdog: (() => void) | undefined;
   /** The id of a release that failed ambiguously; the next release() re-sends it. */
   #pendingRelease: string | undefined;
-  /** A handed-off hold whose own lease is not confirmed yet: its claim window runs out. */
   #claimPending: boolean;
 
   constructor(init: HandleInit) {
@@ -88,7 +79,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     return this.#claimPending;
   }
 
-  /** The lease in ms: as acquired or last extended (watchdog mode: the watchdog timeout). */
+  /** As acquired or last extended (watchdog mode: the watchdog timeout). */
   get leaseMs(): number {
     return this.#leaseMs;
   }
@@ -114,12 +105,12 @@ export class LockHandle implements HeldLock, WatchedHold {
     return this.#state === "released";
   }
 
-  /** @internal Called by the watchdog registry. */
+  /** @internal */
   attachWatchdog(leave: () => void): void {
     this.#leaveWatchdog = leave;
   }
 
-  /** @internal The watchdog learnt that the lock is lost (and emitted `lockLost` for it). */
+  /** @internal The watchdog found the lock lost (and emitted `lockLost`). */
   lockLost(error: LockLostError): void {
     this.#lossReported = true;
     if (!this.#lost.signal.aborted) this.#lost.abort(error);
@@ -144,12 +135,9 @@ export class LockHandle implements HeldLock, WatchedHold {
     if (!this.renewing || this.#claimPending) this.#armExpiry();
   }
 
-  /**
-   * @internal A handed-off hold's lease was confirmed by a request sent at `sentAt`: `leaseMs`
-   * from then (a fixed lease), or the watchdog's, which takes over.
-   */
+  /** @internal The claim was confirmed by a request sent at `sentAt`. */
   claimed(sentAt: number, leaseMs: number): void {
-    // A hold already known lost stays lost: the owner's hold the claim found may be a later one.
+    // Known lost stays lost: the owner's hold the claim found may be a later one.
     if (this.#lost.signal.aborted) return;
     this.#claimPending = false;
     this.#expiresAt = sentAt + leaseMs;
@@ -160,7 +148,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     }
   }
 
-  /** @internal A handed-off hold was gone when its lease was to be confirmed. */
+  /** @internal Gone at confirmation. */
   claimFailed(reason: string): void {
     this.#lose(reason);
   }
@@ -177,8 +165,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     try {
       result = await this.#control.release(this.#pendingRelease);
     } catch (error) {
-      // The outcome is unknown: keep the hold so that release() can be called again, with the
-      // same operation id.
+      // Unknown outcome: keep the hold so release() can be retried with the same operation id.
       this.#state = "held";
       throw error instanceof LockBackendError ? error : new LockBackendError(String(error));
     }
@@ -194,12 +181,11 @@ export class LockHandle implements HeldLock, WatchedHold {
   }
 
   /**
-   * `await using handle = await lock.acquire()` releases at the end of the block, and never
-   * throws over the block's finished work: a hold found lost at release (lease expired,
-   * force-released) or a release Redis did not answer is reported through `signal`, the
-   * client's `lockLost` event and `released`, not thrown. Fencing tokens, not the release, are
-   * what keep the resource safe from a holder whose lease ran out. After a failed release the
-   * watchdog stops, so the lease frees the lock; `release()` may still be called to retry.
+   * `await using handle = await lock.acquire()` releases at the end of the block and never
+   * throws over its finished work: a hold found lost at release or a release Redis did not
+   * answer is reported through `signal`, the `lockLost` event and `released` (fencing tokens,
+   * not the release, keep the resource safe). After a failed release the watchdog stops, so the
+   * lease frees the lock; `release()` may still retry.
    */
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.#state !== "held") return;
@@ -220,7 +206,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     }
   }
 
-  /** The hold is known lost (or given up): abort the signal and emit `lockLost`, once each. */
+  /** Known lost (or given up): aborts the signal and emits `lockLost`, once each. */
   #lose(reason: string, cause?: unknown): void {
     if (!this.#lost.signal.aborted) {
       const error = new LockLostError(`Lock "${this.name}" was lost: ${reason}.`, { cause });

@@ -1,6 +1,6 @@
 /**
- * @internal What a lock made of locks (MultiLock, RedLock) needs from a member: its runtime,
- * keys and kind. Kept off the public objects, in a registry only the library reads.
+ * @internal What a lock made of locks (MultiLock, RedLock) needs from a member, kept off the
+ * public objects in a registry only the library reads.
  */
 import type { LockKeys } from "./keys.js";
 import type { LockRuntime } from "./runtime.js";
@@ -18,7 +18,7 @@ export function registerLockInternals(lock: object, value: LockInternals): void 
   internals.set(lock, value);
 }
 
-/** The runtime, keys and kind of `value` if it is a lock made by `client.lock()` or `fairLock()`. */
+/** Set for locks made by `client.lock()` or `fairLock()`. */
 export function lockInternalsOf(value: unknown): LockInternals | undefined {
   return typeof value === "object" && value !== null ? internals.get(value) : undefined;
 }

@@ -1,10 +1,9 @@
 /**
- * Every Redis key layout of every lock kind, in one place. All keys of one lock share the hash
- * tag `{<name>}` so that one script touches one Redis Cluster slot (and Upstash's per-key script
- * locking sees every key in KEYS).
+ * Every key layout, in one place. A lock's keys share the hash tag `{<name>}`: one Cluster slot
+ * per script, and Upstash's per-key script locking sees every key in KEYS.
  */
 
-/** Keys of a reentrant lock; the other exclusive kinds build on them. */
+/** A reentrant lock's; the other exclusive kinds build on them. */
 export interface LockKeys {
   /** Hash: owner token → hold count. Its TTL is the lease. */
   readonly lock: string;
@@ -21,26 +20,25 @@ export interface LockKeys {
    * tasks of one owner wait apart) → ticket (enqueue time in ms, strictly increasing).
    */
   readonly queue: string;
-  /** Sorted set: waiting acquisition (as in `queue`) → deadline (server ms); refreshed at every poll. */
+  /** Sorted set: waiting acquisition (as in `queue`) → deadline (server ms), refreshed by polls. */
   readonly timeouts: string;
   /**
-   * Hash: parked acquisition (push mode; as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms of its
-   * latest registration>`: what a release needs to hand it the lock.
+   * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
+   * of its latest registration>`: what a release needs to hand it the lock.
    */
   readonly parked: string;
-  /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
+  /** One mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
   /**
-   * List a parked waiter blocks on, one per acquisition (its operation id), so that a park
-   * abandoned by an earlier acquisition of the same owner never takes its grant. The release
-   * script derives it and the operation record from the lock key (`<lock>:wake:<id>`,
-   * `<lock>:op:<id>`: handOffToParkedHead in queue/hand-off.ts), as these lines do; so the
-   * hand-off is cut out of the scripts sent with Upstash's key-locking flag.
+   * List a parked waiter blocks on, one per acquisition, so that a park abandoned by an earlier
+   * acquisition of the owner never takes its grant. The release script derives it and `op` from
+   * the lock key as these lines do (handOffToParkedHead in queue/hand-off.ts), which is why the
+   * hand-off is cut out of scripts sent with Upstash's key-locking flag.
    */
   wake(id: string): string;
 }
 
-/** Keys of lock `name` under `prefix`; both were validated (no braces). */
+/** `prefix` and `name` were validated (no braces). */
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${name}}`;
   return {
@@ -55,22 +53,21 @@ export function lockKeys(prefix: string, name: string): LockKeys {
   };
 }
 
-/** A fair lock has the plain lock's keys: the same queue, only its acquire rule differs. */
+/** The plain lock's: the same queue, only the acquire rule differs. */
 export type FairLockKeys = LockKeys;
 
 export const fairLockKeys = lockKeys;
 
 /**
- * A read-write lock. The write side is a reentrant lock's hash (owner → write holds, its TTL the
- * write lease), so the write lock extends, releases and inspects like one. Read holds live apart,
- * each with its own expiry.
+ * The write side is a reentrant lock's hash, so the write lock extends, releases and inspects
+ * like one; read holds live apart, each with its own expiry.
  */
 export interface ReadWriteLockKeys extends LockKeys {
   /** Sorted set: read hold (`<owner> <hold id>`) → expiry (server ms). */
   readonly reads: string;
-  /** Hash: owner → number of its read holds. Kept in step with `reads`. */
+  /** Hash: owner → number of its read holds, in step with `reads`. */
   readonly readers: string;
-  /** Sorted set: waiting writer acquisition (as in `queue`) → deadline (server ms), for writer preference. */
+  /** Sorted set: waiting writer (as in `queue`) → deadline (server ms), for writer preference. */
   readonly writers: string;
 }
 

@@ -1,8 +1,6 @@
 /**
- * The API every lock on one name offers (lock, fair lock, read lock, write lock), written once
- * over a record of the kind's operations. A kind supplies how one acquisition runs and how its
- * state is read, force-released and released by owner; this class turns them into the public
- * methods.
+ * The API every lock on one name offers (lock, fair, read, write lock), written once over the
+ * kind's operations.
  */
 
 import type { AcquireOptions } from "../wait/acquire.js";
@@ -13,25 +11,23 @@ import type { LockHandle } from "./handle.js";
 import type { LockRuntime } from "./runtime.js";
 import type { LockState, ReleaseResult } from "./state.js";
 
-/** Which kind of lock an object is; replaces `instanceof` checks between kinds. */
+/** Replaces `instanceof` checks between kinds. */
 export type LockKind = "lock" | "fairLock" | "readLock" | "writeLock";
 
-/** The operations of one kind on one name. */
 export interface LockOperations {
   readonly kind: LockKind;
   /** Names the lock in errors, e.g. `Lock "orders"`. */
   readonly description: string;
-  /** How one acquisition call runs, given its plan. */
   acquisition(plan: WaitPlan): AcquisitionSpec;
-  /** The state, counting the holds of `owner` (undefined: every holder's). */
+  /** Counts the holds of `owner` (undefined: every holder's). */
   inspect(owner: string | undefined): Promise<LockState>;
   forceRelease(): Promise<boolean>;
-  /** Releases one hold of `owner`. */
+  /** One hold of `owner`. */
   release(owner: string): Promise<ReleaseResult>;
 }
 
 export class SingleNameLock {
-  /** The lock's name (for a read or write lock: the name of its read-write lock). */
+  /** For a read or write lock: its read-write lock's. */
   readonly name: string;
   readonly #runtime: LockRuntime;
   readonly #operations: LockOperations;
@@ -43,7 +39,6 @@ export class SingleNameLock {
     this.#operations = operations;
   }
 
-  /** Which kind of lock this is. */
   get kind(): LockKind {
     return this.#operations.kind;
   }
@@ -62,12 +57,11 @@ export class SingleNameLock {
     return acquireOrNull(this.#runtime, options, this.#operations.acquisition);
   }
 
-  /** True when any owner holds the lock. */
   async isLocked(): Promise<boolean> {
     return (await this.#operations.inspect(undefined)).locked;
   }
 
-  /** True when `owner` holds the lock (Redisson isHeldByThread). */
+  /** Redisson's isHeldByThread. */
   async isHeldBy(owner: string): Promise<boolean> {
     return (await this.holdCount(owner)) > 0;
   }
@@ -95,10 +89,7 @@ export class SingleNameLock {
     return this.#operations.forceRelease();
   }
 
-  /**
-   * Releases one hold of `owner` without its handle (e.g. in another invocation). Throws
-   * LockNotHeldError when that owner holds nothing.
-   */
+  /** One hold of `owner`, without its handle; LockNotHeldError when it holds nothing. */
   release(options: { owner: string }): Promise<void> {
     return releaseForOwner(options, this.#operations.description, (owner) =>
       this.#operations.release(owner),

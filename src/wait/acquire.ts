@@ -1,7 +1,6 @@
 /**
- * The acquisition flow every kind shares: plan the wait once, run the attempts until held or given
- * up, build the handle, confirm a handed-off hold's claim, and join the watchdog in watchdog mode.
- * A kind supplies only its server operations (attempt, renew, control, gaveUp).
+ * The acquisition flow every kind shares (plan, attempts, handle, claim, watchdog); a kind
+ * supplies only its server operations.
  */
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError, LockWaitTimeoutError } from "../errors.js";
@@ -49,10 +48,7 @@ export interface AcquireOptions {
 
 const ACQUIRE_KEYS = ["waitMs", "leaseMs", "signal", "owner", "wait"] as const;
 
-/**
- * Checks `options` and resolves them into a plan; `defaultWaitMs` is Infinity for acquire() and
- * 0 for tryAcquire(). Throws LockInputError on bad input.
- */
+/** `defaultWaitMs`: Infinity for acquire(), 0 for tryAcquire(). Throws LockInputError. */
 export function planWait(runtime: LockRuntime, options: unknown, defaultWaitMs: number): WaitPlan {
   const given = checkOptions<AcquireOptions>(options, "acquire options", ACQUIRE_KEYS);
   const waitMs =
@@ -85,7 +81,6 @@ export function planWait(runtime: LockRuntime, options: unknown, defaultWaitMs: 
  */
 export type WatchTarget = { readonly lockKey: string } | { readonly localId: string };
 
-/** The watchdog registry's key of a target: holds of one owner on it share one renewal. */
 function registryKey(watch: WatchTarget): string {
   return "lockKey" in watch ? `lock ${watch.lockKey}` : `local ${watch.localId}`;
 }
@@ -96,33 +91,22 @@ export interface AcquisitionSpec {
   /** What the watchdog renews; holds of one owner on the same target share one renewal. */
   readonly watch: WatchTarget;
   /**
-   * One attempt for `owner`, named `operationId`: the acquisition's id, the same for all its
-   * attempts until one answers that it is spent. Whichever request of the acquisition took a
-   * hold (an attempt whose answer was lost, a re-send, a copy the client gave up on that
-   * reached Redis late), every later attempt replays that record instead of taking a second
-   * hold, and the replay re-arms the lease from its own arrival. A busy attempt records nothing,
-   * so sharing the id costs nothing. A kind that resolves its own unknown outcomes (rollback,
-   * undo by its own ids) ignores it.
+   * `operationId` is shared by all attempts until one answers it is spent: whichever request
+   * took a hold (a lost answer, a re-send, a late copy), later attempts replay it, re-arming the
+   * lease from their arrival, instead of taking a second. Busy attempts record nothing. Kinds
+   * that resolve unknown outcomes themselves (rollback, undo) ignore it.
    */
   attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
-  /** Extends and releases one hold of `owner`. */
   control(owner: string, fencingToken: number): HoldControl;
   /**
-   * Re-arms the hold `hold.fencingToken` of `owner` (watchdog renewal, claim confirmation): true
-   * when re-armed, false when that hold is gone (a later hold of the owner is left alone). With
-   * `hold.claim` (kinds that hand off: a push hand-off's claim window and the hold's lease from
-   * the grant), the server counts the lease from the grant while nothing re-armed the hold since.
+   * Re-arms hold `hold.fencingToken` (watchdog, claim confirmation); false when it is gone (a
+   * later hold of the owner is left alone). With `hold.claim` the server counts the lease from
+   * the grant while nothing re-armed the hold since.
    */
   renew(owner: string, leaseMs: number, hold: RenewedHold): Promise<boolean>;
-  /**
-   * Names the hold a handle with `fencingToken` belongs to, for the watchdog: re-entrant
-   * handles of one hold share a renewal, a later hold gets its own. Default: the token.
-   */
+  /** For the watchdog: re-entrant handles of one hold share a renewal. Default: the token. */
   holdId?(fencingToken: number): string;
-  /**
-   * Called when a wait ends without the lock (timeout, abort, budget, failure): leaves a queue,
-   * and closes operation `operationId` so that a late copy of one of its attempts takes nothing.
-   */
+  /** Leaves a queue and closes `operationId`, so that a late copy of an attempt takes nothing. */
   gaveUp?(owner: string, operationId: string): Promise<void>;
 }
 
@@ -130,10 +114,9 @@ export type Acquisition =
   | { readonly handle: LockHandle }
   | { readonly waitMs: number; readonly holderTtlMs: number | null };
 
-/** The spec of one acquisition, made from its plan. */
 export type AcquisitionOf = (plan: WaitPlan) => AcquisitionSpec;
 
-/** Runs the acquisition; `defaultWaitMs` is Infinity for acquire() and 0 for tryAcquire(). */
+/** `defaultWaitMs`: Infinity for acquire(), 0 for tryAcquire(). */
 export async function acquireHold(
   runtime: LockRuntime,
   options: unknown,
@@ -176,8 +159,7 @@ export async function acquireHold(
       },
     });
   } catch (error) {
-    // On a failing backend the leave is sent but not awaited: the error comes within its
-    // documented bound, not one more call later.
+    // Not awaited on a failing backend: the error comes within its bound, not a call later.
     const answerBy = error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY;
     await giveUp(spec, owner, operationId, answerBy);
     emitNotAcquired(spec, startedAt, requests, error instanceof Error ? error.name : "Error");
@@ -190,7 +172,7 @@ export async function acquireHold(
     return { waitMs, holderTtlMs: result.holderTtlMs };
   }
 
-  // A hand-off granted the claim window: the hold must confirm its own lease before it ends.
+  // A hand-off granted a claim window: the hold confirms its own lease before it ends.
   const claim = handOff !== undefined && handOff.leaseMs < effectiveLease ? handOff : undefined;
   const acquiredAt = handOff?.grantedAt ?? sentAt;
   const handle = new LockHandle({
@@ -215,8 +197,8 @@ export async function acquireHold(
   if (claim === undefined) {
     if (renewing) watch(spec, handle, owner, acquiredAt);
   } else if (renewing && runtime.watchdogs.renewsInProcess) {
-    // The in-process watchdog's first renewal, by half the claim window, confirms it: the
-    // claim lives and dies with the process's other renewals.
+    // Its first renewal, by half the window, confirms it: the claim lives and dies with the
+    // process's other renewals.
     watch(spec, handle, owner, acquiredAt, claim.leaseMs);
   } else {
     await confirmClaim({
@@ -234,10 +216,8 @@ export async function acquireHold(
 }
 
 /**
- * Leaves the wait (its queue place, its parked registration), waiting for the answer until
- * `answerBy` (client clock) at most: a waited acquire ends within `waitMs` + one
- * `backendTimeoutMs` however slow the leave is. A leave that fails or is not awaited costs
- * nothing worse than the place left behind, which expires with the waiter timeout.
+ * Awaited until `answerBy` at most, so an acquire ends within `waitMs` + `backendTimeoutMs`; a
+ * failed or unawaited leave leaves a place that expires with the waiter timeout.
  */
 async function giveUp(
   spec: AcquisitionSpec,
@@ -249,11 +229,10 @@ async function giveUp(
   const patience = answerBy - Date.now();
   if (leaving === undefined || patience <= 0) return;
   if (!Number.isFinite(patience)) return leaving;
-  // Past `answerBy` the leave runs on unobserved.
   await settleBy(leaving, answerBy, patience).catch(() => {});
 }
 
-/** acquire(): the handle, or LockWaitTimeoutError. */
+/** acquire(): throws LockWaitTimeoutError. */
 export async function acquireOrThrow(
   runtime: LockRuntime,
   name: string,
@@ -265,7 +244,7 @@ export async function acquireOrThrow(
   throw new LockWaitTimeoutError(name, outcome.waitMs, outcome.holderTtlMs);
 }
 
-/** tryAcquire(): the handle, or null when the wait ran out. */
+/** tryAcquire(): null when the wait ran out. */
 export async function acquireOrNull(
   runtime: LockRuntime,
   options: unknown,
@@ -275,10 +254,7 @@ export async function acquireOrNull(
   return "handle" in outcome ? outcome.handle : null;
 }
 
-/**
- * Joins the watchdog. `claimLeaseMs`: a handed-off hold's claim window, which its first renewal
- * confirms (see RenewalTarget.firstLeaseMs).
- */
+/** `claimLeaseMs`: a hand-off's claim window, confirmed by the first renewal (firstLeaseMs). */
 function watch(
   spec: AcquisitionSpec,
   handle: LockHandle,
@@ -328,7 +304,7 @@ function emitNotAcquired(
   spec.runtime.events.emit({ type: "notAcquired", name: spec.name, waitedMs, requests, reason });
 }
 
-/** The hold's control, with a `released` event for each release request that answers. */
+/** Emits `released` for each release request that answers. */
 function observedRelease(
   spec: AcquisitionSpec,
   fencingToken: number,

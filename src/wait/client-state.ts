@@ -1,39 +1,29 @@
-/**
- * What one client's push-mode acquisitions share (the client keeps one of each on its runtime):
- * where it recently had to wait, whether its backend's pops block, and its parked acquisitions
- * per lock and owner.
- */
+/** What one client's push-mode acquisitions share (one of each on its runtime). */
 
 /**
- * Whether this client's backend serves blocking pops. Production Upstash's REST API does not
- * (its docs: "Blocking commands … are not supported"): a `BLPOP` there answers at once as if
- * timed out, or is refused. Learnt once per client from the first park that shows it; from then
- * on push mode waits by polling, and no acquisition registers as parked.
+ * Whether the backend's pops block; Upstash's REST API's do not (docs/push.md). Learnt once per
+ * client from the first park that shows it; push mode then polls.
  */
 export class BlockingPops {
   #served = true;
 
-  /** False once a park came back long before its timeout with nothing, or was refused. */
   get served(): boolean {
     return this.#served;
   }
 
-  /** A park showed that pops do not block here. */
   notServed(): void {
     this.#served = false;
   }
 }
 
 /**
- * This client's parked acquisitions per (lock, owner). A release hands the lock to one of an
- * owner's concurrent acquisitions (each has its own registration); the lock is then the others'
- * too (re-entry). `held` tells them, and they ask again at once instead of waiting for a hand-off
- * of their own.
+ * Parked acquisitions per (lock, owner): when a hand-off reaches one, the lock is the others'
+ * too (re-entry), and `held` makes them ask again rather than wait for a hand-off of their own.
  */
 export class ParkedSiblings {
   readonly #parked = new Map<string, Set<() => void>>();
 
-  /** Adds `nudge` to (lockKey, owner); returns the function that removes it. */
+  /** Returns the function that removes `nudge`. */
   join(lockKey: string, owner: string, nudge: () => void): () => void {
     const id = `${lockKey}\n${owner}`;
     let nudges = this.#parked.get(id);
@@ -49,39 +39,33 @@ export class ParkedSiblings {
     };
   }
 
-  /** `owner` holds `lockKey` now: every parked acquisition of it here asks again. */
   held(lockKey: string, owner: string): void {
     for (const nudge of this.#parked.get(`${lockKey}\n${owner}`) ?? []) nudge();
   }
 }
 
 /*
- * Where a client recently had to wait, per lock key. In push mode an acquisition on such a key
- * sends its park beside its first attempt instead of after the busy reply, which takes a round
- * trip off every contended hand-off. Once acquisitions found the key free at their first ask
- * FREE_ASKS_TO_FORGET times in a row, it is forgotten, so that a lock no longer contended costs one
- * request again (between two contenders, one finds the lock free now and then: not enough).
+ * Where the client recently waited: push mode parks beside the first attempt there, a round
+ * trip off every contended hand-off. FREE_ASKS_TO_FORGET free first asks in a row forget the
+ * key, so an uncontended lock costs one request again (two contenders see it free now and then).
  */
 
-/** A key counts as contended this long after a wait on it (ms). */
+/** A key counts as contended this long after a wait on it. */
 export const CONTENTION_MEMORY_MS = 10_000;
-/** Free first asks in a row after which a key is no longer counted as contended. */
 export const FREE_ASKS_TO_FORGET = 2;
-/** At most this many keys are remembered; the oldest goes first. */
+/** The oldest goes first. */
 const CONTENTION_MEMORY_KEYS = 256;
 
 interface Seen {
-  /** When a wait on the key was last seen (client clock). */
   readonly at: number;
   /** Acquisitions since then that found the key free at their first ask. */
   freeAsks: number;
 }
 
 export class RecentContention {
-  // In insertion order, oldest first.
+  // Oldest first.
   readonly #seen = new Map<string, Seen>();
 
-  /** Notes a wait on `key`. */
   saw(key: string, now: number = Date.now()): void {
     this.#seen.delete(key);
     this.#seen.set(key, { at: now, freeAsks: 0 });
@@ -91,7 +75,6 @@ export class RecentContention {
     }
   }
 
-  /** Whether a wait on `key` was seen within CONTENTION_MEMORY_MS. */
   likely(key: string, now: number = Date.now()): boolean {
     const seen = this.#seen.get(key);
     if (seen === undefined) return false;
@@ -100,7 +83,6 @@ export class RecentContention {
     return false;
   }
 
-  /** Notes an acquisition that found `key` free at its first ask. */
   freeAtFirstAsk(key: string): void {
     const seen = this.#seen.get(key);
     if (seen === undefined) return;

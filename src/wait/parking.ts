@@ -1,9 +1,8 @@
 /**
- * The client side of push hand-off (`wait.mode: "push"`), shared by every kind that parks (plain,
- * fair and write locks): the one blocking pop in flight on an acquisition's wake list, when to
- * send it (after a busy reply that registered the waiter, or beside the first attempt where the
- * client recently had to wait: RecentContention in client-state.ts), how long to wait on it, and what its reply
- * means. The scripts' side is queue/hand-off.ts.
+ * The client side of push hand-off (`wait.mode: "push"`) for every kind that parks: the one
+ * blocking pop on an acquisition's wake list, when to send it (after a registering busy reply, or
+ * beside the first attempt where the client recently waited), how long to wait, what it means.
+ * The scripts' side is queue/hand-off.ts.
  */
 import { LockBackendError } from "../errors.js";
 import type { OperationContext } from "../locks/context.js";
@@ -23,20 +22,16 @@ import type { TurnView } from "./turn.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
 const MIN_PARK_MS = 10;
-/**
- * A pop that comes back empty before this fraction of its timeout did not block. Parks last at
- * least MIN_PARK_MS, so a backend that answers at once is told from one that timed out.
- */
+/** A pop empty before this share of its timeout did not block (MIN_PARK_MS makes it tell). */
 const NOT_BLOCKED_BELOW = 0.5;
-/** How long a parked waiter keeps its place after its park ends, to ask again (ms). */
+/** How long a parked waiter keeps its place after its park ends, to ask again. */
 export const PARK_GRACE_MS = 1_000;
 
 /**
- * How long a waiter that got `view` parks at most: at the head, until just after the holder's
- * lease ends (a holder that crashed hands nothing over); behind it, until well after its turn is
- * expected (the claim window after it), so that a grant to a waiter that died while parked is
- * noticed soon after its claim window ran out. The acquire scripts record the same bound with
- * the registration (parkEndLua in queue/hand-off.ts), to know whom a hand-off must tell.
+ * The longest park: at the head, just past the holder's lease end (a crashed holder hands
+ * nothing over); behind it, a claim window past the expected turn, so that a grant to a waiter
+ * that died parked is noticed soon. The scripts record the same bound (parkEndLua in
+ * queue/hand-off.ts) to know whom a hand-off must tell.
  */
 export function parkBoundMs(view: TurnView, claimMs: number): number {
   let bound = Number.POSITIVE_INFINITY;
@@ -51,10 +46,7 @@ export function parkBoundMs(view: TurnView, claimMs: number): number {
   return bound;
 }
 
-/**
- * How a park ended: a grant (the waiter holds the lock), word that the lock was handed to the
- * waiter ahead for `leaseMs` (its claim window), woken without either, or failed.
- */
+/** "behind": the lock was handed to the waiter ahead, with a claim window of `leaseMs`. */
 type ParkEnd =
   | {
       readonly kind: "granted";
@@ -65,12 +57,12 @@ type ParkEnd =
   | { readonly kind: "behind"; readonly leaseMs: number }
   | { readonly kind: "woken" }
   | { readonly kind: "failed"; readonly error: unknown }
-  /** The pop answered at once with nothing, or was refused: this backend's pops do not block. */
+  /** Empty at once, or refused: this backend's pops do not block. */
   | { readonly kind: "notBlocking" };
 
 type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
-/** The parking of an acquisition that may wait in push mode (undefined otherwise: it polls). */
+/** Undefined where the acquisition polls. */
 export function parkingFor(
   runtime: LockRuntime,
   keys: LockKeys,
@@ -78,33 +70,26 @@ export function parkingFor(
 ): Parking | undefined {
   const { ctx } = runtime;
   if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  // Where pops do not block, push mode polls (see BlockingPops); so it does where scripts are
-  // known to run under Upstash's per-key locking, whose scripts leave the hand-off out. While
-  // that is a guess (a client's first script), it parks: a plain Redis refuses the flag before
-  // the park, and where pops answer at once BlockingPops turns the next wait to polling.
+  // Push polls where pops do not block and under Upstash's per-key locking (no hand-off there).
+  // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
+  // park, and pops that answer at once turn the next wait to polling (BlockingPops).
   if (!runtime.blockingPops.served || runsUnderKeyLocking(ctx.redis)) return undefined;
   return new Parking(ctx, ctx.redis, keys, plan, runtime);
 }
 
-/**
- * The busy reply that registered a waiter as parked: when its request was sent (a grant's lease
- * counts from no earlier: grantedAtOrBefore), when its park should end at the latest (client
- * clock), and the view it gave.
- */
+/** The registering busy reply; a grant's lease counts from no earlier than `sentAt`. */
 interface Registration {
   readonly sentAt: number;
   readonly boundAt: number;
   readonly view: TurnView;
 }
 
-/** A park in flight, when its timeout lapses (client clock), and whether it has ended. */
 interface ParkInFlight {
   readonly ended: Promise<ParkEnd>;
   readonly endsAt: number;
   readonly settled: () => boolean;
 }
 
-/** The parking of one acquisition. */
 export class Parking {
   readonly #ctx: OperationContext;
   readonly #redis: BlockingRedis;
@@ -114,15 +99,12 @@ export class Parking {
   readonly #contention: RecentContention;
   readonly #siblings: ParkedSiblings;
   readonly #pops: BlockingPops;
-  // The busy reply that registered this waiter as parked.
   #registered: Registration | undefined;
   // Settles (undefined) when another acquisition of this owner here came to hold the lock.
   #siblingHeld: Promise<undefined> = new Promise(() => {});
   #leaveSiblings: (() => void) | undefined;
-  // The park in flight on this acquisition's wake list.
   #inFlight: ParkInFlight | undefined;
-  // The operation id of the latest attempt, and when its first attempt was sent: any
-  // registration a grant counts from was made no earlier.
+  // The latest operation id and its first send: any registration a grant counts from is later.
   #operation: { readonly id: string; readonly firstSentAt: number } | undefined;
 
   constructor(
@@ -146,36 +128,29 @@ export class Parking {
     this.#pops = shared.blockingPops;
   }
 
-  /**
-   * False once this client learnt that its backend's pops do not block: the acquisition then
-   * polls, registering as parked no more.
-   */
+  /** False once this client learnt its backend's pops do not block: it polls from then on. */
   get active(): boolean {
     return this.#pops.served;
   }
 
-  /**
-   * The claim window this waiter registers with (ARGV `claimMs` of the acquire scripts); 0 once
-   * it polls (the attempt then forgets its registration).
-   */
+  /** ARGV `claimMs` of the acquire scripts; 0 once it polls (forgetting the registration). */
   get claimMs(): number {
     return this.active ? this.#policy.claimMs : 0;
   }
 
-  /** How long a parked waiter's place lasts: its longest park and the way back to ask again. */
+  /** A parked waiter's place: its longest park and the way back to ask again. */
   get placeMs(): number {
     return this.#policy.parkMs + PARK_GRACE_MS;
   }
 
-  /** True when the last reply registered this waiter: the next step is to wait on the park. */
+  /** The last reply registered this waiter: wait on the park next. */
   get registered(): boolean {
     return this.#registered !== undefined && this.active;
   }
 
   /**
-   * Before an attempt: sends the park beside it unless it is the budget's last, where this is
-   * not the acquisition's first attempt or the client recently waited on this lock. Returns
-   * whether a park is in flight (ARGV `parkBeside` of the acquire scripts).
+   * Sends the park beside an attempt (not the budget's last) after the first, or at the first
+   * where the client recently waited here. Returns ARGV `parkBeside` of the acquire scripts.
    */
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
     if (this.#operation?.id !== operationId)
@@ -192,12 +167,9 @@ export class Parking {
   }
 
   /**
-   * Awaits `attempt` when a park is in flight beside it (else returns undefined at once), unless
-   * the park comes back with a grant first:
-   * the attempt registered the waiter and a release handed it the lock while the attempt's own
-   * answer is still on its way (or slower). Then the hold is this acquisition's at once, and
-   * the attempt's answer, whatever it says (busy, or a replay of this very hold), is ignored.
-   * Returns undefined when the attempt answered first (or the park ended without a grant).
+   * A grant from the park beside `attempt` that came before the attempt's own answer (it
+   * registered the waiter and a release handed over meanwhile): the hold is this acquisition's,
+   * and the answer (busy, or a replay of this hold) is ignored. Undefined otherwise.
    */
   async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
     const park = this.#inFlight;
@@ -216,7 +188,6 @@ export class Parking {
     return this.#acquiredBy(end, operation.firstSentAt);
   }
 
-  /** After a busy reply that registered `owner`'s waiter as parked (sent at `sentAt`). */
   registeredBy(view: TurnView, sentAt: number, owner: string): void {
     this.#contention.saw(this.#keys.lock);
     this.#registered = { sentAt, boundAt: sentAt + parkBoundMs(view, this.#policy.claimMs), view };
@@ -234,25 +205,20 @@ export class Parking {
     this.#siblings.held(this.#keys.lock, owner);
   }
 
-  /** This acquisition no longer waits on a park (it holds the lock, or gave up). */
   leaveSiblings(): void {
     this.#leaveSiblings?.();
     this.#leaveSiblings = undefined;
   }
 
-  /**
-   * After a reply that did not register the waiter: the script woke the park in flight, if any,
-   * which then ends on its own. `acquiredAtFirst`: that reply took the lock at the first ask.
-   */
+  /** After a reply that did not register the waiter: the script woke any park in flight. */
   notRegistered(acquiredAtFirst: boolean): void {
     this.#inFlight = undefined;
     if (acquiredAtFirst) this.#contention.freeAtFirstAsk(this.#keys.lock);
   }
 
   /**
-   * Waits on the park (sending it now if none is in flight) for at most the bound the
-   * registering reply sets. A park sent beside the attempt may outlast that bound (a holder that
-   * died hands nothing over): the waiter then asks again while it stays open.
+   * Waits on the park up to the registering reply's bound. One sent beside the attempt may
+   * outlast it (a dead holder hands nothing over): the waiter then asks again while it is open.
    */
   async awaitPark(operationId: string): Promise<AttemptOutcome> {
     const registered = this.#registered;
@@ -267,9 +233,8 @@ export class Parking {
         : settledWithin(park.ended, Math.max(MIN_PARK_MS, boundAt - Date.now())),
       this.#siblingHeld,
     ]);
-    // Past the bound, or a sibling holds the lock: ask again while the park stays open (the
-    // attempt, sent beside it, wakes it unless it registers this waiter again). A park that
-    // ended meanwhile (word of a hand-off ahead, say) is open no more.
+    // Past the bound, or a sibling holds the lock: ask again; the attempt wakes the open park
+    // unless it registers this waiter again. A park that ended meanwhile is open no more.
     if (ended === undefined) {
       if (park.settled()) this.#inFlight = undefined;
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 0 };
@@ -277,7 +242,6 @@ export class Parking {
     this.#inFlight = undefined;
     if (ended.kind === "failed") throw ended.error;
     if (ended.kind === "notBlocking") {
-      // From now on this client polls: the next attempt forgets the registration.
       this.#pops.notServed();
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
@@ -285,9 +249,8 @@ export class Parking {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
     if (ended.kind === "behind") {
-      // The waiter ahead was handed the lock: park again until its claim window ends (a grant
-      // to it that nobody claims frees the lock then). The registration is the same one, and a
-      // grant still counts from when it was sent.
+      // Park again until the claim window ahead ends (an unclaimed grant frees the lock then);
+      // a grant still counts from the same registration.
       this.#registered = {
         sentAt,
         boundAt: Date.now() + ended.leaseMs + PARK_PAST_LEASE_MS,
@@ -298,13 +261,11 @@ export class Parking {
     return this.#acquiredBy(ended, sentAt);
   }
 
-  /** The outcome of a grant to a waiter whose registering request was sent at `sentAt`. */
   #acquiredBy(grant: Extract<ParkEnd, { kind: "granted" }>, sentAt: number): AttemptOutcome {
     const grantedAt = grantedAtOrBefore(sentAt, grant);
     if (grantedAt + grant.leaseMs <= Date.now()) {
-      // The grant reached this waiter after its claim window may have run out (a slow answer):
-      // the hold may be gone, and the lock someone else's. The next attempt (same operation id)
-      // asks Redis: it replays the hold with a lease from its own send, or finds it gone.
+      // The claim window may have run out (a slow answer): the next attempt, same operation
+      // id, replays the hold with a lease from its own send, or finds it gone.
       return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
     }
     return {
@@ -330,17 +291,16 @@ export class Parking {
       this.#ctx.observer,
     )
       .then((reply): ParkEnd => {
-        // Nothing, long before the pop's timeout: the backend answered at once (Upstash's REST
-        // API serves no blocking pops) instead of blocking.
+        // Empty long before the timeout: not blocking (Upstash's REST API serves no pops).
         if (reply === null && Date.now() - sentAt < parkMs * NOT_BLOCKED_BELOW) {
           return { kind: "notBlocking" };
         }
         return wakeReply(reply);
       })
       .catch((error: unknown): ParkEnd => {
-        // Aborted: the wait loop ends on the signal and the waiter leaves the queue.
+        // The wait loop ends on the signal and the waiter leaves the queue.
         if (wait.signal?.aborted) return { kind: "woken" };
-        // Refused (not a network failure): the backend does not serve the pop.
+        // Refused, not a network failure.
         if (!isTransientFailure(error)) return { kind: "notBlocking" };
         return { kind: "failed", error };
       });
@@ -353,12 +313,10 @@ export class Parking {
 }
 
 /**
- * A moment no later than the start of the hold's lease on the server, on this client's clock:
- * the registration was sent at `sentAt` and reached Redis after that; the grant came
- * `sinceRegistrationMs` later by the server's clock (`TIME`, read in the grant script), but
- * Redis counts the lease from the script's start (its time is frozen while a script runs),
- * which can fall in the millisecond before that reading. The hold's lease (and its claim
- * window) counts from here; without the 1 ms a woken waiter can trust its hold 1 ms too long.
+ * No later than the lease's start on the server, client clock: the registration reached Redis
+ * after `sentAt`, the grant came `sinceRegistrationMs` later by the server's `TIME`; but Redis
+ * counts the lease from the script's start (time is frozen in a script), which can be in the
+ * millisecond before that reading: without the 1 ms a hold is trusted 1 ms too long.
  */
 export function grantedAtOrBefore(
   sentAt: number,
@@ -381,9 +339,8 @@ async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<T | un
 }
 
 /**
- * A park's reply: null when it timed out; else `[key, message]` with `grant <fence> <lease ms>
- * <ms since registration>` (a hand-off), `behind <lease ms>` (a hand-off to the waiter ahead) or
- * `none` (an attempt beside it did not register it).
+ * Null: timed out; else `[key, message]`, message `grant <fence> <lease ms> <ms since
+ * registration>`, `behind <lease ms>` or `none` (an attempt beside it did not register it).
  */
 function wakeReply(reply: unknown): ParkEnd {
   if (reply === null) return { kind: "woken" };
@@ -405,34 +362,27 @@ function wakeReply(reply: unknown): ParkEnd {
   };
 }
 
-/*
- * The claim. A push hand-off grants the woken waiter a claim window, not its own lease: the hold
- * confirms its lease (a fixed one counted from the grant, or the watchdog's) before the window
- * ends, or is lost.
- */
+/* A hand-off grants a claim window, not a lease: the hold confirms its lease in it, or is lost. */
 
 /** A handed-off hold whose own lease is still to be confirmed. */
 export interface PendingClaim {
   readonly handle: LockHandle;
-  /** The hold's own lease: fixed, counted from the grant, or the watchdog's. */
+  /** Fixed, counted from the grant, or the watchdog's. */
   readonly leaseMs: number;
   /** The earliest moment the grant can have been made (client clock). */
   readonly acquiredAt: number;
-  /** The claim window the hand-off granted. */
   readonly claimMs: number;
-  /** Re-arms the hold (the kind's renew). */
+  /** The kind's renew. */
   renew(leaseMs: number, hold: RenewedHold): Promise<boolean>;
-  /** A confirmation request failed. */
   failed(error: unknown): void;
-  /** A watchdog-mode hold was confirmed at `confirmedAt`: the watchdog takes over from there. */
+  /** The watchdog takes over from `confirmedAt`. */
   confirmed(confirmedAt: number): void;
 }
 
 /**
- * Confirms the claim. In watchdog mode, before returning (a watchdog elsewhere, a Durable Object,
- * renews holds that outlive this invocation, whose timers would not confirm the claim in time).
- * With a fixed lease, later: most holds end within half the claim window, and their release
- * confirms nothing and costs nothing more; a longer one confirms its lease then.
+ * In watchdog mode before returning (a watchdog elsewhere may renew past this invocation, whose
+ * timers would not confirm in time). With a fixed lease, at half the window: most holds end
+ * sooner, and their release then costs nothing more.
  */
 export async function confirmClaim(claim: PendingClaim): Promise<void> {
   if (!claim.handle.renewing) {
@@ -446,7 +396,7 @@ export async function confirmClaim(claim: PendingClaim): Promise<void> {
   }
 }
 
-/** Runs claimLease in `delayMs` (again, if it fails), unless the handle is released first. */
+/** claimLease in `delayMs`, again while it fails, unless the handle is released first. */
 function confirmLater(claim: PendingClaim, delayMs: number): void {
   const timer = setTimeout(
     async () => {
@@ -460,7 +410,7 @@ function confirmLater(claim: PendingClaim, delayMs: number): void {
   claim.handle.attachWatchdog(() => clearTimeout(timer));
 }
 
-/** One confirmation. "failed": the request failed, and may be tried again while the window lasts. */
+/** "failed": may be tried again while the window lasts. */
 async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
   const { handle, leaseMs, acquiredAt, claimMs } = claim;
   if (handle.released) return "done";
@@ -482,8 +432,7 @@ async function claimLease(claim: PendingClaim): Promise<"done" | "failed"> {
     handle.claimFailed("it was gone when its claim window was confirmed");
     return "done";
   }
-  // Lost meanwhile (the window ran out before the answer came): what the claim found may be a
-  // later hold of the same owner, not this one.
+  // Lost meanwhile (window out before the answer): what it found may be a later hold of this owner.
   if (handle.signal.aborted) return "done";
   handle.claimed(sentAt, lease);
   if (handle.renewing) claim.confirmed(sentAt);

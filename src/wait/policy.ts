@@ -1,7 +1,4 @@
-/**
- * The wait policy: the options of `wait` (the client's, and one call's over them), checked once.
- * How they pace a wait is poll.ts's (blind backoff), turn.ts's (queue-directed) and parking.ts's.
- */
+/** The options of `wait`, checked once; poll.ts, turn.ts and parking.ts pace by them. */
 import { PUSH_LIMITS, WAIT_DEFAULTS } from "../defaults.js";
 import { LockInputError } from "../errors.js";
 import { shownSafely } from "../transport/failures.js";
@@ -11,53 +8,52 @@ import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.
 export type WaitMode = "poll" | "push";
 
 export interface WaitOptions {
-  /** Ceiling of the first backoff interval, in ms. Default 10. */
+  /**
+   * Ceiling of the first backoff interval, in ms.
+   * @default 10
+   */
   initialDelayMs?: number;
   /**
-   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Default 250. Sleeps
-   * towards an expected turn (queue-directed polling, when the lock knows its usual hold) are
-   * not bound by it: they last up to a third of the waiter timeout, never past the holder's
-   * lease end (at the head) or the caller's deadline.
+   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Sleeps towards an
+   * expected turn (queue-directed polling) are not bound by it: they last up to a third of the
+   * waiter timeout, never past the holder's lease end (at the head) or the caller's deadline.
+   * @default 250
    */
   maxDelayMs?: number;
   /**
-   * Most requests one acquisition may make, the first attempt included. Each is a Workers
-   * subrequest and a billed Redis command; when it runs out the caller gets
-   * LockBudgetExceededError. Default 100 (Workers Free allows 50 subrequests per invocation:
-   * set it lower there).
+   * Most requests one acquisition may make, the first attempt included (each a Workers
+   * subrequest and a billed Redis command); then LockBudgetExceededError. Workers Free allows 50
+   * subrequests per invocation: set it lower there.
+   * @default 100
    */
   maxPolls?: number;
   /**
-   * How long a wait rides out a backend outage, in ms. A poll that fails transiently (network
-   * error, timeout, 5xx) counts as a busy answer while the wait has time and polls left, until
-   * this long after the first failed poll of an unbroken run; then that failure is thrown as
-   * LockBackendError. A refusal (auth, script error) is thrown at once. 0: no riding out.
+   * How long a wait rides out a backend outage, in ms: a transient failure (network, timeout,
+   * 5xx) counts as busy while time and polls are left, until this long after the first failure
+   * of an unbroken run; then it is thrown as LockBackendError. A refusal (auth, script error) is
+   * thrown at once. 0: no riding out.
    * @default 5000
    */
   outageMs?: number;
   /**
-   * `"poll"`: a waiter asks again when its turn is expected. `"push"` (the plain, fair and
-   * write locks): a waiter parks on a blocking list pop (`BLPOP` over REST, through the Redis client's
-   * `exec`), and the holder's release hands the lock over inside Redis and wakes it already
-   * holding the lock: one round trip per hand-off, about three requests per contended
-   * acquisition. Push needs a server that keeps a request open for `parkMs` (Upstash does;
-   * some proxies cut long requests). Other kinds, and `tryAcquire()` without `waitMs`, poll.
-   * See docs/push.md.
+   * `"poll"`: a waiter asks again when its turn is expected. `"push"` (plain, fair and write
+   * locks): a waiter parks on a blocking pop (`BLPOP` through the Redis client's `exec`), and the
+   * release hands the lock over inside Redis and wakes it holding the lock: one round trip per
+   * hand-off. Needs a server that keeps a request open for `parkMs` (some proxies cut long
+   * requests). Other kinds, and `tryAcquire()` without `waitMs`, poll. See docs/push.md.
    * @default "poll"
    */
   mode?: WaitMode;
   /**
-   * Push mode: the longest one parking request waits, in ms (100 to 60000). A waiter parks
-   * until it is woken or its turn is overdue (shorter near the head), then asks again; every
-   * park counts against `maxPolls`.
+   * Push mode: the longest one park waits, in ms (100 to 60000); woken, or with its turn
+   * overdue, the waiter asks again. Every park counts against `maxPolls`.
    * @default 5000
    */
   parkMs?: number;
   /**
-   * Push mode: the claim window, in ms (200 to 60000). A hand-off grants the woken waiter this
-   * lease (or its own, if shorter); the waiter confirms its full lease within half of it unless
-   * it released first. A grant to a waiter that crashed while parked therefore frees the lock
-   * after this long.
+   * Push mode: the claim window, in ms (200 to 60000): the lease a hand-off grants (or the
+   * waiter's own, if shorter), confirmed within half of it unless released first. A grant to a
+   * waiter that crashed while parked frees the lock after this long.
    * @default 2000
    */
   claimMs?: number;
@@ -77,7 +73,6 @@ const WAIT_KEYS = [
   "claimMs",
 ] as const;
 
-/** Validates `options` over `base`. */
 export function resolveWaitPolicy(
   options: unknown,
   base: WaitPolicy = DEFAULT_WAIT_POLICY,

@@ -1,8 +1,7 @@
 /**
- * The loop of every wait: attempts until done, timed out, aborted or broken. Between attempts it
- * sleeps what the way of waiting asks (a busy reply's `nextPollMs`: the turn, or 0 after a park),
- * else blind polling: `min(full-jitter backoff, holder's remaining lease, time left)`, so that it
- * never sleeps past the moment the holder's lease must end or its own deadline, and never spins.
+ * The loop of every wait. Between attempts it sleeps a busy reply's `nextPollMs`, else
+ * `min(full-jitter backoff, holder's remaining lease, time left)`: never past the lease's end or
+ * the deadline, never spinning.
  */
 import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
 import { sleep } from "../sleep.js";
@@ -14,7 +13,7 @@ export type PollOutcome<T> =
   | {
       readonly done: false;
       readonly holderTtlMs: number | null;
-      /** A server-suggested delay (e.g. from a queue position); replaces the backoff draw. */
+      /** Replaces the backoff draw. */
       readonly nextPollMs?: number;
     };
 
@@ -24,7 +23,6 @@ export type PollResult<T> =
 
 export interface PollRequest<T> {
   lockName: string;
-  /** How long to keep trying after the first attempt; 0 = one attempt; Infinity = no limit. */
   waitMs: number;
   signal: AbortSignal | undefined;
   policy: WaitPolicy;
@@ -33,19 +31,16 @@ export interface PollRequest<T> {
 }
 
 /**
- * Runs `attempt` until it succeeds or `waitMs` passes. Rejects with LockAbortedError when the
- * signal fires between attempts and LockBudgetExceededError when `policy.maxPolls` is spent.
- * An attempt in flight is never abandoned: if it acquires, the caller gets the lock.
- * An attempt that fails transiently (network, timeout, 5xx) while time, budget and
- * `policy.outageMs` are left counts as a busy answer with no known holder ttl, so a brief
- * outage does not end the wait; otherwise its error is thrown, and a refusal at once.
+ * Rejects with LockAbortedError between attempts, LockBudgetExceededError when `maxPolls` is
+ * spent. An attempt in flight is never abandoned: if it acquires, the caller gets the lock. A
+ * transient failure rides out as a busy answer (ridesOut).
  */
 export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResult<T>> {
   const { signal, policy } = request;
   const started = Date.now();
   const deadline = started + request.waitMs;
   throwIfAborted(signal, request.lockName);
-  // When the first failed poll of the current unbroken run of failures was sent.
+  // The first failed poll of the current run of failures.
   let outageSince: number | undefined;
   for (let poll = 1; ; poll++) {
     const sentAt = Date.now();
@@ -89,10 +84,7 @@ function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void
   }
 }
 
-/**
- * Delay before poll number `poll` (1 for the first re-poll): full jitter ("Exponential Backoff
- * and Jitter", AWS) bounded by the holder's remaining lease and the caller's time left.
- */
+/** Full jitter ("Exponential Backoff and Jitter", AWS); `poll` 1 for the first re-poll. */
 export function nextPollDelay(
   policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
   poll: number,
@@ -102,7 +94,7 @@ export function nextPollDelay(
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
   let delay = Math.max(1, Math.ceil(random() * ceiling));
-  // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
+  // One ms past the lease end lets the key expire on the server.
   if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
   return Math.max(1, Math.min(delay, timeLeftMs));
 }

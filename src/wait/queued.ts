@@ -1,7 +1,6 @@
 /**
- * How the queued kinds (plain, fair and write lock, sharing the queue of LockKeys) wait: each busy
- * reply either paces the next poll by the turn it announces (turn.ts) or, in push mode, is
- * followed by a park (parking.ts); a waiter that gives up leaves the queue. The kind supplies its
+ * How the queued kinds (plain, fair, write lock) wait: each busy reply paces the next poll by its
+ * turn (turn.ts) or, in push mode, is followed by a park (parking.ts). The kind supplies its
  * attempt script and its leave.
  */
 import { QUEUE_DEFAULTS } from "../defaults.js";
@@ -13,64 +12,45 @@ import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
 import { parkingFor } from "./parking.js";
 import { TurnPacer } from "./turn.js";
 
-/** Default `waiterTimeoutMs`: a waiter that has not polled for 5 s is presumed dead. */
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
-/** Smallest `waiterTimeoutMs`: a waiter polls every third of it and needs room for round trips. */
+/** Smallest `waiterTimeoutMs`: a waiter polls every third of it, with room for round trips. */
 export const MIN_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.minWaiterTimeoutMs;
 
 export interface QueueOptions {
   /**
-   * How long a waiter keeps its place without polling, in ms. Every poll refreshes the waiter's
-   * deadline (server time) and waiters poll at least every third of this, so only a waiter that
-   * crashed or lost its connection is dropped; nobody waits behind the dead for longer than
-   * this. At least 1000.
+   * How long a waiter keeps its place without polling, in ms (server time). Waiters poll at
+   * least every third of it, so only a dead one is dropped, and nobody waits behind it longer.
+   * At least 1000.
    * @default 5000
    */
   waiterTimeoutMs?: number;
 }
 
-/** Validates the options of `client.fairLock()` / `client.readWriteLock()`'s queue part. */
 export function checkWaiterTimeout(value: unknown): number {
   return value === undefined
     ? DEFAULT_WAITER_TIMEOUT_MS
     : checkDuration(value, "waiterTimeoutMs", { min: MIN_WAITER_TIMEOUT_MS });
 }
 
-/**
- * What `queuedAttempts` needs of a queued kind: its acquire script behind one signature, and how
- * its waiters share the releases.
- */
 export interface QueuedKind {
-  /** One attempt; a busy reply carries the waiter's view of its turn. */
   attempt(
     owner: string,
     leaseMs: number,
     operationId: string,
     terms: WaiterTerms,
   ): Promise<QueuedAttemptOutcome>;
-  /** Waiters aimed at each release (TurnState.perRelease): 1 where only the head may take it. */
+  /** TurnState.perRelease: 1 where only the head may take it. */
   readonly perRelease: 1 | 2;
-  /**
-   * Whether a waiter far back may ask to be kept longer than the waiter timeout (TurnPacer):
-   * only where the queue merely paces, so that nobody waits behind a dead waiter longer.
-   */
+  /** TurnPacer's: only where the queue merely paces, so nobody waits behind the dead longer. */
   readonly keepsFarBack: boolean;
-  /**
-   * Leaves the queue (and the parked waiters) as `owner`'s acquisition `operationId`, releasing a
-   * hand-off it was granted meanwhile.
-   */
+  /** Leaves the queue and the parked waiters, releasing a hand-off granted meanwhile. */
   leave(owner: string, operationId: string): Promise<void>;
 }
 
 /**
- * The attempts of one acquisition of a queued kind (plain, fair or write lock): the first failed
- * attempt takes a ticket (unless the call may not wait), and every busy reply either paces the
- * next poll by the turn it announces (src/wait/turn.ts) or, in push mode, is followed by a park:
- * a blocking pop on the acquisition's wake list that returns when a release hands the lock over
- * (queue/hand-off.ts) or when the turn is overdue. Where this client recently had to wait, the
- * park is sent beside the attempt rather than after its reply (RecentContention, client-state.ts): the
- * attempt script wakes it at once unless it registered the waiter. A waiter that gives up leaves
- * the queue.
+ * The attempts of one acquisition of a queued kind. The first failed attempt takes a ticket
+ * (unless the call may not wait); a park may go beside an attempt (RecentContention), which the
+ * script wakes at once unless it registered the waiter.
  */
 export function queuedAttempts(
   runtime: LockRuntime,
@@ -82,9 +62,8 @@ export function queuedAttempts(
   const { policy } = plan;
   const parking = policy.mode === "push" ? parkingFor(runtime, keys, plan) : undefined;
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
-  // A polling waiter may ask the server to keep its place longer than the waiter timeout while
-  // its turn is far off, where the kind allows (TurnPacer); a parked one's place is its park's.
-  // Made at the first busy reply that paces a poll (a parked waiter may never need it).
+  // Only a polling waiter asks to be kept longer (TurnPacer): a parked one's place is its park's.
+  // Made lazily: a parked waiter may never need it.
   const keepsFarBack = kind.keepsFarBack && parking === undefined;
   let pacer: TurnPacer | undefined;
   const pace = (): TurnPacer =>
@@ -96,13 +75,12 @@ export function queuedAttempts(
       keepsFarBack,
     ));
   let roundTripMs = 0;
-  // Whether the server may list this waiter: true from the first queueing request until a
-  // reply says it holds the lock or left (the acquire script removes it from the queue then).
+  // From the first queueing request until a reply says it holds the lock or left.
   let mayBeQueued = false;
   let requests = 0;
   let lastOperationId = "";
 
-  // One request of the acquisition: an attempt, or the wait on its park.
+  // An attempt, or the wait on its park.
   const attemptOnce: AcquisitionSpec["attempt"] = async (owner, leaseMs, operationId) => {
     requests += 1;
     lastOperationId = operationId;
@@ -110,8 +88,7 @@ export function queuedAttempts(
       return parking.awaitPark(operationId);
     }
     const sentAt = Date.now();
-    // The last request the budget allows leaves the queue itself when busy: the wait then
-    // ends in exactly `maxPolls` requests.
+    // The budget's last leaves the queue itself when busy: exactly `maxPolls` requests.
     const last = plan.mayWait && requests >= policy.maxPolls;
     const parkBeside = parking?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
     if (plan.mayWait) mayBeQueued = true;
@@ -151,8 +128,7 @@ export function queuedAttempts(
   };
 
   return {
-    // However it came (a grant, a replayed hold, an attempt), a hold leaves the queue, and the
-    // owner's other parked acquisitions here re-enter.
+    // However a hold came, it leaves the queue, and the owner's parked siblings re-enter.
     attempt: async (owner, leaseMs, operationId) => {
       const outcome = await attemptOnce(owner, leaseMs, operationId);
       if (outcome.kind === "acquired") {

@@ -1,25 +1,22 @@
 /**
- * When a wait tries again after a failed request: the one place that decides it. The transport
- * below re-sends a single request within its own timeout; a wait decides whether a failure that
- * reached it ends the wait or is ridden out.
+ * The one place that decides whether a wait tries again after a failure (the transport re-sends
+ * a single request within its own timeout; what reaches the wait ends it or is ridden out).
  */
 import { isTransientFailure } from "../transport/failures.js";
 import type { WaitPolicy } from "./policy.js";
 
-/** An unbroken run of failed attempts of one wait. */
+/** An unbroken run of failed attempts of one wait; times on the client clock. */
 export interface Outage {
-  /** When the first failed attempt of the run was sent (client clock). */
+  /** When the run's first failed attempt was sent. */
   readonly since: number;
   /** The attempt that just failed (1 for the first of the wait). */
   readonly poll: number;
-  /** When the wait ends (client clock). */
   readonly deadline: number;
 }
 
 /**
- * Whether a failed attempt counts as a busy answer and the wait goes on: only a transient failure
- * (network, timeout, 5xx), while time, budget and `policy.outageMs` are left. A refusal (auth, a
- * script error) ends the wait at once.
+ * Whether a failure counts as busy: only a transient one (network, timeout, 5xx) while time,
+ * budget and `outageMs` are left; a refusal (auth, script error) ends the wait.
  */
 export function ridesOut(
   error: unknown,
@@ -35,10 +32,7 @@ export function ridesOut(
   );
 }
 
-/**
- * How long to wait before a failed claim confirmation is tried again: half of what is left of the
- * claim window (the hold's `expiresAt`), or undefined when too little is left to try again.
- */
+/** Half of what is left of the claim window; undefined when too little is left. */
 export function claimRetryInMs(expiresAt: number, now: number = Date.now()): number | undefined {
   const retryIn = Math.floor((expiresAt - now) / 2);
   return retryIn < 10 ? undefined : retryIn;

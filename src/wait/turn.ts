@@ -1,45 +1,35 @@
 /**
- * Queue-directed polling: the one waiting mechanism of every lock kind that queues its waiters
- * (the plain lock, the fair lock, the write lock). A waiter's first failed attempt gives it a ticket in the
- * lock's queue; every busy reply then says where it stands and how the lock is doing (how long
- * holds last and scatter, the cycle from one holder taking the lock to the next, how long the
- * current holder has held). From that the waiter computes when its turn is expected and sleeps
- * until then, corrected for its own round trip, so that its request reaches Redis just after
- * the release it waits for:
- * - near the head (at most DIRECT_AIM_POSITIONS releases ahead), it aims straight at its turn, a
- *   little late rather than early: the release reserves the lock for the head for about a round
- *   trip, while an early poll costs a request and a whole round trip more;
- * - further back, it first comes closer: it aims at the head's place, half-way through its
- *   predecessor's hold, where the estimate (less certain with every turn ahead) is fresh again;
- * - at the head past the expected release (a long hold), full jitter over a quarter of the overrun;
- * - before anything is learnt, or when the reply carries no queue (a single attempt, a kind
- *   without queue), the full-jitter backoff of policy.ts.
- * So only the next one or two waiters poll near a release. Every sleep stays below `refreshMs`
- * (a third of the waiter timeout: each poll keeps the waiter's place), or, for a plain-lock
- * waiter far back, below what its last attempt asked the server to keep its place beyond the
- * timeout (TurnPacer); and, at the head, below the holder's lease end (docs/benchmarks.md,
- * "Queue-directed polling").
+ * Queue-directed polling, for every kind that queues its waiters (plain, fair, write lock). The
+ * first failed attempt queues the waiter; each busy reply gives its place and the lock's hold
+ * statistics, from which it sleeps so that its next request reaches Redis just after its turn's
+ * release (its own round trip subtracted):
+ * - near the head, straight at the turn, a little late: the release reserves the lock for the
+ *   head for about a round trip, while an early poll costs a request and a round trip more;
+ * - further back, first closer, to where the estimate (less certain with every turn ahead) is
+ *   fresh again;
+ * - at the head past the expected release, full jitter over a quarter of the overrun;
+ * - with nothing learnt or no queue in the reply, the full-jitter backoff of policy.ts.
+ * Every sleep stays below `refreshMs` (each poll keeps the waiter's place) or what the server was
+ * asked to keep beyond it (TurnPacer), and at the head below the holder's lease end. Figures:
+ * docs/benchmarks.md, "Queue-directed polling".
  */
 import type { WaitPolicy } from "./policy.js";
 import { nextPollDelay } from "./poll.js";
 
 /** A waiter's view of its turn, from a busy reply. */
 export interface TurnView {
-  /** Waiters ahead of this one (0: at the head); -1 when not queued (no turn to compute). */
+  /** Waiters ahead (0: at the head); -1 when not queued. */
   readonly position: number;
-  /** Whether some owner holds the lock (false: free, but reserved for or owed to the head). */
+  /** False: free, but reserved for or owed to the head. */
   readonly locked: boolean;
-  /** The holder's remaining lease in ms; null when free or unknown. */
   readonly holderTtlMs: number | null;
-  /** Average ms from taking the lock to freeing it, as the server saw it; null before any. */
+  /** Average hold (take → free), server time. */
   readonly holdMs: number | null;
-  /** Mean deviation of the hold in ms; null when unknown. */
   readonly holdDeviationMs: number | null;
   /** Average ms from one holder taking the lock to the next (who had waited) taking it. */
   readonly cycleMs: number | null;
-  /** How long the current holder has held, in ms; null when free or unknown. */
   readonly heldForMs: number | null;
-  /** Waiters in the queue, this one included; null when unknown. */
+  /** This one included. */
   readonly waiters?: number | null;
 }
 
@@ -47,41 +37,33 @@ export interface TurnState {
   readonly policy: WaitPolicy;
   /** Longest allowed sleep: a third of the waiter timeout. */
   readonly refreshMs: number;
-  /** Failed attempts of this acquisition so far (1 after the first). */
+  /** Failed attempts so far (1 after the first). */
   readonly poll: number;
-  /** The round trip of the attempt that brought the view, in ms. */
   readonly roundTripMs: number;
   /**
-   * Waiters that aim at each release: 1 for a fair lock (only the head may take it), 2 for the
-   * plain lock (a release reserves it for the two head waiters: one aims a little early, one a
-   * little late, so that a release off its expected time still finds a poll right after it).
+   * 1 for a fair lock (only the head may take it); 2 for the plain lock, whose release reserves
+   * it for two head waiters, one aiming a little early and one a little late, so that a release
+   * off its expected time still finds a poll right after it.
    */
   readonly perRelease: 1 | 2;
   /**
-   * Busy replies in a row, up to this one, that showed the lock free for somebody else. From the
-   * second, that waiter is not taking it (crashed, until the queue prunes it after the waiter
-   * timeout) and the poll backs off. Default 0.
+   * Busy replies in a row showing the lock free for somebody else; from the second, that waiter
+   * is dead (until pruned after the waiter timeout) and the poll backs off. Default 0.
    */
   readonly freeInARow?: number;
-  /**
-   * How much longer than the waiter timeout the attempt that brought the view asked the server
-   * to keep this waiter's place (see TurnPacer): the sleep may be that much longer than
-   * `refreshMs`. Default 0.
-   */
+  /** How much longer the server was asked to keep this place (TurnPacer). Default 0. */
   readonly keptExtraMs?: number;
 }
 
 /**
- * A sleep longer than `refreshMs` stops at this share of its length past `refreshMs` to look
- * again: the further the turn, the less certain its estimate, and a waiter that wakes late
- * leaves the release it was due at to one poll instead of two.
+ * A sleep beyond `refreshMs` covers only this share of the rest: a far turn's estimate is less
+ * certain, and a waiter that wakes late leaves its release to one poll instead of two.
  */
 export const LONG_SLEEP_SHARE = 0.5;
 
 /**
- * Longest extra time a waiter asks the server to keep its place for, as a multiple of
- * `refreshMs`: no sleep is longer than twice `refreshMs`. A longer sleep bets on the estimate of
- * a far turn (docs/benchmarks.md, "A waiter far back").
+ * Longest extra keep of a waiter's place, in `refreshMs` (no sleep exceeds twice it): a longer
+ * sleep bets on a far turn's estimate (docs/benchmarks.md, "A waiter far back").
  */
 export const MAX_KEEP_EXTRA_REFRESHES = 1;
 
@@ -89,28 +71,25 @@ export const MAX_KEEP_EXTRA_REFRESHES = 1;
 export const DIRECT_AIM_RELEASES = 1;
 
 /**
- * How late after the expected release a waiter aims, in ms: one mean deviation of the hold (plus
- * one ms), growing with the square root of the releases still ahead. Arriving late costs its
- * lateness; arriving early costs a request and a round trip.
+ * How late after the expected release to aim (ms): arriving late costs its lateness, arriving
+ * early a request and a round trip.
  */
 export function aimLateMs(holdDeviationMs: number, releasesAhead: number): number {
   return 1 + holdDeviationMs * Math.sqrt(releasesAhead + 1);
 }
 
-/** Which of the waiters aiming at one release this one is. */
 export type AimSide = "only" | "early" | "late";
 
 /**
- * How long after an expected release a waiter aims (ms): `aimLateMs`, one deviation less for the
- * early side of a pair (the head of the plain lock's queue), one more for the late side (the
- * second), so that a release off its expected time still finds a poll soon after it.
+ * `aimLateMs`, one deviation less for the early side of a pair (the plain lock's head) and one
+ * more for the late side, so that a release off its expected time still finds a poll soon after.
  */
 export function aimAfterMs(holdDeviationMs: number, releasesAhead: number, side: AimSide): number {
   const shift = side === "early" ? -holdDeviationMs : side === "late" ? holdDeviationMs : 0;
   return aimLateMs(holdDeviationMs, releasesAhead) + shift;
 }
 
-/** The delay before the next poll, in whole ms (at least 1). */
+/** In whole ms, at least 1. */
 export function turnDelay(
   view: TurnView,
   state: TurnState,
@@ -119,10 +98,7 @@ export function turnDelay(
   return sleepWithin(desiredDelay(view, state, random), state);
 }
 
-/**
- * The sleep for a wanted delay: up to `refreshMs` as wanted; beyond it, only where the server
- * keeps the waiter's place that long, and then stopping short of the end (LONG_SLEEP_SHARE).
- */
+/** Beyond `refreshMs` only as far as the server keeps the place, and short (LONG_SLEEP_SHARE). */
 function sleepWithin(desired: number, state: TurnState): number {
   const { refreshMs } = state;
   const delay =
@@ -130,7 +106,7 @@ function sleepWithin(desired: number, state: TurnState): number {
   return Math.max(1, Math.min(Math.ceil(delay), refreshMs + (state.keptExtraMs ?? 0)));
 }
 
-/** When the next poll should go out, in ms from now, before any cap on how long to sleep. */
+/** Before any cap on the sleep. */
 function desiredDelay(view: TurnView, state: TurnState, random: () => number): number {
   const { policy, roundTripMs, perRelease } = state;
   let delay: number;
@@ -140,52 +116,46 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
     const hold = view.holdMs;
     const deviation = view.holdDeviationMs ?? hold / 8;
     const late = aimLateMs(deviation, 0);
-    // acquire → next acquire; capped so that one slow hand-off does not push every aim later
-    // (which would make the next hand-offs slower still).
+    // Capped: one slow hand-off must not push every aim later (slowing the next ones too).
     const cycle = Math.min(Math.max(hold, view.cycleMs ?? hold + late), hold + 2 * late);
     const overrun = view.locked ? (view.heldForMs ?? 0) - hold : 0;
-    // The release this waiter aims at (0: the current holder's), and its side of it.
-    // Each release hands the lock to one waiter; the first `perRelease` all aim at the next one.
+    // The release aimed at (0: the current holder's); the first `perRelease` aim at the next one.
     const release = Math.max(0, view.position - perRelease + 1) - (view.locked ? 0 : 1);
     // The head aims early only when a second waiter covers the late side.
     const paired = perRelease > 1 && (view.waiters ?? perRelease) > 1;
     const early = paired && view.position === 0;
     if (release === 0 && view.locked && overrun > late) {
-      // The holder is late: dense polls just past the expected release, sparser as it goes on.
+      // The holder is late: dense polls just past the expected release, sparser later.
       const ceiling = Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, overrun / 4));
       delay = random() * ceiling;
     } else if (release < 0) {
-      // Free and reserved for this waiter's place, yet not taken (the queue moved): ask soon.
+      // Free and reserved for this place, yet not taken (the queue moved): ask soon.
       delay = nextPollDelay(policy, 1, null, Number.POSITIVE_INFINITY, random);
     } else {
-      // The holder's release is expected in `firstRelease` ms, then one every `cycle`. When the
-      // lock is free, the next holder is taking it now.
+      // When free, the next holder is taking it now.
       const firstRelease = view.locked ? Math.max(0, -overrun) : hold + late;
       const side: AimSide = !paired ? "only" : early ? "early" : "late";
       const expected = firstRelease + release * cycle;
       const arrival =
         release <= DIRECT_AIM_RELEASES
           ? expected + aimAfterMs(deviation, release, side)
-          : // Come closer first: to just after the release before its own, when it is next in
-            // line with time left to aim its last poll.
+          : // Come closer first: just after the release before its own, leaving time to aim.
             expected -
             cycle +
             Math.min(aimLateMs(deviation, release - 1), Math.max(0, cycle - roundTripMs - late));
-      // The server computed the view about a round trip ago (its reply's way back, or half of
-      // it) and the request needs the rest to get there: aim its arrival, not its start. An
-      // arrival already out of reach is polled at once (the 1 ms floor below): the release may
-      // not have come yet.
+      // The view left the server a reply's way back ago and the request needs the rest of a
+      // round trip: aim its arrival. One out of reach polls at once (1 ms floor below): the
+      // release may not have come yet.
       delay = arrival - roundTripMs;
     }
     if (release <= 0 && view.holderTtlMs !== null) {
-      // The lease ends at holderTtlMs; one more millisecond lets the key expire on the server.
+      // One ms past the lease end lets the key expire on the server.
       delay = Math.min(delay, view.holderTtlMs + 1);
     }
   }
   const freeInARow = state.freeInARow ?? 0;
   if (freeInARow >= 2) {
-    // Full jitter under a ceiling that doubles with every such poll: polling at hand-off pace
-    // behind a dead head would spend the poll budget before the queue prunes it.
+    // Back off: hand-off pace behind a dead head would spend the budget before it is pruned.
     delay = Math.max(
       delay,
       nextPollDelay(policy, freeInARow - 1, null, Number.POSITIVE_INFINITY, random),
@@ -195,14 +165,10 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
 }
 
 /**
- * The pacing of one acquisition: counts its polls, and the busy replies in a row that showed
- * the lock free for somebody else. Where the kind allows (`keepsFarBack`: the plain lock, whose
- * queue only paces, so a dead waiter far back costs the others nothing but a little pacing),
- * a waiter whose turn is further off than `refreshMs` asks the server, in its next attempt, to
- * keep its place longer than the waiter timeout (`keepExtraMs`, at most MAX_KEEP_EXTRA_REFRESHES
- * × `refreshMs`), and then sleeps that much longer than `refreshMs` instead of polling every
- * `refreshMs` only to keep its place. The fair lock keeps the waiter timeout as the bound on
- * waiting behind a dead waiter.
+ * The pacing of one acquisition. With `keepsFarBack` (the plain lock, whose queue only paces, so
+ * a dead waiter far back costs others little) a waiter whose turn is beyond `refreshMs` asks its
+ * next attempt to keep its place longer (`keepExtraMs`) and sleeps longer, rather than poll only
+ * to keep it. The fair lock keeps the waiter timeout as the bound on waiting behind a dead one.
  */
 export class TurnPacer {
   #poll = 0;
@@ -217,7 +183,7 @@ export class TurnPacer {
     private readonly keepsFarBack = false,
   ) {}
 
-  /** How much longer than the waiter timeout the next attempt asks to keep the place (ms). */
+  /** Beyond the waiter timeout, for the next attempt. */
   get keepExtraMs(): number {
     return this.#keepExtraMs;
   }
@@ -240,7 +206,7 @@ export class TurnPacer {
     };
     const desired = desiredDelay(view, state, this.random);
     const sleep = sleepWithin(desired, state);
-    // What will be left of the wanted delay when the next attempt's reply is in.
+    // What is left of the wanted delay once the next attempt's reply is in.
     const left = desired - sleep - roundTripMs;
     this.#keepExtraMs =
       this.keepsFarBack && left > 0

@@ -8,13 +8,12 @@ import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
-//       5 timeouts, 6 parked waiters, 7 a read-write lock's read holds (the write lock: no
-//       hand-off while any is live), 8 its waiting writers. 7–8 are optional (the write lock's).
+//       5 timeouts, 6 parked waiters; optional, the write lock's: 7 read holds (no hand-off
+//       while any is live), 8 waiting writers.
 // ARGV: 1 operation record ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
-// The freed lock goes to the head waiter if it is parked (push mode), as after a release:
-// parked waiters would otherwise sleep on until their park ends.
+// The freed lock goes to a parked head waiter, as after a release: else it sleeps on.
 const OPTIONAL_FORCE_RELEASE_KEYS = ["readsKey", "writersKey"] as const;
 
 export const FORCE_RELEASE = defineScript({
@@ -40,7 +39,7 @@ redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
 });
 
-/** True when a lock was deleted. `readWrite`: the write lock's read holds and waiting writers. */
+/** True when a lock was deleted. */
 export async function forceRelease(
   ctx: OperationContext,
   keys: LockKeys,

@@ -1,4 +1,4 @@
-/** Read the lock's state in one request: held or not, remaining lease, an owner's holds. */
+/** The lock's state in one request. */
 
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";

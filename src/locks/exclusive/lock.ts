@@ -8,7 +8,7 @@ import { exclusiveOperations } from "./operations.js";
 
 export type { AcquireOptions };
 
-/** The reentrant lock (Redisson RLock): every operation of the exclusive hold hash, as they are. */
+/** The reentrant lock (Redisson's RLock). */
 export class Lock extends SingleNameLock {
   /** @internal Use `client.lock(name)`. */
   constructor(runtime: LockRuntime, name: unknown) {

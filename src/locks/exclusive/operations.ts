@@ -1,7 +1,6 @@
 /**
- * The operations on an exclusive hold hash (owner -> hold count, one fence counter), which every
- * exclusive kind on one name shares: the plain lock uses them all; the fair lock and the write
- * lock replace the acquisition and keep the rest.
+ * The operations on an exclusive hold hash, shared by every exclusive kind: the fair and write
+ * locks replace only the acquisition.
  */
 import type { AcquisitionSpec } from "../../wait/acquire.js";
 import type { WaitPlan } from "../../wait/attempt.js";
@@ -21,9 +20,8 @@ import { releaseHold } from "./release.js";
 type ReadWriteParts = Pick<ReadWriteLockKeys, "reads" | "writers">;
 
 /**
- * The plain or fair lock's queued waiting (acquire rule `rule`) on `keys`. `readWrite`: the write
- * lock's, whose writer that gives up leaves the waiting writers too, and releases a hand-off it
- * received meanwhile the write lock's way.
+ * Queued waiting by acquire rule `rule`. With `readWrite` (the write lock's) a writer that gives
+ * up leaves the waiting writers too, and releases a hand-off it got meanwhile the write lock's way.
  */
 export function exclusiveQueue(
   ctx: OperationContext,
@@ -48,7 +46,6 @@ export function exclusiveQueue(
   };
 }
 
-/** The reentrant lock's operations on `keys`. */
 export function exclusiveOperations(
   runtime: LockRuntime,
   name: string,
@@ -60,8 +57,8 @@ export function exclusiveOperations(
   readWrite?: ReadWriteParts,
 ): LockOperations {
   const { ctx } = runtime;
-  // Not fair: a free lock goes to whoever asks first, except into a release's reservation for
-  // the head waiters. Waiters keep a place in the queue to pace their polls (src/wait/turn.ts).
+  // Not fair: a free lock goes to whoever asks first, except in a release's reservation for the
+  // head waiters; the queue only paces polls (src/wait/turn.ts).
   const acquisition = (plan: WaitPlan): AcquisitionSpec => ({
     runtime,
     name,
@@ -73,8 +70,7 @@ export function exclusiveOperations(
       plan,
       DEFAULT_WAITER_TIMEOUT_MS,
     ),
-    // A handle's extend and release name its hold by its token: a handle whose hold ended (its
-    // lease ran out) must not extend or release a later hold of the same owner.
+    // By token: a handle whose hold ended must not extend or release a later hold of the owner.
     control: (owner, fencingToken) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms, { fencingToken }),
       release: async (operationId) => {
@@ -83,7 +79,7 @@ export function exclusiveOperations(
           readWrite,
           fencingToken,
         });
-        // Others wait: this client's next acquisition here parks beside its first attempt.
+        // This client's next acquisition here parks beside its first attempt.
         if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);
         return result;
       },

@@ -1,8 +1,7 @@
 /**
- * One all-or-nothing acquisition of the members that live on one Redis: one script call, so no
- * partial hold is ever visible and no lock ordering is needed. Each member behaves as the
- * reentrant lock: the same owner re-enters, and a first hold draws that member's fencing token;
- * every member then ends at the same time (see ALIGN_ENDS_LUA).
+ * All-or-nothing acquisition of the members on one Redis in one script call: no partial hold is
+ * ever visible and no lock ordering is needed. Each member is a reentrant lock with its own
+ * fencing token; all end together (ALIGN_ENDS_LUA).
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
@@ -16,11 +15,10 @@ import { UNDO_HOLDS_LUA } from "./rollback.js";
 //       with 's' (1 acquired, 0 or -1 rolled back) and each member's fencing token by position
 // ARGV: 1 owner, 2 lease ms, 3 record ttl ms
 // Reply: {1, token_1, ..., token_n} all held;
-//        {0, i, pttl} member i is held by another owner: nothing was taken (the record says so,
-//        for a late copy of this request);
-//        {-1} a re-send whose first run acquired, but a hold it took is gone since (or the owner
-//        holds the member again by a later hold): the rest of what it took is undone;
-//        {-2} the operation was rolled back before it ran: nothing was taken.
+//        {0, i, pttl} member i is busy: nothing taken (recorded, for a late copy);
+//        {-1} a re-send whose first run acquired, but a hold it took is gone (or is a later
+//        one) since: the rest is undone;
+//        {-2} rolled back before it ran: nothing taken.
 export const MULTI_ACQUIRE = new Script(
   "multiLock.acquire",
   `${UNDO_HOLDS_LUA}${ALIGN_ENDS_LUA}local n = math.floor((#KEYS - 1) / 2)
@@ -74,12 +72,12 @@ export type GroupAcquisition =
   | { readonly kind: "acquired"; readonly fencingTokens: readonly number[] }
   | {
       readonly kind: "busy";
-      /** The member held by another owner (null when the hold vanished after a re-send). */
+      /** Null when the hold vanished after a re-send. */
       readonly blockedBy: string | null;
       readonly holderTtlMs: number | null;
     };
 
-/** Takes every member of `group` for `owner`, or none; `operationId` names it for rollback. */
+/** Every member of `group` or none; `operationId` names it for rollback. */
 export async function acquireGroup(
   group: MemberGroup,
   owner: string,

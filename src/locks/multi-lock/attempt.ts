@@ -1,10 +1,8 @@
 /**
- * One attempt at every member: each Redis's group in one script call, the groups in parallel.
- * Safe in parallel because nobody waits while holding: an attempt that misses any member rolls
- * back every group that took its members or whose outcome is unknown, exactly, by operation id,
- * before the caller sleeps and tries again. A rollback that cannot be confirmed is kept in the
- * acquisition's `unsettled` list and re-sent (same id) before the next attempt: a waiter rides
- * out a brief outage, and nothing the lost attempt took is ever counted twice.
+ * One attempt at every member, the groups in parallel: safe because nobody waits while holding.
+ * An attempt that misses any member rolls back, by operation id, every group that took its
+ * members or whose outcome is unknown, before sleeping. An unconfirmed rollback is re-sent (same
+ * id) before the next attempt: a waiter rides out a brief outage and nothing is counted twice.
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -13,10 +11,9 @@ import { acquireGroup, type GroupAcquisition } from "./acquire.js";
 import type { MemberGroup } from "./members.js";
 import { rollbackGroup } from "./rollback.js";
 
-/** One attempt at every member: the same shape as one group's, over all of them. */
+/** The same shape as one group's, over all of them. */
 export type MultiAttempt = GroupAcquisition;
 
-/** A group acquisition whose rollback is not confirmed yet. */
 export interface UnsettledRollback {
   readonly group: MemberGroup;
   readonly operationId: string;
@@ -58,15 +55,14 @@ export async function attemptAll(
     throw unconfirmedRollback(lockName, leaseMs, unconfirmed.reason, failure?.reason);
   }
   if (failure !== undefined) {
-    // Every group was rolled back or took nothing: nothing is held, so a waiter with time left
-    // may try again (with new ids) after a transient failure.
+    // Nothing is held: after a transient failure a waiter may try again, with new ids.
     const error = new LockBackendError(messageOf(failure.reason), { cause: failure.reason });
     throw isTransientFailure(failure.reason) ? markTransient(error) : error;
   }
   return busiest(outcomes);
 }
 
-/** Re-sends the rollbacks not confirmed yet; throws while any still fails. */
+/** Throws while any still fails. */
 async function settleRollbacks(
   lockName: string,
   owner: string,
@@ -86,8 +82,8 @@ async function settleRollbacks(
 }
 
 /**
- * A rollback not confirmed: transient when its failure is (the next attempt re-sends it first),
- * and if the wait ends here, whatever it would undo expires with the lease.
+ * Transient when its failure is (the next attempt re-sends it first); if the wait ends here,
+ * what it would undo expires with the lease.
  */
 function unconfirmedRollback(
   lockName: string,
@@ -124,7 +120,7 @@ function tokensInOrder(
   return tokens;
 }
 
-/** The busy member whose holder's lease ends last: before then the attempt cannot succeed. */
+/** The busy member whose lease ends last: no attempt succeeds before then. */
 function busiest(outcomes: readonly PromiseSettledResult<GroupAcquisition>[]): MultiAttempt {
   let result: MultiAttempt = { kind: "busy", blockedBy: null, holderTtlMs: null };
   for (const outcome of outcomes) {

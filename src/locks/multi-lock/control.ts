@@ -1,7 +1,6 @@
 /**
- * What a MultiLock handle asks of its members: extend and release every group, in parallel.
- * Release is exactly-once per group even across repeated `release()` calls: each group keeps one
- * operation id, and a group already released is not asked again.
+ * Extend and release every group in parallel. Release is exactly-once per group across repeated
+ * `release()` calls: one operation id per group, and a released group is not asked again.
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -11,12 +10,12 @@ import { extendGroup } from "./extend.js";
 import type { MemberGroup } from "./members.js";
 import { releaseGroup } from "./release.js";
 
-/** True when every member was re-armed; false when one is no longer held; throws if unknown. */
+/** False when a member is no longer held; throws if unknown. */
 export async function extendAll(
   groups: readonly MemberGroup[],
   owner: string,
   leaseMs: number,
-  /** The handle's token of each member; none: any hold of the owner. */
+  /** None: any hold of the owner. */
   tokens?: readonly number[],
 ): Promise<boolean> {
   const outcomes = await Promise.allSettled(
@@ -29,13 +28,13 @@ export async function extendAll(
 }
 
 export interface MultiHoldControl extends HoldControl {
-  /** Members found not held by the owner at release (filled by `release()`). */
+  /** Members found not held at release. */
   readonly notHeld: readonly string[];
 }
 
 /**
- * The handle's extend and release, naming its holds by their fencing tokens (`tokens`, by member
- * index): a handle whose hold ended never extends or releases a later hold of the same owner.
+ * Named by fencing tokens (by member index): a handle whose hold ended never extends or releases
+ * a later hold of the owner.
  */
 export function multiHoldControl(
   groups: readonly MemberGroup[],
@@ -56,7 +55,7 @@ export function multiHoldControl(
       );
       const failure = outcomes.find((outcome) => outcome.status === "rejected");
       if (failure !== undefined) {
-        // The handle stays held: release() again re-sends only the unfinished groups, same ids.
+        // Still held: release() again re-sends only the unfinished groups, same ids.
         throw failure.reason instanceof LockBackendError
           ? failure.reason
           : new LockBackendError(String(failure.reason), { cause: failure.reason });

@@ -1,8 +1,6 @@
 /**
- * Re-arm an owner's lease on every member of a group, only if it still holds them all. Used by
- * `extend()` and the watchdog; re-sending it is harmless, so it carries no operation id. A TTL
- * only grows, and every member gets the same end: the later of the new lease and the latest end
- * any member carries (other holds of the owner on a member may have been promised it).
+ * Re-arm an owner's lease on every member of a group, only if it holds them all. A re-send is
+ * harmless, so no operation id. Ends only grow, and all members get one (ALIGN_ENDS_LUA).
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
@@ -23,12 +21,12 @@ alignEnds(n, 2, tonumber(ARGV[2]))
 return {1}`,
 );
 
-/** True when every member was re-armed, false when the owner no longer holds one of them. */
+/** False when the owner no longer holds one of them. */
 export async function extendGroup(
   group: MemberGroup,
   owner: string,
   leaseMs: number,
-  /** The handle's token of each member (by its index in the MultiLock); none: any hold. */
+  /** By member index; none: any hold. */
   tokens?: readonly number[],
 ): Promise<boolean> {
   const { ctx } = group;

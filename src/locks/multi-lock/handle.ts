@@ -8,23 +8,22 @@ import type { HeldLock } from "../held-lock.js";
 import type { MultiHoldControl } from "./control.js";
 
 export interface MultiLockMember {
-  /** The member lock's name. */
   readonly name: string;
-  /** That lock's own fencing token (see `LockHandle.fencingToken`). */
+  /** That lock's own (see `LockHandle.fencingToken`). */
   readonly fencingToken: number;
 }
 
 export class MultiLockHandle implements HeldLock {
-  /** The MultiLock's name: `multi(<member names>)`. */
+  /** `multi(<member names>)`. */
   readonly name: string;
-  /** The owner token, shared by every member. */
+  /** Shared by every member. */
   readonly owner: string;
-  /** Every member with its fencing token, in the order the MultiLock was built from. */
+  /** In the order the MultiLock was built from. */
   readonly members: readonly MultiLockMember[];
   readonly #hold: LockHandle;
   readonly #control: MultiHoldControl;
 
-  /** @internal Built by MultiLock.acquire(). */
+  /** @internal */
   constructor(hold: LockHandle, members: readonly MultiLockMember[], control: MultiHoldControl) {
     this.name = hold.name;
     this.owner = hold.owner;
@@ -33,7 +32,7 @@ export class MultiLockHandle implements HeldLock {
     this.#control = control;
   }
 
-  /** The members' fencing tokens, in member order. Each guards writes to that member's resource. */
+  /** In member order; each guards writes to that member's resource. */
   get fencingTokens(): readonly number[] {
     return this.members.map((member) => member.fencingToken);
   }
@@ -43,12 +42,12 @@ export class MultiLockHandle implements HeldLock {
     return null;
   }
 
-  /** The lease in ms, the same on every member (watchdog mode: the watchdog timeout). */
+  /** The same on every member (watchdog mode: the watchdog timeout). */
   get leaseMs(): number {
     return this.#hold.leaseMs;
   }
 
-  /** True when the watchdog renews every member while the handle is held. */
+  /** The watchdog renews every member while the handle is held. */
   get renewing(): boolean {
     return this.#hold.renewing;
   }
@@ -58,12 +57,12 @@ export class MultiLockHandle implements HeldLock {
     return this.#hold.expiresAt;
   }
 
-  /** True once `release()` has run to its end. */
+  /** `release()` has run to its end. */
   get released(): boolean {
     return this.#hold.released;
   }
 
-  /** Aborts (reason: LockLostError) as soon as any member is known to be lost. */
+  /** Aborts with a LockLostError as soon as any member is known lost. */
   get signal(): AbortSignal {
     return this.#hold.signal;
   }
@@ -77,10 +76,9 @@ export class MultiLockHandle implements HeldLock {
   }
 
   /**
-   * Releases one hold on every member (each keeps its other re-entries). If some member was no
-   * longer held (lease expired, force-released), the others are released all the same and
-   * LockNotHeldError names the missing ones. On LockBackendError call it again: only the
-   * unfinished databases are asked, with the same operation ids.
+   * Releases one hold on every member. Members no longer held do not stop the others' release;
+   * LockNotHeldError names them. On LockBackendError call it again: only the unfinished
+   * databases are asked, with the same operation ids.
    */
   async release(): Promise<void> {
     if (this.released) return this.#hold.release(); // throws: this handle was released

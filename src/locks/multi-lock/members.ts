@@ -1,7 +1,4 @@
-/**
- * The members of a MultiLock, grouped by the Redis they live on (by client identity): each group
- * is acquired, extended and released by one script call.
- */
+/** A MultiLock's members grouped by Redis client: one script call per group and operation. */
 import { LockInputError } from "../../errors.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
@@ -9,17 +6,16 @@ import { lockInternalsOf } from "../internals.js";
 import type { LockKeys } from "../keys.js";
 import { fenceStillAt, SERVER_NOW_MS } from "../lua.js";
 
-/** Most locks one MultiLock may join: every script runs under Redis's global script lock. */
+/** Every script runs under Redis's global script lock. */
 export const MAX_MULTI_LOCK_MEMBERS = 256;
 
 export interface Member {
   readonly name: string;
   readonly keys: LockKeys;
-  /** Position in the list the MultiLock was built from. */
   readonly index: number;
 }
 
-/** Members on one Redis client; `ctx` is the first member's (its retries and operation ttl). */
+/** `ctx` is the first member's. */
 export interface MemberGroup {
   readonly ctx: OperationContext;
   readonly members: readonly Member[];
@@ -30,7 +26,7 @@ export interface GroupedMembers {
   readonly groups: readonly MemberGroup[];
 }
 
-/** Validates `locks` (locks from `client.lock()`, no duplicates) and groups them by Redis. */
+/** Locks from `client.lock()`, no duplicates. */
 export function groupMembers(locks: unknown): GroupedMembers {
   if (!Array.isArray(locks) || locks.length === 0 || locks.length > MAX_MULTI_LOCK_MEMBERS) {
     throw new LockInputError(
@@ -69,25 +65,20 @@ export function groupMembers(locks: unknown): GroupedMembers {
   return { names, groups: [...byRedis.values()] };
 }
 
-/** KEYS of a group's acquire and rollback scripts: each member's lock and fence, then `record`. */
+/** KEYS of the acquire and rollback scripts. */
 export function lockAndFenceKeys(group: MemberGroup, record: string): string[] {
   return [...group.members.flatMap((member) => [member.keys.lock, member.keys.fence]), record];
 }
 
-/**
- * ARGV of a group's extend and release scripts after their own: each member's fencing token as
- * the handle got it (0 everywhere for the watchdog's renewal, which serves every hold of the
- * owner on the members).
- */
+/** Trailing ARGV of extend and release; 0s for the watchdog, which serves every hold. */
 export function memberTokens(group: MemberGroup, tokens: readonly number[] | undefined): string[] {
   return group.members.map((member) => String(tokens?.[member.index] ?? 0));
 }
 
 /**
- * Lua shared by the extend and release scripts: `holdsIt(i, token)` is true when the owner
- * (ARGV 1) holds member i (lock hash KEYS 2i-1, fence counter KEYS 2i) with the hold of `token`
- * (0: any hold of the owner). A later first hold moved the fence counter on: a handle whose hold
- * ended must not extend or release the owner's later hold (see refuseLaterHold in lua.ts).
+ * `holdsIt(i, token)`: the owner (ARGV 1) holds member i (KEYS 2i-1, fence KEYS 2i) with the
+ * hold of `token` (0: any), so a handle whose hold ended never touches a later one (see
+ * refuseLaterHold in lua.ts).
  */
 export const HOLDS_IT_LUA = `local function holdsIt(i, token)
   if redis.call('HEXISTS', KEYS[2 * i - 1], ARGV[1]) == 0 then return false end
@@ -95,18 +86,16 @@ export const HOLDS_IT_LUA = `local function holdsIt(i, token)
 end
 `;
 
-/** The record of one operation on a group, under the first member's hash tag. */
+/** Under the first member's hash tag. */
 export function groupRecord(group: MemberGroup, operationId: string): string {
   return group.members[0]!.keys.operation(operationId);
 }
 
 /**
- * Lua shared by the acquire and extend scripts: `alignEnds(n, stride, lease)` gives the lock hash
- * of every member (KEYS 1, 1 + stride, …) one common end, the later of `lease` ms from now and the
- * latest end a member already carries. Members of one hold then never expire apart (all or none),
- * and no end moves earlier: other holds of the owner on a member may have been promised it. One
- * absolute PEXPIREAT, because a relative PEXPIRE per member reads the clock once per key; the clock
- * is read after the PTTLs, so `now + pttl` is never before the end a member had.
+ * `alignEnds(n, stride, lease)`: every member (KEYS 1, 1 + stride, …) gets one end, the later of
+ * `lease` from now and the latest a member carries: members never expire apart, and no end moves
+ * earlier (other holds of the owner may have been promised it). One absolute PEXPIREAT, as a
+ * relative PEXPIRE reads the clock per key; read after the PTTLs, `now + pttl` is never early.
  */
 export const ALIGN_ENDS_LUA = `local function alignEnds(n, stride, lease)
   local ttl = lease

@@ -1,8 +1,6 @@
 /**
- * All of several locks or none (Redisson RedissonMultiLock), done for HTTP Redis: the members on
- * one Redis are taken in one script call — one request, no partial hold, no lock ordering — and
- * the groups on different Redis databases in parallel, with an exact rollback when any misses.
- * It composes this folder's operations with the shared acquisition flow.
+ * All of several locks or none (Redisson's RedissonMultiLock) for HTTP Redis: one script call per
+ * Redis (no partial hold, no lock ordering), databases in parallel with an exact rollback.
  */
 import { LockWaitTimeoutError } from "../../errors.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
@@ -18,14 +16,14 @@ const MAX_SHOWN_NAME = 200;
 interface TimedOut {
   readonly waitMs: number;
   readonly holderTtlMs: number | null;
-  /** The member found held by another owner at the last attempt, if known. */
+  /** At the last attempt, if known. */
   readonly blockedBy: string | null;
 }
 
 export class MultiLock {
   /** `multi(<member names>)`, for messages and events. */
   readonly name: string;
-  /** The members' names, in the order given. */
+  /** In the order given. */
   readonly names: readonly string[];
   readonly #runtime: LockRuntime;
   readonly #groups: readonly MemberGroup[];
@@ -45,7 +43,7 @@ export class MultiLock {
     };
   }
 
-  /** How many Redis clients the members live on: the requests of one acquire or release. */
+  /** Redis clients the members live on: the requests of one acquire or release. */
   get databases(): number {
     return this.#groups.length;
   }
@@ -79,7 +77,7 @@ export class MultiLock {
     let tokens: readonly number[] = [];
     let blockedBy: string | null = null;
     let control: MultiHoldControl | undefined;
-    // Rollbacks of this acquisition's attempts not confirmed yet, re-sent before the next one.
+    // Re-sent before the next attempt.
     const unsettled: UnsettledRollback[] = [];
     const spec: AcquisitionSpec = {
       runtime: this.#runtime,

@@ -36,7 +36,7 @@ redis.call('PEXPIRE', record, ARGV[2])
 return reply`,
 );
 
-/** Names of the members the owner no longer held (empty when every member was released). */
+/** The members the owner no longer held. */
 export async function releaseGroup(
   group: MemberGroup,
   owner: string,

@@ -1,8 +1,6 @@
 /**
- * Undo one group acquisition, exactly, by its operation id: after an attempt that did not get
- * every member, or whose outcome is unknown (the request may have run, its answer was lost).
- * If the acquisition ran, the holds it took are released once; if it has not run, a tombstone
- * makes a late copy of it (a re-send still in flight) take nothing.
+ * Undo one group acquisition exactly, by operation id, after a miss or an unknown outcome: if it
+ * ran, its holds are released once; if not, a tombstone makes a late copy take nothing.
  */
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
@@ -11,10 +9,8 @@ import type { MemberGroup } from "./members.js";
 import { groupRecord, lockAndFenceKeys } from "./members.js";
 
 /**
- * Lua shared with the acquire script: drop the hold operation `record` took of `owner` on every
- * member (KEYS 1, 3, 5…), deleting its field at zero. A member whose fence counter moved past the
- * token the record holds for it is left alone: that hold ended, and what the owner holds there
- * now is a later hold (another task of its scope took it fresh). `n` is the number of members.
+ * Drops the hold `record` took of `owner` on each of `n` members (KEYS 1, 3, 5…). A member whose
+ * fence moved past the recorded token is left alone: the owner's hold there is a later one.
  */
 export const UNDO_HOLDS_LUA = `local function undoHolds(owner, n, record)
   for i = 1, n do
@@ -53,7 +49,7 @@ if state == -1 then return {1} end
 return {0}`,
 );
 
-/** Undoes the group acquisition `operationId` of `owner`; safe to call whatever its outcome. */
+/** Safe whatever the acquisition's outcome. */
 export async function rollbackGroup(
   group: MemberGroup,
   owner: string,

@@ -1,7 +1,4 @@
-/**
- * The reentrant lock's own acquire script on one database of a RedLock, with an operation id the
- * caller keeps, so that the attempt can later be undone exactly (see undo.ts).
- */
+/** The reentrant lock's acquire on one database, by an operation id undo.ts can undo exactly. */
 import { ACQUIRE } from "../exclusive/acquire.js";
 import { PACE_TTL_MS } from "../pace.js";
 import { ttlOrNull } from "../reply.js";
@@ -19,7 +16,7 @@ export async function acquireOn(
   operationId: string,
 ): Promise<DatabaseVote> {
   const { ctx, keys } = db;
-  // Without the pacing keys: nothing is learnt, and a busy reply is {0, holder pttl}.
+  // No pacing keys: nothing is learnt, and a busy reply is {0, holder pttl}.
   const [status, value = 0] = await runScript(
     ctx,
     ACQUIRE,

@@ -1,11 +1,9 @@
 /**
- * One RedLock attempt (the algorithm of the Redis docs, steps 1–5): the reentrant acquire with the
- * same owner on every database in parallel; success when a majority granted it while the hold
- * is still valid (lease − elapsed − drift > 0). The attempt ends as soon as the outcome is
- * certain — a majority granted, or too many refused — or when the response timeout passes, so a
- * slow database does not slow the lock. A won attempt hands the requests still in flight to the
- * hold, which adopts their late grants. Whatever is not kept is undone exactly, by operation id:
- * every grant of a lost attempt, and every request whose outcome is unknown.
+ * One RedLock attempt (the Redis docs' steps 1–5): the acquire on every database in parallel,
+ * won when a majority granted while still valid (lease − elapsed − drift > 0). It ends once the
+ * outcome is certain or at the response timeout, so a slow database does not slow the lock. A
+ * won attempt hands requests in flight to the hold, which adopts late grants; whatever is not
+ * kept (a lost attempt's grants, unknown outcomes) is undone exactly, by operation id.
  */
 import type { QuorumTally } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -22,7 +20,7 @@ export type QuorumAttempt =
   | {
       readonly kind: "acquired";
       readonly held: readonly HeldDatabase[];
-      /** Requests still in flight at the decision: the hold adopts or undoes them. */
+      /** In flight at the decision: the hold adopts or undoes them. */
       readonly late: readonly LateAnswer[];
       readonly validUntil: number;
       readonly tally: QuorumTally;
@@ -34,7 +32,7 @@ export type QuorumAttempt =
       readonly tally: QuorumTally;
     }
   | {
-      /** Too many databases failed or stayed silent for a majority to be possible. */
+      /** Too many failed or stayed silent for a majority. */
       readonly kind: "unreachable";
       readonly tally: QuorumTally;
       readonly failures: readonly { readonly database: number; readonly error: unknown }[];
@@ -52,7 +50,6 @@ export async function attemptQuorum(
   const trustedUntil = validUntil(startedAt, leaseMs, settings);
   const answerBy = Math.min(startedAt + settings.responseTimeoutMs, trustedUntil);
   const operations = databases.map(() => newOperationId());
-  // The rule: done once a majority granted, or too many refused for one to be possible.
   const { slots, answers, timedOut } = await runRound({
     count: databases.length,
     deadline: answerBy,
@@ -68,8 +65,8 @@ export async function attemptQuorum(
   const won = tally.acquired >= settings.quorum && now < trustedUntil;
 
   if (won) {
-    // Failed requests may have run: undo them in the background (if an undo never lands, what
-    // it would undo expires with its lease). Requests in flight go to the hold.
+    // Failed requests may have run: undo them in the background (an undo that never lands
+    // leaves a grant that expires with its lease).
     slots.forEach((slot, i) => {
       if (slot.state === "failed")
         undoAcquire(databases[i]!, owner, operations[i]!).catch(() => {});
@@ -116,10 +113,7 @@ function isGrant(vote: DatabaseVote): boolean {
   return vote.kind === "acquired";
 }
 
-/**
- * Databases still answering when the votes had already decided count nowhere; when the response
- * timeout decided, they count as unreachable.
- */
+/** Databases still answering count nowhere, or as unreachable when the timeout decided. */
 function tallyOf(
   slots: readonly Slot[],
   settings: RedLockSettings,

@@ -1,4 +1,4 @@
-/** The databases of a RedLock: one per LockClient, each with the lock's keys under its prefix. */
+/** A RedLock's databases: one per LockClient, the lock's keys under its prefix. */
 import { LockInputError } from "../../errors.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { OperationContext } from "../context.js";
@@ -7,22 +7,21 @@ import type { LockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 import { MAX_REDLOCK_DATABASES } from "./options.js";
 
-/** What a RedLock needs of a LockClient: the reentrant lock of a name. */
 export interface LockSource {
   lock(name: string): unknown;
 }
 
 export interface Database {
-  /** Position in the clients list given to `new RedLock()`; errors name databases by it. */
+  /** In the clients given to `new RedLock()`; errors name databases by it. */
   readonly index: number;
   readonly ctx: OperationContext;
   readonly keys: LockKeys;
 }
 
-/** A name for looking at a client's runtime; creating a Lock sends nothing. */
+/** For looking at a client's runtime; creating a Lock sends nothing. */
 const PROBE = "redlock";
 
-/** Validates the clients (LockClients on distinct Redis clients) and returns their runtimes. */
+/** LockClients on distinct Redis clients. */
 export function runtimesOf(clients: unknown): LockRuntime[] {
   if (!Array.isArray(clients) || clients.length === 0 || clients.length > MAX_REDLOCK_DATABASES) {
     throw new LockInputError(
@@ -49,7 +48,6 @@ export function runtimesOf(clients: unknown): LockRuntime[] {
   });
 }
 
-/** The lock `name` on every database. */
 export function databasesFor(clients: readonly LockSource[], name: string): Database[] {
   return clients.map((client, index) => {
     const internals = lockInternalsOf(client.lock(name))!;

@@ -2,7 +2,7 @@
 
 export type Bounded<T> = PromiseSettledResult<T> | { readonly status: "timeout" };
 
-/** Settles like `promise`, or reports a timeout after `ms`; the promise runs on regardless. */
+/** The promise runs on after a timeout. */
 export function settleWithin<T>(promise: Promise<T>, ms: number): Promise<Bounded<T>> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve({ status: "timeout" }), Math.max(0, ms));

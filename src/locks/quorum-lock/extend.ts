@@ -1,8 +1,7 @@
 /**
- * Re-arm a RedLock hold on the databases that hold it (the reentrant lock's extend script on
- * each, in one quorum round): `extend()` and watchdog renewal. It needs a majority too, and
- * concludes as soon as that is certain: re-armed on a quorum → trusted for lease − elapsed − drift
- * again; a quorum out of reach → lost. A slow or failing database does not hold up the answer.
+ * Re-arm a RedLock hold where it is held, in one quorum round: a majority re-armed → trusted for
+ * lease − elapsed − drift again; out of reach → lost. It ends once that is certain, so a slow or
+ * failing database does not hold up the answer.
  */
 import { LockBackendError } from "../../errors.js";
 import { extendLease } from "../exclusive/extend.js";
@@ -10,7 +9,7 @@ import type { QuorumHold } from "./hold.js";
 import { validUntil } from "./options.js";
 import { countSlots, type RoundSlot, runRound } from "./round.js";
 
-/** True when a majority re-armed; false when a majority can no longer be had; throws if unknown. */
+/** False when a majority can no longer be had; throws if unknown. */
 export async function extendQuorum(
   hold: QuorumHold,
   owner: string,
@@ -28,10 +27,9 @@ export async function extendQuorum(
     send: async (i) => {
       const { db, fencingToken } = held[i]!;
       const rearmedThere = await extendLease(db.ctx, db.keys, owner, leaseMs, { fencingToken });
-      if (!rearmedThere) hold.drop(db.index); // gone there: expired, taken or force-released
+      if (!rearmedThere) hold.drop(db.index); // expired, taken or force-released there
       return rearmedThere;
     },
-    // The rule: a majority re-armed, or too many said the lock is gone for one to be possible.
     decided: (sofar) => {
       const { granted, refused } = tallyOf(sofar);
       return granted >= quorum || held.length - refused < quorum;
@@ -42,7 +40,7 @@ export async function extendQuorum(
     hold.confirm(validUntil(sentAt, leaseMs, settings));
     return true;
   }
-  if (rearmed + failed + open < quorum) return false; // too many said the lock is gone there
+  if (rearmed + failed + open < quorum) return false;
   throw new LockBackendError(
     `RedLock "${hold.lockName}": re-armed on ${rearmed} of the ${quorum} databases needed; ` +
       `${failed + open} failed or did not answer.`,

@@ -11,20 +11,19 @@ import type { HeldLock } from "../held-lock.js";
 import type { QuorumHold } from "./hold.js";
 
 export class QuorumLockHandle implements HeldLock {
-  /** The lock's name (the same on every database). */
+  /** The same on every database. */
   readonly name: string;
-  /** The owner token, the same on every database. */
+  /** The same on every database. */
   readonly owner: string;
-  /** Databases in the RedLock. */
   readonly databases: number;
-  /** Databases that must hold it: floor(databases / 2) + 1. */
+  /** floor(databases / 2) + 1. */
   readonly quorum: number;
   readonly #hold: LockHandle;
   readonly #state: QuorumHold;
   readonly #lost = new AbortController();
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  /** @internal Built by QuorumLock.acquire(). */
+  /** @internal */
   constructor(hold: LockHandle, state: QuorumHold) {
     this.name = hold.name;
     this.owner = hold.owner;
@@ -39,9 +38,8 @@ export class QuorumLockHandle implements HeldLock {
   }
 
   /**
-   * Per database, in the order of the clients given to `new RedLock()`: that database's fencing
-   * token, or null where the lock is not held. Each is that database's own counter: tokens of
-   * different databases cannot be compared, and no single token grows across holders. Where a
+   * Per database, in the order given to `new RedLock()`; null where not held. Each is its
+   * database's own counter: they cannot be compared, and none grows across holders. Where a
    * resource must refuse stale holders, use a lock on one database and its fencing token.
    */
   get fencingTokens(): readonly (number | null)[] {
@@ -53,40 +51,40 @@ export class QuorumLockHandle implements HeldLock {
     return null;
   }
 
-  /** Databases currently counted as holding it (at least `quorum` while it is valid). */
+  /** At least `quorum` while it is valid. */
   get heldOn(): number {
     return this.#state.held.length;
   }
 
   /**
-   * Until when (client clock) the hold is trusted: when a majority last set the lease, plus the
-   * lease, minus the drift allowance. Moves with `extend()` and watchdog renewals.
+   * Client clock: when a majority last set the lease, plus the lease, minus the drift. Moves
+   * with `extend()` and renewals.
    */
   get validUntil(): number {
     return this.#state.validUntil;
   }
 
-  /** The contract's name for `validUntil`: until when the hold is trusted. */
+  /** HeldLock's name for `validUntil`. */
   get expiresAt(): number {
     return this.#state.validUntil;
   }
 
-  /** The validity left now, in ms: lease − elapsed − drift (0 once run out). */
+  /** lease − elapsed − drift, 0 once run out. */
   get validityMs(): number {
     return Math.max(0, this.#state.validUntil - Date.now());
   }
 
-  /** The lease in ms as acquired or last extended (watchdog mode: the watchdog timeout). */
+  /** As acquired or last extended (watchdog mode: the watchdog timeout). */
   get leaseMs(): number {
     return this.#hold.leaseMs;
   }
 
-  /** True when a watchdog renews it (acquired without `leaseMs`); renewal needs a majority. */
+  /** A watchdog renews it (acquired without `leaseMs`); renewal needs a majority. */
   get renewing(): boolean {
     return this.#hold.renewing;
   }
 
-  /** True once `release()` has run to its end. */
+  /** `release()` has run to its end. */
   get released(): boolean {
     return this.#hold.released;
   }
@@ -100,8 +98,7 @@ export class QuorumLockHandle implements HeldLock {
   }
 
   /**
-   * Re-arms the lease to `ms` from now on the databases that hold it; needs a majority, else
-   * throws LockNotHeldError (and the signal aborts).
+   * Re-arms the lease where held; needs a majority, else LockNotHeldError (the signal aborts).
    * @param ms the new lease, whole milliseconds (at least 100)
    */
   async extend(ms: number): Promise<void> {
@@ -110,9 +107,8 @@ export class QuorumLockHandle implements HeldLock {
   }
 
   /**
-   * Releases one hold on every database that holds it. Throws LockNotHeldError when it was no
-   * longer held on a majority (it had been lost), LockBackendError when too many databases did
-   * not answer (call it again: only those are asked, with the same operation ids).
+   * Releases one hold where held. LockNotHeldError when no majority held it any more;
+   * LockBackendError when too many did not answer (call again: only those are asked, same ids).
    */
   async release(): Promise<void> {
     try {

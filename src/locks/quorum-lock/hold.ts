@@ -1,8 +1,6 @@
 /**
- * What one RedLock acquisition holds: the databases that granted it (with their tokens) and the
- * moment until which the hold is trusted. Extensions and renewals move that moment and drop the
- * databases that turn out to have lost it. Grants that arrive after the attempt was won (a slower
- * database) are adopted while the hold lasts, and undone once it is released.
+ * What one RedLock acquisition holds, and until when it is trusted. Grants that arrive after the
+ * attempt was won are adopted while the hold lasts, and undone once it is released.
  */
 import type { DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";
@@ -11,11 +9,11 @@ import { undoAcquire } from "./undo.js";
 
 export interface HeldDatabase {
   readonly db: Database;
-  /** That database's fencing token for the lock: its own counter, unrelated to the others'. */
+  /** Its database's own counter, unrelated to the others'. */
   readonly fencingToken: number;
 }
 
-/** A request still in flight when the attempt was won; `answer` is undefined when it failed. */
+/** In flight when the attempt was won; `answer` is undefined when it failed. */
 export interface LateAnswer {
   readonly db: Database;
   readonly operationId: string;
@@ -33,7 +31,7 @@ export class QuorumHold {
     readonly settings: RedLockSettings,
   ) {}
 
-  /** Records a won attempt; late answers join the hold if they grant it, else are undone. */
+  /** Late answers join the hold if they grant it, else are undone. */
   grant(
     held: readonly HeldDatabase[],
     late: readonly LateAnswer[],
@@ -56,24 +54,22 @@ export class QuorumHold {
     }
   }
 
-  /** The databases counted as held. */
   get held(): readonly HeldDatabase[] {
     return [...this.#held.values()];
   }
 
-  /** A database said the owner no longer holds the lock there. */
   drop(index: number): void {
     this.#held.delete(index);
   }
 
-  /** A majority re-armed the lease: the hold is trusted until `validUntil`. */
+  /** A majority re-armed the lease. */
   confirm(validUntil: number): void {
     this.#validUntil = validUntil;
   }
 
   /**
-   * The hold is being released: adopt no more late grants. Returns the requests still in flight,
-   * which the caller undoes (exact by operation id, whether they have run yet or not).
+   * Released: no more late grants. Returns the requests in flight, for the caller to undo (exact
+   * by operation id, run yet or not).
    */
   close(): LateAnswer[] {
     this.#closed = true;
@@ -87,7 +83,7 @@ export class QuorumHold {
     return this.#validUntil;
   }
 
-  /** Per database (in clients order): its fencing token, or null where the lock is not held. */
+  /** In clients order; null where not held. */
   fencingTokens(): (number | null)[] {
     return Array.from(
       { length: this.settings.databases },

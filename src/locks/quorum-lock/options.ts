@@ -1,30 +1,31 @@
-/** The settings of a RedLock: how many databases, the majority, the drift model, the timeouts. */
 import { QUORUM_DEFAULTS } from "../../defaults.js";
 import { LockInputError } from "../../errors.js";
 import { checkCount, checkDuration, checkOptions, orDefault } from "../../validate.js";
 
 export interface RedLockOptions {
   /**
-   * Clock drift allowed between this client and each database, as a fraction of the lease. A
-   * hold is trusted for `lease − elapsed − drift` where `drift = ceil(lease × driftFactor) +
-   * driftMs`: a database's clock may run up to this much faster than the client's. From 0 to
-   * 0.5. Default 0.01 (1 %).
+   * Clock drift allowed between this client and each database, as a fraction of the lease, from
+   * 0 to 0.5. A hold is trusted for `lease − elapsed − drift`, `drift = ceil(lease ×
+   * driftFactor) + driftMs`: a database's clock may run this much faster than the client's.
+   * @default 0.01
    */
   driftFactor?: number;
   /**
-   * Fixed part of the drift, in ms: Redis expires keys with 1 ms precision and the client
-   * rounds. Default 2.
+   * Fixed part of the drift, in ms: Redis expires keys with 1 ms precision and the client rounds.
+   * @default 2
    */
   driftMs?: number;
   /**
-   * How long one attempt waits for the databases to answer, in ms; databases silent by then
-   * count as unreachable and whatever they may have granted is rolled back. An attempt never
-   * waits past the validity of the hold it would get. Default 1000.
+   * How long one attempt waits for the databases, in ms; those silent by then count as
+   * unreachable and what they may have granted is rolled back. Never past the validity of the
+   * hold it would get.
+   * @default 1000
    */
   responseTimeoutMs?: number;
   /**
-   * Requests one attempt keeps in flight at once. Default 6: a Cloudflare Workers invocation
-   * has at most six simultaneous open connections; more would queue unseen and eat validity.
+   * Requests one attempt keeps in flight at once: a Workers invocation has at most six open
+   * connections; more would queue unseen and eat validity.
+   * @default 6
    */
   maxConcurrentRequests?: number;
 }
@@ -39,7 +40,7 @@ export interface RedLockSettings {
   readonly maxConcurrentRequests: number;
 }
 
-/** Most databases one RedLock may span. Three or five is the usual choice. */
+/** Three or five is the usual choice. */
 export const MAX_REDLOCK_DATABASES = 16;
 
 const OPTION_KEYS = [
@@ -49,7 +50,6 @@ const OPTION_KEYS = [
   "maxConcurrentRequests",
 ] as const;
 
-/** The majority of `databases`. */
 export function quorumOf(databases: number): number {
   return Math.floor(databases / 2) + 1;
 }
@@ -80,22 +80,18 @@ export function resolveRedLockSettings(options: unknown, databases: number): Red
   };
 }
 
-/** The drift allowance of a lease: ceil(lease × driftFactor) + driftMs. */
 export function driftFor(leaseMs: number, settings: RedLockSettings): number {
   return Math.ceil(leaseMs * settings.driftFactor) + settings.driftMs;
 }
 
-/**
- * Until when (client clock) a hold is trusted: `startedAt + lease − drift`, with `startedAt`
- * taken before the first request left. So validity = lease − elapsed − drift.
- */
+/** Client clock; `startedAt` taken before the first request left: lease − elapsed − drift. */
 export function validUntil(startedAt: number, leaseMs: number, settings: RedLockSettings): number {
   return startedAt + leaseMs - driftFor(leaseMs, settings);
 }
 
 /**
- * How long until enough busy databases are free for a majority: the `needed`-th shortest of the
- * holders' remaining leases (null when unknown or when no wait on holders can help).
+ * Until enough busy databases free up for a majority: the `needed`-th shortest lease left (null
+ * when unknown or when no wait can help).
  */
 export function ttlUntilQuorum(
   busyTtls: readonly (number | null)[],

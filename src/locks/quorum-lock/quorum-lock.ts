@@ -1,7 +1,6 @@
 /**
- * One lock name on every database of a RedLock. It composes this folder's steps with the shared
- * acquisition flow (options, owner, polling, watchdog): an attempt is a quorum attempt, extend
- * and renewal need a majority, release goes to every database that holds it.
+ * One lock name on every database of a RedLock, over the shared acquisition flow: attempts,
+ * extend and renewal need a majority; release goes to every database that holds it.
  */
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -24,7 +23,7 @@ interface TimedOut {
 }
 
 export class QuorumLock {
-  /** The lock's name, the same on every database. */
+  /** The same on every database. */
   readonly name: string;
   readonly #databases: readonly Database[];
   readonly #home: LockRuntime;
@@ -46,10 +45,10 @@ export class QuorumLock {
   /**
    * Acquires the lock on a majority of the databases, waiting while other owners hold it, as
    * long as `waitMs` allows (default: until acquired, aborted or out of poll budget). Throws
-   * QuorumWaitTimeoutError (contention), QuorumUnreachableError (too many databases down: thrown
-   * when the wait ends on it: a wait with time left rides out rounds whose failures were all
-   * transient, for up to `wait.outageMs`), LockAbortedError, LockBudgetExceededError. The options are
-   * the reentrant lock's; the owner, polling and watchdog are the first client's.
+   * QuorumWaitTimeoutError (contention), QuorumUnreachableError (too many databases down, once
+   * the wait ends: rounds whose failures were all transient are ridden out up to
+   * `wait.outageMs`), LockAbortedError, LockBudgetExceededError. The options are the reentrant
+   * lock's; the owner, polling and watchdog are the first client's.
    * @example
    * await using held = await redLock.lock("orders:42").acquire({ waitMs: 2_000, leaseMs: 10_000 });
    */
@@ -80,9 +79,8 @@ export class QuorumLock {
         tally = attempt.tally;
         if (attempt.kind === "unreachable") {
           const error = new QuorumUnreachableError(this.name, attempt.tally, attempt.failures);
-          // Every failure transient: a wait with time left tries again (new ids) instead of
-          // ending on a brief outage. As after any lost round, a grant whose undo did not land
-          // expires with its lease.
+          // All transient: a wait with time left tries again (new ids); as after any lost
+          // round, a grant whose undo did not land expires with its lease.
           const retryable = attempt.failures.every(({ error }) => isTransientFailure(error));
           throw retryable ? markTransient(error) : error;
         }

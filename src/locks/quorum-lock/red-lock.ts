@@ -1,8 +1,7 @@
 /**
- * RedLock (Redisson RedissonRedLock; the algorithm of the Redis docs): one lock over several
- * independent Redis databases, held while a majority of them hold it. Read docs/redlock.md
- * before relying on it: its safety rests on bounded clock drift and on no process pausing past
- * the validity, and it offers no single fencing token.
+ * RedLock (Redisson's RedissonRedLock; the Redis docs' algorithm): one lock over independent
+ * databases, held while a majority hold it. Read docs/redlock.md first: its safety rests on
+ * bounded clock drift and no pause past the validity, and it has no single fencing token.
  */
 import type { LockClient } from "../../client.js";
 import { checkLockName } from "../../validate.js";
@@ -33,12 +32,11 @@ export class RedLock {
     this.#home = runtimes[0]!;
   }
 
-  /** Databases in this RedLock. */
   get databases(): number {
     return this.#settings.databases;
   }
 
-  /** Databases that must hold a lock: floor(databases / 2) + 1. */
+  /** floor(databases / 2) + 1. */
   get quorum(): number {
     return this.#settings.quorum;
   }

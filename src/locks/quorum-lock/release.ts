@@ -1,8 +1,7 @@
 /**
- * Release a RedLock hold on every database that holds it (the reentrant lock's release script on
- * each, in one quorum round), and undo the grants still in flight. Exactly once per database
- * even across repeated `release()` calls: each database keeps one operation id, and a database
- * already answered is not asked again.
+ * Release a RedLock hold where held, in one quorum round, and undo grants in flight. Exactly
+ * once per database across repeated `release()` calls: one operation id per database, and one
+ * that answered is not asked again.
  */
 import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
@@ -16,17 +15,17 @@ import type { QuorumHold } from "./hold.js";
 import { runRound } from "./round.js";
 import { undoAcquire } from "./undo.js";
 
-/** The release of one handle: call it again after a LockBackendError. */
+/** Call it again after a LockBackendError. */
 export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<ReleaseResult> {
   const operations = new Map<number, string>();
-  const answered = new Map<number, boolean>(); // database → it still held the lock at release
+  const answered = new Map<number, boolean>(); // database → still held at release
   return async () => {
     const { settings } = hold;
-    // Grants still in flight are undone by their own operation ids, beside the releases.
+    // Grants in flight are undone by their own operation ids, beside the releases.
     const late = hold.close().map(({ db, operationId }) => undoAcquire(db, owner, operationId));
     const held = hold.held;
     const pending = held.filter(({ db }) => !answered.has(db.index));
-    // The rule: none decides early; every database that holds it is asked, within the timeout.
+    // Nothing decides early: every database that holds it is asked, within the timeout.
     const [round] = await Promise.all([
       runRound({
         count: pending.length,
@@ -54,17 +53,14 @@ export function quorumRelease(hold: QuorumHold, owner: string): () => Promise<Re
           `${unknown} did not answer, so a majority may stay locked until their leases end. Call release() again.`,
       );
     }
-    // Not held on a majority any more at release: the hold had been lost before.
+    // No majority at release: the hold had been lost before.
     return released + unknown >= settings.quorum
       ? { released: true, holdsLeft: 0 }
       : { released: false };
   };
 }
 
-/**
- * True when `owner` held the lock there, with the hold this handle took there (`fencingToken`),
- * and one hold was released.
- */
+/** True when the owner held it there with this handle's hold (`fencingToken`), now released. */
 async function releaseOn(
   db: Database,
   owner: string,
@@ -72,7 +68,7 @@ async function releaseOn(
   fencingToken: number,
 ): Promise<boolean> {
   const { ctx, keys } = db;
-  // Without the hold statistics key: a RedLock learns no pacing.
+  // No hold statistics key: a RedLock learns no pacing.
   const [status] = await runScript(
     ctx,
     RELEASE,

@@ -1,10 +1,7 @@
 /**
- * One quorum round: the same operation sent to several databases in parallel (at most
- * `maxConcurrent` at once) under one shared deadline. The caller supplies the per-database
- * operation and the rule that says when the outcome is certain; acquire, extend and release are
- * such rules over this one round. The round ends when the rule is satisfied, every database has
- * answered, or the deadline passes; requests still in flight then run on, reachable through
- * `answers`.
+ * One quorum round: an operation on several databases in parallel under one deadline, ending
+ * when the caller's rule says the outcome is certain, all answered, or the deadline passed;
+ * requests in flight then run on, reachable through `answers`.
  */
 
 export type RoundSlot<T> =
@@ -14,24 +11,21 @@ export type RoundSlot<T> =
   | { readonly state: "failed"; readonly error: unknown };
 
 export interface RoundResult<T> {
-  /** Each database's state when the round ended. */
+  /** As the round ended. */
   readonly slots: readonly RoundSlot<T>[];
-  /** The answer of each request sent, undefined when it failed (for those still pending). */
+  /** Per request sent (for those still pending); undefined when it failed. */
   readonly answers: readonly (Promise<T | undefined> | undefined)[];
-  /** True when the deadline, not the answers, ended the round. */
+  /** The deadline, not the answers, ended the round. */
   readonly timedOut: boolean;
 }
 
 export interface RoundPlan<T> {
-  /** How many databases take part. */
   readonly count: number;
-  /** Client-clock time (ms since epoch) after which the round stops waiting. */
+  /** Client clock. */
   readonly deadline: number;
-  /** Requests in flight at once. */
   readonly maxConcurrent: number;
-  /** The operation on database `index`. */
   readonly send: (index: number) => Promise<T>;
-  /** True once the outcome is certain from the slots so far; the round ends early then. */
+  /** True once the outcome is certain; the round ends early then. */
   readonly decided: (slots: readonly RoundSlot<T>[]) => boolean;
 }
 
@@ -74,7 +68,7 @@ export function runRound<T>(plan: RoundPlan<T>): Promise<RoundResult<T>> {
   });
 }
 
-/** Counts of the slots by what they say, for the decision rules. */
+/** For the decision rules. */
 export function countSlots<T>(
   slots: readonly RoundSlot<T>[],
   granted: (value: T) => boolean,

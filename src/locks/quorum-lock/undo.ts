@@ -1,11 +1,8 @@
 /**
- * Undo one database's acquire of a RedLock attempt, exactly, by its operation id: when the
- * attempt failed, or when that database answered too late or not at all. If the acquire ran and
- * its hold still stands, the hold is released once; if it has not run yet, a mark makes a late
- * copy of it (a re-send still in flight) replay as "not acquired" instead of taking the lock.
- * An undo that arrives after the acquire's hold ended (held up past the lease) releases nothing,
- * even when the same owner holds the lock again by then: that later hold drew a newer fencing
- * token, and it is not the acquire's to undo.
+ * Undo one database's acquire exactly, by operation id, after a lost attempt or a late or
+ * missing answer: a hold it took is released once; if it has not run, a mark makes a late copy
+ * replay as "not acquired". An undo after that hold ended releases nothing, even if the owner
+ * holds the lock again: that later hold drew a newer fencing token.
  */
 import { fenceStillAt } from "../lua.js";
 import { YES_OR_NO } from "../reply.js";
@@ -42,7 +39,6 @@ redis.call('SET', operationKey, -1, 'PX', operationTtlMs)
 return {1}`,
 });
 
-/** True when a hold of that acquire was released. */
 export async function undoAcquire(
   db: Database,
   owner: string,

@@ -9,7 +9,10 @@
  *
  * A declaration costs a Worker nothing: it is a call marked pure whose result is unused, which a
  * bundler drops (with its arguments) and which runs only where the source runs unbundled, as in
- * the tests. The composed Lua is untouched, so declaring cannot change a script's text.
+ * the tests. The composed Lua is untouched, so declaring cannot change a script's text. Scripts
+ * are built once, as their modules load, so the list does not grow where it is kept. Declare
+ * only with names and literals (no spread, no property read): a bundler keeps an argument it
+ * cannot prove free of effects.
  */
 
 /** A fragment's declaration. */

@@ -81,11 +81,12 @@ function localsDeclared(text: string): { readonly at: number; readonly name: str
  * Holds `script` to the declarations of the fragments in it (LUA_FRAGMENTS): wherever the text
  * of a declared fragment occurs in its source, every local the fragment needs must be declared
  * before it: by the generated header (the script's keys and arguments), by an earlier fragment,
- * or by the script's own text. Throws an Error naming the script, the fragment and the local
- * (the first fragment in the source that lacks one); returns how many fragments it found. The
- * script catalogue (src/scripts.ts) runs it over every script as it is built, so a test that
- * loads the catalogue fails on a missing local. It runs there and not in defineScript: a
- * Worker's bundle carries neither the declarations (see fragment.ts) nor this check.
+ * or by the script's own text (blocks are not followed: a `local` anywhere before counts).
+ * Throws an Error naming the script, the fragment and the local (the first fragment in the
+ * source that lacks one); returns how many fragments it found. The script catalogue
+ * (src/scripts.ts) runs it over every script as it is built, so a test that loads the catalogue
+ * fails on a missing local. It runs there and not in defineScript: a Worker's bundle carries
+ * neither the declarations (see fragment.ts) nor this check.
  */
 export function checkScriptNeeds(script: Script, fragments = declaredFragments()): number {
   const { source } = script;

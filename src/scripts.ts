@@ -1,9 +1,11 @@
 /**
  * The catalogue of every script edgelock sends (the locks' and the Hono middleware's), for the
  * tests (each script's SHA-1 is pinned, so a changed script is a deliberate change) and for test
- * doubles that recognise scripts by their text. Multi-name scripts (multi-lock) take a variable
- * number of keys and stay plain Scripts. It stands above locks/ and hono/ so that listing them
- * ties neither to the other; no entry point imports it.
+ * doubles that recognise scripts by their text. Building it holds every script to the declarations
+ * of the Lua fragments in it (checkScriptNeeds), so a test that loads it fails on a local a
+ * fragment needs and nothing before it declares. Multi-name scripts (multi-lock) take a variable
+ * number of keys and stay plain Scripts. It stands above locks/ and hono/ so that listing them ties
+ * neither to the other; no entry point imports it.
  */
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
@@ -26,6 +28,7 @@ import { READ_FORCE_RELEASE } from "./locks/read-write-lock/read-force-release.j
 import { READ_INSPECT } from "./locks/read-write-lock/read-inspect.js";
 import { READ_RELEASE } from "./locks/read-write-lock/read-release.js";
 import { WRITE_ACQUIRE } from "./locks/read-write-lock/write-acquire.js";
+import { checkScriptNeeds, declaredFragments } from "./locks/script.js";
 import type { Script } from "./transport/script.js";
 
 /** Every script edgelock may send, by name. */
@@ -55,3 +58,6 @@ export const SCRIPTS: ReadonlyMap<string, Script> = new Map(
     PUT,
   ].map((script) => [script.name, script]),
 );
+
+const fragments = declaredFragments();
+for (const script of SCRIPTS.values()) checkScriptNeeds(script, fragments);

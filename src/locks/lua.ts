@@ -1,4 +1,5 @@
 /** Lua fragments shared by the scripts of several primitives. */
+import { LUA_FRAGMENTS } from "./fragment.js";
 
 /**
  * Defines `now`, the server's clock in whole milliseconds. Clients' clocks are never trusted:
@@ -7,18 +8,27 @@
  */
 export const SERVER_NOW_MS = `local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "SERVER_NOW_MS",
+  lua: SERVER_NOW_MS,
+  provides: ["now"],
+});
 
 /**
- * The first lines of an exclusive acquire script (needs the names `lockKey`, the hash of owner →
- * holds, `fenceKey` and `owner`). If operation record `operationKey` exists, this request is a
- * re-send of an attempt that acquired (or was handed the lock): answer {1, fence, holds, pttl}
- * again while the hold it recorded is still the owner's, or {-1} when that hold is gone since —
- * also when the owner holds the lock again by a later hold (another task of its scope took it
- * fresh: a new token), which the replay must not attach to. Nothing is applied twice. With
- * `rearmTo` (the name of a lease in ms), a replay also re-arms the lease: for scripts whose
- * attempts share one id.
+ * The first lines of an exclusive acquire script (`lockKey` is the hash of owner → holds). If
+ * operation record `operationKey` exists, this request is a re-send of an attempt that acquired (or
+ * was handed the lock): answer {1, fence, holds, pttl} again while the hold it recorded is still
+ * the owner's, or {-1} when that hold is gone since — also when the owner holds the lock again by a
+ * later hold (another task of its scope took it fresh: a new token), which the replay must not
+ * attach to. Nothing is applied twice. With `rearmTo` (the name of a lease in ms), a replay also
+ * re-arms the lease: for scripts whose attempts share one id.
  */
 export function replayAcquisition(operationKey: string, rearmTo?: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "replayAcquisition",
+    lua: () => replayAcquisition(operationKey, rearmTo),
+    needs: ["lockKey", "owner", "fenceKey", operationKey, rearmTo],
+  });
   // A later attempt sharing the id: its lease counts from its own send, so the lease is re-armed
   // to at least `rearmTo` ms (only ever lengthened).
   const rearm =
@@ -53,19 +63,29 @@ export function fenceStillAt(fenceKey: string, token: string): string {
  * extends a later hold of the same owner.
  */
 export function refuseLaterHold(fenceKey: string, heldToken: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "refuseLaterHold",
+    lua: () => refuseLaterHold(fenceKey, heldToken),
+    needs: [fenceKey, heldToken],
+  });
   return `if tonumber(${heldToken}) > 0 and not (${fenceStillAt(fenceKey, `tonumber(${heldToken})`)}) then
   return {0}
 end`;
 }
 
 /**
- * The whole of an exclusive release script (needs the names `lockKey`, `owner`,
- * `operationTtlMs`, `fenceKey` and `fencingToken`: see refuseLaterHold): drop one hold, delete the owner's field at zero, record the result under
- * `operationKey` and answer {1, holds left, others waiting (1/0)}, or {0} when the owner holds
- * nothing. A re-send replays the recorded answer as {1, holds left}. `whenFreed` runs when the
- * last hold goes (e.g. to learn how long the hold lasted) and may set `othersWaiting` to 1.
+ * The whole of an exclusive release script (`fencingToken`: see refuseLaterHold): drop one hold,
+ * delete the owner's field at zero, record the result under `operationKey` and answer {1, holds
+ * left, others waiting (1/0)}, or {0} when the owner holds nothing. A re-send replays the recorded
+ * answer as {1, holds left}. `whenFreed` runs when the last hold goes (e.g. to learn how long the
+ * hold lasted) and may set `othersWaiting` to 1.
  */
 export function releaseOneHold(operationKey: string, whenFreed: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "releaseOneHold",
+    lua: () => releaseOneHold(operationKey, whenFreed),
+    needs: [operationKey, "lockKey", "owner", "operationTtlMs"],
+  });
   return `local replay = redis.call('GET', ${operationKey})
 if replay then return {1, tonumber(replay)} end
 if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
@@ -85,10 +105,14 @@ return {1, left, othersWaiting}`;
  * The end of an exclusive acquire script once `count` holds this owner's hold count (1: a first
  * hold). A first hold draws the next fencing token and runs `onFirstHold`; a re-entry keeps the
  * current token. The lease only lengthens (holds of one owner share the key). The result is
- * recorded under `operationKey` for re-sends, and the answer is {1, fence, holds, pttl}. Needs
- * the names `lockKey`, `fenceKey`, `operationKey`, `leaseMs`, `operationTtlMs` and `count`.
+ * recorded under `operationKey` for re-sends, and the answer is {1, fence, holds, pttl}.
  */
 export function grantExclusiveHold(onFirstHold = ""): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "grantExclusiveHold",
+    lua: () => grantExclusiveHold(onFirstHold),
+    needs: ["count", "fenceKey", "lockKey", "leaseMs", "operationKey", "operationTtlMs"],
+  });
   return `local fence
 if count == 1 then
   fence = redis.call('INCR', fenceKey)

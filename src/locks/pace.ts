@@ -4,6 +4,7 @@
  * under its hash tag, and expire on their own. Expiries and force-releases teach nothing: only
  * releases and hand-offs are sampled.
  */
+import { LUA_FRAGMENTS } from "./fragment.js";
 
 /** How long the statistics outlive the last acquisition or release: one hour. */
 export const PACE_TTL_MS = 3_600_000;
@@ -22,6 +23,11 @@ export function learnAverage(
   sample: string,
   deviationField?: string,
 ): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "learnAverage",
+    lua: () => learnAverage(statsKey, field, sample, deviationField),
+    needs: [statsKey],
+  });
   if (deviationField === undefined) {
     return `do
   local sample = math.max(1, ${sample})
@@ -49,9 +55,14 @@ end`;
 /**
  * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
  * expression), the time since the previous holder took the lock is one hand-off cycle; then the
- * current hold starts now and any reservation is spent. Needs `now` and `paceTtlMs`.
+ * current hold starts now and any reservation is spent.
  */
 export function learnHandOff(statsKey: string, waited: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "learnHandOff",
+    lua: () => learnHandOff(statsKey, waited),
+    needs: [statsKey, "now", "paceTtlMs"],
+  });
   return `local previous = redis.call('HGET', ${statsKey}, 'at')
 if ${waited} and previous then
   ${learnAverage(statsKey, "cycle", "now - tonumber(previous)")}
@@ -61,8 +72,13 @@ redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')
 redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
 }
 
-/** When a release frees the lock: folds the hold into its average and deviation. Needs `now`. */
+/** When a release frees the lock: folds the hold into its average and deviation. */
 export function learnHold(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "learnHold",
+    lua: () => learnHold(statsKey),
+    needs: [statsKey, "now", "paceTtlMs"],
+  });
   return `local at = redis.call('HGET', ${statsKey}, 'at')
 if at then
   ${learnAverage(statsKey, "hold", "now - tonumber(at)", "dev")}
@@ -72,6 +88,11 @@ end`;
 
 /** At a waiter's busy poll: folds its reported round trip (ARGV `roundTripMs`, 0: unknown) in. */
 export function learnRoundTrip(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "learnRoundTrip",
+    lua: () => learnRoundTrip(statsKey),
+    needs: [statsKey, "roundTripMs", "paceTtlMs"],
+  });
   return `if tonumber(roundTripMs) > 0 then
   ${learnAverage(statsKey, "rtt", "tonumber(roundTripMs)")}
   redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
@@ -81,9 +102,14 @@ end`;
 /**
  * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
  * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
- * (-1: unknown; the averages rounded to whole ms). Needs `now`, `pttl` and `position`.
+ * (-1: unknown; the averages rounded to whole ms), from the caller's locals `pttl` and `position`.
  */
 export function busyTurnReply(statsKey: string, queueKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "busyTurnReply",
+    lua: () => busyTurnReply(statsKey, queueKey),
+    needs: [statsKey, queueKey, "now", "pttl", "position"],
+  });
   return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle')
 local heldFor = -1
 if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end

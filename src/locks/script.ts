@@ -2,13 +2,15 @@
  * Typed script definitions. Each lock script is declared once: its name, its keys and arguments
  * by name (in KEYS/ARGV order), the reply shapes it may answer, and its Lua. The Lua starts with
  * a generated header (`local lockKey = KEYS[1]` …), so the body and every shared fragment refer
- * to names, never to positions. `runScript` is the one way to call one: it takes keys and
+ * to names, never to positions; each shared fragment declares the names it reads (fragment.ts),
+ * and checkScriptNeeds holds a script to them. `runScript` is the one way to call one: it takes keys and
  * arguments as records (the compiler checks that none is missing), plumbs the context's retry
  * and observer, and checks the reply against the declared shapes.
  */
 import { callScript } from "../transport/call.js";
 import { Script } from "../transport/script.js";
 import type { OperationContext } from "./context.js";
+import { LUA_FRAGMENTS, type LuaFragment } from "./fragment.js";
 import { checkedReply, integerReply, type ReplyShapes } from "./reply.js";
 
 /**
@@ -64,6 +66,83 @@ export function defineScript<K extends string, A extends string, R extends Repli
   spec: ScriptSpec<K, A, R>,
 ): LockScript<K, A, R> {
   return new LockScript(spec);
+}
+
+/** `local a`, `local a, b = …`, `local function f(…)`: where a text declares which names. */
+const LOCAL = /\blocal[ \t]+(?:function[ \t]+)?(\w+(?:[ \t]*,[ \t]*\w+)*)/g;
+
+function localsDeclared(text: string): { readonly at: number; readonly name: string }[] {
+  return [...text.matchAll(LOCAL)].flatMap((match) =>
+    (match[1] ?? "").split(",").map((name) => ({ at: match.index, name: name.trim() })),
+  );
+}
+
+/**
+ * Holds `script` to the declarations of the fragments in it (LUA_FRAGMENTS): wherever the text
+ * of a declared fragment occurs in its source, every local the fragment needs must be declared
+ * before it: by the generated header (the script's keys and arguments), by an earlier fragment,
+ * or by the script's own text (blocks are not followed: a `local` anywhere before counts).
+ * Throws an Error naming the script, the fragment and the local (the first fragment in the
+ * source that lacks one); returns how many fragments it found. The script catalogue
+ * (src/scripts.ts) runs it over every script as it is built, so a test that loads the catalogue
+ * fails on a missing local. It runs there and not in defineScript: a Worker's bundle carries
+ * neither the declarations (see fragment.ts) nor this check.
+ */
+export function checkScriptNeeds(script: Script, fragments = declaredFragments()): number {
+  const { source } = script;
+  const locals = localsDeclared(source);
+  const found = fragments.flatMap((fragment) => {
+    const at: number[] = [];
+    for (let i = source.indexOf(fragment.text); i >= 0; i = source.indexOf(fragment.text, i + 1)) {
+      at.push(i);
+    }
+    return at.map((index) => ({ fragment, index }));
+  });
+  found.sort((a, b) => a.index - b.index);
+  for (const { fragment, index } of found) {
+    const missing = fragment.needs?.find(
+      (need) => need !== undefined && !locals.some((l) => l.at < index && l.name === need),
+    );
+    if (missing !== undefined) {
+      throw new Error(
+        `Script ${script.name}: fragment ${fragment.name} needs the local ${missing}, which ` +
+          "nothing before it declares (a key or argument of the script, an earlier fragment, " +
+          "or a local of the script's own text).",
+      );
+    }
+  }
+  return found.length;
+}
+
+/**
+ * The declared fragments with their texts, each text once, and each declaration checked against
+ * its own text: a local it says it provides must be declared there, and one it says it needs
+ * must be read there (a declaration that no longer matches its text is an error too).
+ */
+export function declaredFragments(
+  declared: readonly LuaFragment[] = LUA_FRAGMENTS,
+): (LuaFragment & { readonly text: string })[] {
+  const fragments = new Map<string, LuaFragment & { readonly text: string }>();
+  const count = LUA_FRAGMENTS.length;
+  for (const fragment of [...declared]) {
+    const text = typeof fragment.lua === "string" ? fragment.lua : fragment.lua();
+    const own = new Set(localsDeclared(text).map((local) => local.name));
+    const notProvided = fragment.provides?.find((name) => !own.has(name));
+    const notRead = fragment.needs?.find(
+      (name) => name !== undefined && !new RegExp(`\\b${name}\\b`).test(text),
+    );
+    if (notProvided !== undefined || notRead !== undefined) {
+      throw new Error(
+        notProvided === undefined
+          ? `Fragment ${fragment.name} says it needs ${notRead}, which its text does not read.`
+          : `Fragment ${fragment.name} says it provides ${notProvided}, which its text does not declare.`,
+      );
+    }
+    fragments.set(`${fragment.name}\n${text}`, { ...fragment, text });
+  }
+  // Building a text again declared its fragments again: they are listed already.
+  LUA_FRAGMENTS.length = count;
+  return [...fragments.values()];
 }
 
 type KeysOf<S> = S extends LockScript<infer K, string> ? K : never;

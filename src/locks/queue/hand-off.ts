@@ -8,6 +8,7 @@
  * blocking pop returns already holding the lock.
  */
 import { withoutKeyLocking } from "../../transport/key-locking.js";
+import { LUA_FRAGMENTS } from "../fragment.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
 /**
@@ -20,6 +21,11 @@ import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
  * scripts carry Upstash's key-locking flag no waiter parks, and this part is cut out.
  */
 export function endingParkBeside(body: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "endingParkBeside",
+    lua: () => endingParkBeside(body),
+    needs: ["parkBeside", "lockKey", "parkId", "claimMs"],
+  });
   return `local parkedNow = false
 local function attempt()
 ${body}
@@ -47,10 +53,15 @@ export const BEHIND_NOTICE_MS = 250;
 /**
  * A Lua expression: when the park of a waiter registering now ends at the latest (server ms),
  * by the rule the client bounds it with (parkBoundMs in src/wait/parking.ts, which this mirrors;
- * capped by the waiter's place, `timeout`). Needs `now`, `pttl`, `position`, `claimMs` and
- * `timeout`; `statsKey` is the lock's statistics hash.
+ * capped by the waiter's place, `timeout`, a local of the caller's, as are `pttl` and `position`);
+ * `statsKey` is the lock's statistics hash.
  */
 function parkEndLua(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "parkEndLua",
+    lua: () => parkEndLua(statsKey),
+    needs: [statsKey, "now", "pttl", "position", "claimMs", "timeout"],
+  });
   return `(function()
   local bound = timeout
   local claim = tonumber(claimMs)
@@ -73,10 +84,14 @@ end)()`;
 /**
  * Registers `waiter` (this acquisition) as parked and sets the caller's `parkedNow`, or forgets
  * it (ARGV `claimMs` 0: a polling waiter). The registration records when its park ends at the
- * latest (see parkEndLua). Needs `now`, `waiter`, `leaseMs`, `claimMs`, `parkId` (the
- * acquisition's operation id), `pttl`, `position` and a local `timeout`.
+ * latest (see parkEndLua). `parkId` is the acquisition's operation id.
  */
 export function registerParked(parkedKey: string, statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "registerParked",
+    lua: () => registerParked(parkedKey, statsKey),
+    needs: [parkedKey, "claimMs", "parkedNow", "waiter", "leaseMs", "parkId", "now", "timeout"],
+  });
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
   redis.call('HSET', ${parkedKey}, waiter, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)})
@@ -92,9 +107,14 @@ end`;
  * `behind <lease>` to its wake list, so that it parks again bounded by that lease: if the new
  * holder died while parked, its grant lapses unclaimed and this waiter takes the lock then,
  * instead of when its own park ends (which may be a whole holder's lease later, after an early
- * release). The word is of use only within that lease, and expires with it. Needs `now`, `lockKey`.
+ * release). The word is of use only within that lease, and expires with it.
  */
 function noticeBehind(queueKey: string, parkedKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "noticeBehind",
+    lua: () => noticeBehind(queueKey, parkedKey),
+    needs: [queueKey, parkedKey, "now", "lockKey", "lease"],
+  });
   return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
   local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
   if behindParked then
@@ -107,11 +127,11 @@ function noticeBehind(queueKey: string, parkedKey: string): string {
 }
 
 /**
- * After the lock was freed (a release, or a force release of the lock or of its read holds):
- * prunes dead waiters and, when the live head of the queue is parked, hands it the lock (see
- * handOffToParkedHead, whose needs it shares); declares the local `handedOff`. The write lock
- * passes its read holds (`readsKey`, a Lua variable that may be nil): none may be live for a
- * hand-off; and its waiting writers (`writersKey`, likewise).
+ * After the lock was freed (a release, or a force release of the lock or of its read holds): prunes
+ * dead waiters and, when the live head of the queue is parked, hands it the lock (see
+ * handOffToParkedHead); declares the local `handedOff`. The write lock passes its read holds
+ * (`readsKey`, a Lua variable that may be nil): none may be live for a hand-off; and its waiting
+ * writers (`writersKey`, likewise).
  */
 export function handOffFreedLock(
   queueKey: string,
@@ -121,6 +141,12 @@ export function handOffFreedLock(
 ): string {
   const handOff = handOffToParkedHead(queueKey, timeoutsKey, parkedKey, readWrite.writersKey);
   const { readsKey } = readWrite;
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "handOffFreedLock",
+    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, readWrite),
+    needs: [readsKey, "now"],
+    provides: ["handedOff"],
+  });
   return `${pruneDeadWaiters(queueKey, timeoutsKey)}
 local handedOff = false
 ${
@@ -140,8 +166,8 @@ end`
  * registration>` to its wake list (twice, so that a pop re-sent after a lost answer finds it), and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
  * list are named after the lock key and the waiter's operation id (see LockKeys.wake): keys
  * only this script finds, so the hand-off is cut out of the scripts sent with Upstash's
- * key-locking flag (where no waiter parks; see transport/key-locking.ts). Needs `now`,
- * `lockKey`, `fenceKey`, `operationTtlMs`; dead waiters must have been pruned.
+ * key-locking flag (where no waiter parks; see transport/key-locking.ts). Dead waiters must have
+ * been pruned.
  */
 export function handOffToParkedHead(
   queueKey: string,
@@ -149,6 +175,21 @@ export function handOffToParkedHead(
   parkedKey: string,
   writersKey?: string,
 ): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "handOffToParkedHead",
+    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, writersKey),
+    needs: [
+      queueKey,
+      timeoutsKey,
+      parkedKey,
+      writersKey,
+      "lockKey",
+      "fenceKey",
+      "operationTtlMs",
+      "now",
+      "handedOff",
+    ],
+  });
   const leaveWriters =
     writersKey === undefined
       ? ""

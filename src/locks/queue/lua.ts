@@ -4,12 +4,19 @@
  * acquisition's operation id (see WAITER_LUA). Two tasks of one owner's scope that wait at once
  * hold a place each, and one leaving never takes the other's.
  */
+import { LUA_FRAGMENTS } from "../fragment.js";
 
 /**
- * Declares `waiter`, the queue member of this acquisition. Needs `owner` and `parkId` (absent
- * where the caller never queues, as RedLock's three-key attempt).
+ * Declares `waiter`, the queue member of this acquisition: the owner and `parkId` (absent where
+ * the caller never queues, as RedLock's three-key attempt).
  */
 export const WAITER_LUA = "local waiter = owner .. ' ' .. (parkId or '')";
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "WAITER_LUA",
+  lua: WAITER_LUA,
+  needs: ["owner", "parkId"],
+  provides: ["waiter"],
+});
 
 /** A Lua expression: the owner of queue member `member` (a Lua expression). */
 export function ownerOfWaiter(member: string): string {
@@ -18,9 +25,14 @@ export function ownerOfWaiter(member: string): string {
 
 /**
  * Drops waiters whose deadline has passed (they stopped polling: crashed, or lost) from the
- * sorted sets `queueKey` and `timeoutsKey`. Needs `now`.
+ * sorted sets `queueKey` and `timeoutsKey`.
  */
 export function pruneDeadWaiters(queueKey: string, timeoutsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "pruneDeadWaiters",
+    lua: () => pruneDeadWaiters(queueKey, timeoutsKey),
+    needs: [queueKey, timeoutsKey, "now"],
+  });
   return `local dead = redis.call('ZRANGEBYSCORE', ${timeoutsKey}, '-inf', now)
 for i = 1, #dead do
   redis.call('ZREM', ${queueKey}, dead[i])
@@ -30,9 +42,14 @@ end`;
 
 /**
  * Registers (or refreshes) `waiter` in `timeoutsKey` with the deadline `now + timeout` and keeps
- * the key alive at least `timeout` ms. Needs `now`, `waiter` and a local `timeout`.
+ * the key alive at least `timeout` ms (a local of the caller's).
  */
 export function refreshWaiter(timeoutsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "refreshWaiter",
+    lua: () => refreshWaiter(timeoutsKey),
+    needs: [timeoutsKey, "now", "waiter", "timeout"],
+  });
   return `redis.call('ZADD', ${timeoutsKey}, now + timeout, waiter)
 if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${timeoutsKey}, timeout) end`;
 }
@@ -40,9 +57,14 @@ if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${tim
 /**
  * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
  * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
- * ahead of it. Needs `now`, `waiter`, a local `timeout` and a local `position`.
+ * ahead of it (`timeout` and `position` are locals of the caller's).
  */
 export function joinQueue(queueKey: string, timeoutsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "joinQueue",
+    lua: () => joinQueue(queueKey, timeoutsKey),
+    needs: [queueKey, "now", "waiter", "timeout", "position"],
+  });
   return `if not redis.call('ZSCORE', ${queueKey}, waiter) then
   local ticket = now
   local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')
@@ -62,10 +84,15 @@ export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
  * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
  * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
  * barges into the gap between the release and their polls. Two, because both aim at this release
- * (see src/wait/turn.ts): one a little early, one a little late. Needs `now` and `paceTtlMs`;
- * dead waiters must have been pruned.
+ * (see src/wait/turn.ts): one a little early, one a little late. Dead waiters must have been
+ * pruned.
  */
 export function reserveForHead(statsKey: string, queueKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "reserveForHead",
+    lua: () => reserveForHead(statsKey, queueKey),
+    needs: [statsKey, queueKey, "now", "paceTtlMs"],
+  });
   return `local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
 if heads[1] then
   local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
@@ -78,10 +105,14 @@ end`;
 
 /**
  * A Lua expression: true when a release reserved the free lock for other acquisitions, at least
- * one of which still waits in `queueKey`, and the reservation has not lapsed. Needs `now`,
- * `waiter`.
+ * one of which still waits in `queueKey`, and the reservation has not lapsed.
  */
 export function reservedForAnother(statsKey: string, queueKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "reservedForAnother",
+    lua: () => reservedForAnother(statsKey, queueKey),
+    needs: [statsKey, queueKey, "now", "waiter"],
+  });
   return `(function()
   local reserved = redis.call('HMGET', ${statsKey}, 'for', 'for2', 'until')
   if not reserved[1] or reserved[1] == waiter or reserved[2] == waiter then return false end

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { ACQUIRE, FAIR_ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
+import { RELEASE } from "../../../src/locks/exclusive/release.js";
+import { LUA_FRAGMENTS } from "../../../src/locks/fragment.js";
+import { SERVER_NOW_MS } from "../../../src/locks/lua.js";
+import { learnHold, learnRoundTrip } from "../../../src/locks/pace.js";
+import { WAITER_LUA } from "../../../src/locks/queue/lua.js";
+import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
+import { checkScriptNeeds, declaredFragments, defineScript } from "../../../src/locks/script.js";
+import { SCRIPTS } from "../../../src/scripts.js";
+
+/** A script of its own for the test, over `lua`. */
+function script(name: string, lua: string, args: readonly string[] = ["paceTtlMs"]) {
+  return defineScript({ name, keys: ["statsKey"], args, replies: "count", lua });
+}
+
+describe("Lua fragments and what they need", () => {
+  it("holds every script of the catalogue to its fragments' declarations, and finds them", () => {
+    const fragments = declaredFragments();
+    let found = 0;
+    for (const catalogued of SCRIPTS.values()) found += checkScriptNeeds(catalogued, fragments);
+    // The check must see the fragments: where the declarations were dropped (a bundle), it would
+    // pass without holding anything to them.
+    expect(found).toBeGreaterThanOrEqual(80);
+    for (const queued of [ACQUIRE, FAIR_ACQUIRE, WRITE_ACQUIRE, RELEASE]) {
+      expect(checkScriptNeeds(queued, fragments), queued.name).toBeGreaterThanOrEqual(10);
+    }
+    const names = new Set(fragments.map((fragment) => fragment.name));
+    for (const name of ["SERVER_NOW_MS", "WAITER_LUA", "joinQueue", "handOffToParkedHead"]) {
+      expect(names, name).toContain(name);
+    }
+  });
+
+  it("throws, naming the script, the fragment and the local, when nothing defines a need", () => {
+    const missingNow = script("test.missingNow", `${learnHold("statsKey")}\nreturn {1}`);
+    expect(() => checkScriptNeeds(missingNow)).toThrow(
+      /^Script test\.missingNow: fragment learnHold needs the local now, /,
+    );
+  });
+
+  it("throws when the script lacks an argument a fragment reads", () => {
+    const missingArg = script("test.missingArg", `${learnRoundTrip("statsKey")}\nreturn {1}`);
+    expect(() => checkScriptNeeds(missingArg)).toThrow(
+      /test\.missingArg: fragment learnRoundTrip needs the local roundTripMs/,
+    );
+    const withArg = script("test.withArg", `${learnRoundTrip("statsKey")}\nreturn {1}`, [
+      "paceTtlMs",
+      "roundTripMs",
+    ]);
+    expect(checkScriptNeeds(withArg)).toBeGreaterThanOrEqual(1);
+  });
+
+  it("counts a local only where it is defined before the fragment", () => {
+    const late = script("test.late", `${learnHold("statsKey")}\n${SERVER_NOW_MS}\nreturn {1}`);
+    expect(() => checkScriptNeeds(late)).toThrow(/test\.late: fragment learnHold needs .* now/);
+    const early = script("test.early", `${SERVER_NOW_MS}\n${learnHold("statsKey")}\nreturn {1}`);
+    expect(checkScriptNeeds(early)).toBe(3); // SERVER_NOW_MS, learnHold, its learnAverage
+    // A local of the script's own text serves as well as a fragment's.
+    const own = script("test.own", `local now = 0\n${learnHold("statsKey")}\nreturn {1}`);
+    expect(checkScriptNeeds(own)).toBe(2);
+  });
+
+  it("names a key or argument the builder was given among the needs", () => {
+    const wrongKey = script("test.wrongKey", `${SERVER_NOW_MS}\n${learnHold("holdStatsKey")}`);
+    expect(() => checkScriptNeeds(wrongKey)).toThrow(
+      /fragment learnHold needs the local holdStatsKey/,
+    );
+  });
+
+  it("holds each declaration to its own text", () => {
+    expect(() =>
+      declaredFragments([{ name: "test.providesNothing", lua: WAITER_LUA, provides: ["now"] }]),
+    ).toThrow(
+      "Fragment test.providesNothing says it provides now, which its text does not declare.",
+    );
+    expect(() =>
+      declaredFragments([{ name: "test.readsNothing", lua: SERVER_NOW_MS, needs: ["owner"] }]),
+    ).toThrow("Fragment test.readsNothing says it needs owner, which its text does not read.");
+    // Listing the fragments builds their texts again, which declares them again: not kept.
+    const count = LUA_FRAGMENTS.length;
+    declaredFragments();
+    expect(LUA_FRAGMENTS.length).toBe(count);
+  });
+});

@@ -96,7 +96,8 @@ const ACQUIRE_KEYS = [
   "timeoutsKey",
   "parkedKey",
 ] as const;
-const ACQUIRE_ARGS = [
+/** The arguments of every queued kind's acquire script (the write lock's adds its own after them). */
+export const ACQUIRE_ARGS = [
   "owner",
   "leaseMs",
   "operationTtlMs",

@@ -9,7 +9,7 @@
 import { LockUpgradeError } from "../../errors.js";
 import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
 import type { OperationContext } from "../context.js";
-import { queuedAttemptOutcome, waiterArgs } from "../exclusive/acquire.js";
+import { ACQUIRE_ARGS, queuedAttemptOutcome, waiterArgs } from "../exclusive/acquire.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
@@ -53,18 +53,7 @@ export const WRITE_ACQUIRE = defineScript({
     "timeoutsKey",
     "parkedKey",
   ],
-  args: [
-    "owner",
-    "leaseMs",
-    "operationTtlMs",
-    "paceTtlMs",
-    "waiterTimeoutMs",
-    "roundTripMs",
-    "claimMs",
-    "parkId",
-    "parkBeside",
-    "writerPreference",
-  ],
+  args: [...ACQUIRE_ARGS, "writerPreference"],
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
   lua: endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}

@@ -1,5 +1,5 @@
 /**
- * The catalogue of every script edgelock sends (the locks' and the Hono middleware's), for the
+ * The catalogue of every script edgelock sends (the locks', the Hono middleware's and the inspector's), for the
  * tests (each script's SHA-1 is pinned, so a changed script is a deliberate change) and for test
  * doubles that recognise scripts by their text. Building it holds every script to the declarations
  * of the Lua fragments in it (checkScriptNeeds), so a test that loads it fails on a local a
@@ -9,6 +9,7 @@
  */
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
+import { READ_LOCK } from "./inspector/read-lock.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "./locks/exclusive/acquire.js";
 import { EXTEND } from "./locks/exclusive/extend.js";
 import { FORCE_RELEASE } from "./locks/exclusive/force-release.js";
@@ -29,10 +30,20 @@ import { READ_INSPECT } from "./locks/read-write-lock/read-inspect.js";
 import { READ_RELEASE } from "./locks/read-write-lock/read-release.js";
 import { WRITE_ACQUIRE } from "./locks/read-write-lock/write-acquire.js";
 import { checkScriptNeeds, declaredFragments } from "./locks/script.js";
-import type { Script } from "./transport/script.js";
+
+/**
+ * What the catalogue knows of a script: its name, its text, and its text as sent where Upstash's
+ * per-key locking is on.
+ */
+export interface CataloguedScript {
+  readonly name: string;
+  readonly source: string;
+  sha1(): Promise<string>;
+  readonly keyLocking: { readonly source: string; sha1(): Promise<string> };
+}
 
 /** Every script edgelock may send, by name. */
-export const SCRIPTS: ReadonlyMap<string, Script> = new Map(
+export const SCRIPTS: ReadonlyMap<string, CataloguedScript> = new Map<string, CataloguedScript>(
   [
     ACQUIRE,
     EXTEND,
@@ -56,7 +67,8 @@ export const SCRIPTS: ReadonlyMap<string, Script> = new Map(
     UNDO_ACQUIRE,
     LOOKUP,
     PUT,
-  ].map((script) => [script.name, script]),
+    READ_LOCK,
+  ].map((script): [string, CataloguedScript] => [script.name, script]),
 );
 
 const fragments = declaredFragments();

@@ -31,7 +31,9 @@ export function inspectedKeys(prefix: string, name: string): string[] {
 //       7 read holds, 8 readers, 9 waiting writers (src/locks/keys.ts)
 // ARGV: 1 how many waiters and read holds to list
 // Reply: one JSON object (cjson), so the REST client hands it over parsed.
-const READ_LOCK = new ReadScript(`local t = redis.call('TIME')
+export const READ_LOCK = new ReadScript(
+  "inspector.readLock",
+  `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
 local queue = redis.call('ZRANGE', KEYS[4], 0, max - 1, 'WITHSCORES')
@@ -52,7 +54,8 @@ return cjson.encode({
   reads = redis.call('ZRANGE', KEYS[7], 0, max - 1, 'WITHSCORES'),
   readers = redis.call('EXISTS', KEYS[8]),
   writers = redis.call('ZCARD', KEYS[9])
-})`);
+})`,
+);
 
 /** First 12 hex digits of SHA-256: the owner shown without its token. */
 export async function digest(text: string): Promise<string> {

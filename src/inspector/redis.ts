@@ -8,6 +8,9 @@ import { sentWithKeyLocking } from "../transport/key-locking.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { sha1Hex } from "../transport/sha1.js";
 
+/** The shebang of a read-only script run under Upstash's per-key locking (EVAL_RO requires `no-writes`). */
+export const READ_ONLY_KEY_LOCKING_SHEBANG = "#!lua flags=no-writes,allow-key-locking";
+
 export type ExecRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
 export function checkExec(redis: RedisLike): ExecRedis {
@@ -69,9 +72,36 @@ export class ReadScript {
   readonly #sha = new Map<string, Promise<string>>();
   readonly #cachedOn = new WeakSet<ExecRedis>();
 
-  constructor(lua: string) {
+  constructor(
+    /** Its name in the script catalogue (src/scripts.ts), e.g. "inspector.readLock". */
+    readonly name: string,
+    lua: string,
+  ) {
     this.#plain = lua;
-    this.#flagged = `#!lua flags=no-writes,allow-key-locking\n${lua}`;
+    this.#flagged = `${READ_ONLY_KEY_LOCKING_SHEBANG}\n${lua}`;
+  }
+
+  /** The script's text, as sent where per-key locking is off. */
+  get source(): string {
+    return this.#plain;
+  }
+
+  sha1(): Promise<string> {
+    return this.#shaOf(this.#plain);
+  }
+
+  /** The script as sent where per-key locking is on: the same text under the read-only shebang. */
+  get keyLocking(): { readonly source: string; sha1(): Promise<string> } {
+    return { source: this.#flagged, sha1: () => this.#shaOf(this.#flagged) };
+  }
+
+  #shaOf(source: string): Promise<string> {
+    let sha = this.#sha.get(source);
+    if (sha === undefined) {
+      sha = sha1Hex(source);
+      this.#sha.set(source, sha);
+    }
+    return sha;
   }
 
   async run(
@@ -96,11 +126,7 @@ export class ReadScript {
     args: readonly string[],
     counter: CommandCounter,
   ): Promise<unknown> {
-    let sha = this.#sha.get(source);
-    if (sha === undefined) {
-      sha = sha1Hex(source);
-      this.#sha.set(source, sha);
-    }
+    const sha = this.#shaOf(source);
     const tail = [String(keys.length), ...keys, ...args];
     // The first run on a client sends the text (which caches it), later runs only the SHA-1.
     if (this.#cachedOn.has(redis)) {

@@ -88,7 +88,10 @@ function localsDeclared(text: string): { readonly at: number; readonly name: str
  * fails on a missing local. It runs there and not in defineScript: a Worker's bundle carries
  * neither the declarations (see fragment.ts) nor this check.
  */
-export function checkScriptNeeds(script: Script, fragments = declaredFragments()): number {
+export function checkScriptNeeds(
+  script: Pick<Script, "name" | "source">,
+  fragments = declaredFragments(),
+): number {
   const { source } = script;
   const locals = localsDeclared(source);
   const found = fragments.flatMap((fragment) => {

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { READ_ONLY_KEY_LOCKING_SHEBANG, ReadScript } from "../../../src/inspector/redis.js";
 import { LockScript, scriptHeader } from "../../../src/locks/script.js";
 import { SCRIPTS } from "../../../src/scripts.js";
 import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-locking.js";
 
-// Every script's SHA-1 (the locks' and the Hono middleware's). A change here is a change of a
+// Every script's SHA-1 (the locks', the Hono middleware's and the inspector's). A change here is a change of a
 // script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "2b94468a5d6653c0ebbac4e555bc27620b1beacf"],
@@ -29,6 +30,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
   ["idempotency.lookup", "b0fc2dd2a5525d42dd75154b4124cf14d5d47f37"],
   ["idempotency.put", "1447d1a29373e47989f03d0fbb4c70ef8ab36dbf"],
+  ["inspector.readLock", "a78de737ad4d18842a86912be4693c2a63abd129"],
 ];
 
 describe("the script catalogue", () => {
@@ -50,8 +52,13 @@ describe("the script catalogue", () => {
     let cut = 0;
     for (const [name, script] of SCRIPTS) {
       const flagged = script.keyLocking;
-      expect(flagged.source, name).toBe(flaggedSource(script.source));
-      expect(flagged.source.startsWith("#!lua flags=allow-key-locking\n"), name).toBe(true);
+      if (script instanceof ReadScript) {
+        // Read-only (EVAL_RO): `no-writes` beside the flag, and nothing to cut.
+        expect(flagged.source, name).toBe(`${READ_ONLY_KEY_LOCKING_SHEBANG}\n${script.source}`);
+      } else {
+        expect(flagged.source, name).toBe(flaggedSource(script.source));
+        expect(flagged.source.startsWith("#!lua flags=allow-key-locking\n"), name).toBe(true);
+      }
       expect(await flagged.sha1(), name).toBe(
         createHash("sha1").update(flagged.source).digest("hex"),
       );

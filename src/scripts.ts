@@ -7,6 +7,8 @@
  */
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
+import { LATCH_COUNT } from "./locks/count-down-latch/count.js";
+import { LATCH_COUNT_DOWN, LATCH_SET_COUNT } from "./locks/count-down-latch/update.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "./locks/exclusive/acquire.js";
 import { EXTEND } from "./locks/exclusive/extend.js";
 import { FORCE_RELEASE } from "./locks/exclusive/force-release.js";
@@ -26,6 +28,11 @@ import { READ_FORCE_RELEASE } from "./locks/read-write-lock/read-force-release.j
 import { READ_INSPECT } from "./locks/read-write-lock/read-inspect.js";
 import { READ_RELEASE } from "./locks/read-write-lock/read-release.js";
 import { WRITE_ACQUIRE } from "./locks/read-write-lock/write-acquire.js";
+import { SEMAPHORE_ABANDON } from "./locks/semaphore/abandon.js";
+import { SEMAPHORE_ACQUIRE } from "./locks/semaphore/acquire.js";
+import { SEMAPHORE_CAPACITY, SEMAPHORE_STATE } from "./locks/semaphore/capacity.js";
+import { SEMAPHORE_EXTEND } from "./locks/semaphore/extend.js";
+import { SEMAPHORE_RELEASE } from "./locks/semaphore/release.js";
 import type { Script } from "./transport/script.js";
 
 /** Every script edgelock may send, by name. */
@@ -51,6 +58,15 @@ export const SCRIPTS: ReadonlyMap<string, Script> = new Map(
     MULTI_RELEASE,
     MULTI_ROLLBACK,
     UNDO_ACQUIRE,
+    SEMAPHORE_ACQUIRE,
+    SEMAPHORE_EXTEND,
+    SEMAPHORE_RELEASE,
+    SEMAPHORE_ABANDON,
+    SEMAPHORE_CAPACITY,
+    SEMAPHORE_STATE,
+    LATCH_SET_COUNT,
+    LATCH_COUNT_DOWN,
+    LATCH_COUNT,
     LOOKUP,
     PUT,
   ].map((script) => [script.name, script]),

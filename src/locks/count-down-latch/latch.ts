@@ -72,7 +72,7 @@ export class CountDownLatch {
   }
 
   /** Sets the count to `count` (at least 1) if the latch is open or unset; true when it did. */
-  trySetCount(count: number): Promise<boolean> {
+  async trySetCount(count: number): Promise<boolean> {
     const n = checkCount(count, "count", 1, 1_000_000_000);
     return trySetLatchCount(this.#runtime.ctx, this.#keys, n, this.ttlMs, newOperationId());
   }

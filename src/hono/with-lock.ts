@@ -161,7 +161,7 @@ const RECENT_HOLDS = 8;
  * when the holder finishes: a 1 s handler would get Retry-After 30. The holds seen end here are
  * what is known instead.
  */
-class RecentHolds {
+export class RecentHolds {
   readonly #durations: number[] = [];
 
   add(ms: number): void {

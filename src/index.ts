@@ -35,7 +35,7 @@ export {
 } from "./locks/read-write-lock/read-write-lock.js";
 export { WriteLock } from "./locks/read-write-lock/write-lock.js";
 export type { SemaphoreState } from "./locks/semaphore/capacity.js";
-export { PermitHandle } from "./locks/semaphore/permit-handle.js";
+export type { PermitHandle } from "./locks/semaphore/permit-handle.js";
 export {
   type PermitOptions,
   Semaphore,

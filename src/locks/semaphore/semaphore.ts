@@ -32,7 +32,7 @@ import {
 } from "./capacity.js";
 import { extendPermits } from "./extend.js";
 import { type SemaphoreKeys, semaphoreKeys } from "./keys.js";
-import { PermitHandle } from "./permit-handle.js";
+import { type PermitHandle, permitHandle } from "./permit-handle.js";
 import { releasePermits } from "./release.js";
 
 /** Options of `client.semaphore(name, options)`. */
@@ -93,7 +93,7 @@ export class Semaphore {
   async acquire(options?: PermitOptions): Promise<PermitHandle> {
     const { permits, rest } = splitPermits(options);
     const spec = this.#spec(permits, rest, Number.POSITIVE_INFINITY);
-    return new PermitHandle(await acquireOrThrow(spec, rest), permits);
+    return permitHandle(await acquireOrThrow(spec, rest), permits);
   }
 
   /**
@@ -104,7 +104,7 @@ export class Semaphore {
   async tryAcquire(options?: PermitOptions): Promise<PermitHandle | null> {
     const { permits, rest } = splitPermits(options);
     const hold = await acquireOrNull(this.#spec(permits, rest, 0), rest);
-    return hold === null ? null : new PermitHandle(hold, permits);
+    return hold === null ? null : permitHandle(hold, permits);
   }
 
   /**

@@ -57,6 +57,7 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     await Promise.all(answers.map((res) => res.text()));
     expect(meter.max).toBe(3);
     await until(async () => (await semaphore.availablePermits()) === 3);
+    await until(async () => (await client.semaphore("llm:globex").availablePermits()) === 3);
   });
 
   it("waits up to waitMs for a permit", async () => {
@@ -71,6 +72,7 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
       return `${res.status} ${await res.text()}`;
     };
     expect(await Promise.all([served(), served()])).toEqual(["200 ok", "200 ok"]);
+    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
   });
 
   it("returns the permit when the handler throws", async () => {
@@ -141,6 +143,7 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     expect(refused.headers.get("retry-after")).toBe("1");
     finish.open();
     await (await first).text();
+    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
   });
 
   it("rejects bad options when built", () => {

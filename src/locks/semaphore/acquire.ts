@@ -19,7 +19,7 @@ import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd }
 //       (`<owner> <operation id> <permits>`), 7 capacity to set when none is (-1: none)
 // Reply: {1, fencing token} held; {-1} the operation is spent (its hold ended, or it was closed);
 //        {0, ms until the soonest lease ends (-2: none), position (-1: not queued), available,
-//        live waiters} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
+//        live waiters, permits still to come back before this waiter fits} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
 // A waiter's demand is reserved ahead of everyone behind it: a later waiter for fewer permits
 // takes only what is left after those ahead are served, so the head is never starved.
 export const SEMAPHORE_ACQUIRE = defineScript({
@@ -42,7 +42,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "waiter",
     "initialPermits",
   ],
-  replies: { 1: [2], [-1]: [1], 0: [5], [-3]: [1], [-4]: [2] },
+  replies: { 1: [2], [-1]: [1], 0: [6], [-3]: [1], [-4]: [2] },
   lua: `${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
 local replay = redis.call('GET', operationKey)
@@ -105,7 +105,8 @@ else
   redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
 end
 ${soonestLeaseEnd("leasesKey")}
-return {0, soonest, position, math.max(0, capacity - held), redis.call('ZCARD', queueKey)}`,
+return {0, soonest, position, math.max(0, capacity - held), redis.call('ZCARD', queueKey),
+  held + reserved + wanted - capacity}`,
 });
 
 /** How one attempt waits if the permits are not free. */
@@ -129,6 +130,8 @@ export type PermitAttempt =
       readonly position: number;
       readonly available: number;
       readonly waiters: number;
+      /** Permits that must come back before this waiter fits (with those ahead served first). */
+      readonly missing: number;
     };
 
 /** The queue member of acquisition `operationId` of `owner` for `permits`. */
@@ -145,7 +148,7 @@ export async function attemptPermits(
   operationId: string,
   waiter: PermitWaiter,
 ): Promise<PermitAttempt> {
-  const [status, value, position, available, waiters] = await runScript(
+  const [status, value, position, available, waiters, missing] = await runScript(
     ctx,
     SEMAPHORE_ACQUIRE,
     {
@@ -183,6 +186,7 @@ export async function attemptPermits(
         position: position ?? -1,
         available: available ?? 0,
         waiters: waiters ?? 0,
+        missing: missing ?? 1,
       };
   }
 }

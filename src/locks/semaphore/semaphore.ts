@@ -207,7 +207,7 @@ export class Semaphore {
         initialPermits,
       });
       open = outcome.kind === "busy" && timeoutMs > 0;
-      return this.#outcome(outcome, permits, polls, plan.mayWait ? plan.policy : undefined);
+      return this.#outcome(outcome, permits, plan.mayWait ? plan.policy : undefined);
     };
 
     return {
@@ -244,7 +244,6 @@ export class Semaphore {
   #outcome(
     outcome: PermitAttempt,
     permits: number,
-    poll: number,
     policy: WaitPolicy | undefined,
   ): AttemptOutcome {
     switch (outcome.kind) {
@@ -263,8 +262,15 @@ export class Semaphore {
       case "busy": {
         const holderTtlMs = outcome.soonestLeaseEndMs;
         if (policy === undefined) return { kind: "busy", holderTtlMs };
-        // Backoff bounded by the soonest lease end, and often enough to keep the queue place.
-        const backoff = nextPollDelay(policy, poll, holderTtlMs, Number.POSITIVE_INFINITY);
+        // Paced by how many permits must come back before this waiter fits: the next in line
+        // asks again within the first backoff step, those further back back off further; never
+        // past the soonest lease end, and often enough to keep the queue place.
+        const backoff = nextPollDelay(
+          policy,
+          Math.max(1, outcome.missing),
+          holderTtlMs,
+          Number.POSITIVE_INFINITY,
+        );
         return {
           kind: "busy",
           holderTtlMs,

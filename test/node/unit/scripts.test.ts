@@ -27,7 +27,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
   ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
-  ["semaphore.acquire", "1fa6a5c44e27233065b0c4af368ee3ad48276702"],
+  ["semaphore.acquire", "ece891f330bc4a180afbb622db2e037fc5f428c1"],
   ["semaphore.extend", "d1b244ab4111b39543582a96e7ddd92b3b4f0708"],
   ["semaphore.release", "21708e39937ae8294a193b97b5bce1978c4ff8ba"],
   ["semaphore.abandon", "884b7c5583edccfa76f47694a6e7026633af3224"],

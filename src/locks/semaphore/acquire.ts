@@ -12,14 +12,16 @@ import { defineScript, runScript } from "../script.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd } from "./lua.js";
 
-// KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record
+// KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record,
+//       8 pace hash (see SemaphoreKeys.pace)
 // ARGV: 1 owner, 2 permits, 3 lease ms, 4 operation record ttl ms, 5 waiter timeout ms (0: a
 //       single attempt, never queue; -1: the last attempt the poll budget allows, leave the
 //       queue; both close the operation when busy), 6 the waiter's queue member
 //       (`<owner> <operation id> <permits>`), 7 capacity to set when none is (-1: none)
 // Reply: {1, fencing token} held; {-1} the operation is spent (its hold ended, or it was closed);
 //        {0, ms until the soonest lease ends (-2: none), position (-1: not queued), available,
-//        live waiters, permits still to come back before this waiter fits} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
+//        live waiters, permits still to come back before this waiter fits, ms between permits
+//        coming back (the average hold / capacity; -1: unknown)} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
 // A waiter's demand is reserved ahead of everyone behind it: a later waiter for fewer permits
 // takes only what is left after those ahead are served, so the head is never starved.
 export const SEMAPHORE_ACQUIRE = defineScript({
@@ -32,6 +34,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "queueKey",
     "timeoutsKey",
     "operationKey",
+    "paceKey",
   ],
   args: [
     "owner",
@@ -42,7 +45,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "waiter",
     "initialPermits",
   ],
-  replies: { 1: [2], [-1]: [1], 0: [6], [-3]: [1], [-4]: [2] },
+  replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
   lua: `${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
 local replay = redis.call('GET', operationKey)
@@ -89,7 +92,7 @@ if held + reserved + wanted <= capacity then
   local fence = redis.call('INCR', fenceKey)
   local hold = owner .. ' ' .. fence
   redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
-  redis.call('HSET', countsKey, hold, wanted)
+  redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
   ${expireWithLastLease("leasesKey", "countsKey")}
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
   return {1, fence}
@@ -105,8 +108,13 @@ else
   redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
 end
 ${soonestLeaseEnd("leasesKey")}
+-- While waiters queue, every permit is busy: they come back about capacity / average hold
+-- per ms (not held / hold: fewer held now means the next comes sooner, not later).
+local gap = -1
+local hold = tonumber(redis.call('HGET', paceKey, 'hold') or '-1')
+if hold > 0 and capacity > 0 then gap = hold / capacity end
 return {0, soonest, position, math.max(0, capacity - held), redis.call('ZCARD', queueKey),
-  held + reserved + wanted - capacity}`,
+  held + reserved + wanted - capacity, math.floor(gap + 0.5)}`,
 });
 
 /** How one attempt waits if the permits are not free. */
@@ -132,6 +140,8 @@ export type PermitAttempt =
       readonly waiters: number;
       /** Permits that must come back before this waiter fits (with those ahead served first). */
       readonly missing: number;
+      /** About how many ms apart permits come back (average hold / capacity); null until learnt. */
+      readonly permitGapMs: number | null;
     };
 
 /** The queue member of acquisition `operationId` of `owner` for `permits`. */
@@ -148,7 +158,7 @@ export async function attemptPermits(
   operationId: string,
   waiter: PermitWaiter,
 ): Promise<PermitAttempt> {
-  const [status, value, position, available, waiters, missing] = await runScript(
+  const [status, value, position, available, waiters, missing, gap] = await runScript(
     ctx,
     SEMAPHORE_ACQUIRE,
     {
@@ -159,6 +169,7 @@ export async function attemptPermits(
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
       operationKey: keys.operation(operationId),
+      paceKey: keys.pace,
     },
     {
       owner,
@@ -187,6 +198,7 @@ export async function attemptPermits(
         available: available ?? 0,
         waiters: waiters ?? 0,
         missing: missing ?? 1,
+        permitGapMs: gap === undefined || gap < 0 ? null : gap,
       };
   }
 }

@@ -9,7 +9,7 @@ import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { heldPermits, pruneExpiredLeases } from "./lua.js";
+import { heldPermits, permitsOf, pruneExpiredLeases } from "./lua.js";
 
 /** How a capacity change applies its number. */
 export type CapacityChange = "trySet" | "set" | "add" | "drain";
@@ -92,7 +92,7 @@ export const SEMAPHORE_STATE = defineScript({
   lua: `${SERVER_NOW_MS}
 local live = redis.call('ZRANGEBYSCORE', leasesKey, '(' .. now, '+inf')
 local held = 0
-for i = 1, #live do held = held + tonumber(redis.call('HGET', countsKey, live[i]) or '0') end
+for i = 1, #live do held = held + ${permitsOf("(redis.call('HGET', countsKey, live[i]) or '0')")} end
 return {tonumber(redis.call('GET', capacityKey) or '-1'), held, #live,
   redis.call('ZCOUNT', timeoutsKey, now + 1, '+inf')}`,
 });

@@ -8,7 +8,10 @@ export interface SemaphoreKeys {
   readonly capacity: string;
   /** Sorted set: hold (`<owner> <fencing token>`) → lease expiry (server ms). */
   readonly leases: string;
-  /** Hash: hold (as in `leases`) → permits it holds. Kept in step with `leases`. */
+  /**
+   * Hash: hold (as in `leases`) → `<permits> <server ms of the grant>`. Kept in step with
+   * `leases`.
+   */
   readonly counts: string;
   /** Counter of acquisitions: every hold's fencing token. Never expires, so tokens only grow. */
   readonly fence: string;
@@ -16,6 +19,11 @@ export interface SemaphoreKeys {
   readonly queue: string;
   /** Sorted set: waiting acquisition (as in `queue`) → deadline (server ms), refreshed per poll. */
   readonly timeouts: string;
+  /**
+   * Hash: `hold`, the average ms from grant to release, so that waiters far back sleep until
+   * near their turn. Expires an hour after the last release.
+   */
+  readonly pace: string;
   /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
 }
@@ -29,6 +37,7 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
     fence: `${base}:fence`,
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
+    pace: `${base}:pace`,
     operation: (id) => `${base}:op:${id}`,
   };
 }

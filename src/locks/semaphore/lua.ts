@@ -12,10 +12,18 @@ for i = 1, #expired do
 end`;
 }
 
+/**
+ * A Lua expression: the permits of a hold's entry in the counts hash (`<permits> <server ms of
+ * the grant>`; `entry` a Lua expression, a string).
+ */
+export function permitsOf(entry: string): string {
+  return `tonumber(string.match(${entry}, '^%d+'))`;
+}
+
 /** Declares `held`: the permits of every live hold in `countsKey` (prune expired ones first). */
 export function heldPermits(countsKey: string): string {
   return `local held = 0
-for _, permits in ipairs(redis.call('HVALS', ${countsKey})) do held = held + tonumber(permits) end`;
+for _, entry in ipairs(redis.call('HVALS', ${countsKey})) do held = held + ${permitsOf("entry")} end`;
 }
 
 /**

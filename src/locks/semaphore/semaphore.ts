@@ -12,7 +12,7 @@ import {
 } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
 import { checkCount, checkLockName, checkOptions } from "../../validate.js";
-import { nextPollDelay, type WaitPolicy } from "../../wait/policy.js";
+import type { WaitPolicy } from "../../wait/policy.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
@@ -32,6 +32,7 @@ import {
 } from "./capacity.js";
 import { extendPermits } from "./extend.js";
 import { type SemaphoreKeys, semaphoreKeys } from "./keys.js";
+import { pollDelay } from "./pace.js";
 import { type PermitHandle, permitHandle } from "./permit-handle.js";
 import { releasePermits } from "./release.js";
 
@@ -262,19 +263,10 @@ export class Semaphore {
       case "busy": {
         const holderTtlMs = outcome.soonestLeaseEndMs;
         if (policy === undefined) return { kind: "busy", holderTtlMs };
-        // Paced by how many permits must come back before this waiter fits: the next in line
-        // asks again within the first backoff step, those further back back off further; never
-        // past the soonest lease end, and often enough to keep the queue place.
-        const backoff = nextPollDelay(
-          policy,
-          Math.max(1, outcome.missing),
-          holderTtlMs,
-          Number.POSITIVE_INFINITY,
-        );
         return {
           kind: "busy",
           holderTtlMs,
-          nextPollMs: Math.min(backoff, Math.floor(this.waiterTimeoutMs / 3)),
+          nextPollMs: pollDelay(outcome, policy, this.waiterTimeoutMs),
         };
       }
     }

@@ -8,11 +8,16 @@
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
 import type { HeldLock } from "./acquirable-lock.js";
+import {
+  type ConcurrencyLimitOptions,
+  type ConcurrencyLimitVariables,
+  concurrencyLimit,
+} from "./concurrency-limit.js";
 import type { WithVariables } from "./env.js";
 import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
 import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";
 
-/** `withLock()` and `idempotency()` with the Env of one app. */
+/** `withLock()`, `idempotency()` and `concurrencyLimit()` with the Env of one app. */
 export interface AppMiddleware<E extends Env> {
   /** `withLock()` whose callbacks see the app's context. */
   withLock<H extends HeldLock = LockHandle>(
@@ -22,14 +27,18 @@ export interface AppMiddleware<E extends Env> {
   idempotency(
     options: IdempotencyOptions<E>,
   ): MiddlewareHandler<WithVariables<E, IdempotencyVariables>>;
+  /** `concurrencyLimit()` whose callbacks see the app's context. */
+  concurrencyLimit(
+    options: ConcurrencyLimitOptions<E>,
+  ): MiddlewareHandler<WithVariables<E, ConcurrencyLimitVariables>>;
 }
 
 /**
- * `withLock()` and `idempotency()` typed by `app`: their option callbacks get `c.env` as the
+ * `withLock()`, `idempotency()` and `concurrencyLimit()` typed by `app`: their option callbacks get `c.env` as the
  * app's Bindings, without type arguments. The app is only read for its type.
  *
  * @param _app - the Hono app the middleware is for (`new Hono<{ Bindings: Env }>()`)
- * @returns the same two functions, typed for the app
+ * @returns the same three functions, typed for the app
  *
  * @example
  * ```ts
@@ -46,5 +55,5 @@ export interface AppMiddleware<E extends Env> {
 export function middlewareFor<E extends Env, S extends Schema, B extends string>(
   _app: Hono<E, S, B>,
 ): AppMiddleware<E> {
-  return { withLock, idempotency };
+  return { withLock, idempotency, concurrencyLimit };
 }

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockInputError } from "../../../src/index.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
+import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
 
@@ -83,5 +83,41 @@ describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
     await expect(latch.await({ waitMs: -1 })).rejects.toBeInstanceOf(LockInputError);
     await expect(latch.await({ timeout: 1 } as never)).rejects.toBeInstanceOf(LockInputError);
     expect(bed.requests()).toBe(before);
+  });
+
+  describe("under a server that refuses and loses a fifth of its requests", () => {
+    const lossy = useTestBed(kind, {
+      faults: { dropAfterExecute: 0.1, failBeforeExecute: 0.1, latencyMs: 2, jitterMs: 5, seed: 9 },
+    });
+
+    it("opens exactly when the last of its counts has come down, never before", async () => {
+      const prefix = freshPrefix();
+      const latchOf = () =>
+        lossy
+          .client({ prefix, retries: 5, backendTimeoutMs: LOSSY_BACKEND_TIMEOUT_MS })
+          .countDownLatch("lossy");
+      expect(await latchOf().trySetCount(24)).toBe(true);
+      let opened = false;
+      const waiter = latchOf()
+        .await({ waitMs: 30_000, wait: { maxPolls: 100_000 } })
+        .then((result) => {
+          opened = result;
+          return result;
+        });
+      // Eight isolates count down 23 times in all, concurrently, their answers often lost and
+      // re-sent: each countDown counts once, so one count is left.
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, isolate) => {
+          const latch = latchOf();
+          for (let i = 0; i < (isolate === 7 ? 2 : 3); i++) await latch.countDown();
+        }),
+      );
+      expect(await latchOf().count()).toBe(1);
+      await sleepMs(300);
+      expect(opened).toBe(false);
+      await latchOf().countDown();
+      expect(await waiter).toBe(true);
+      expect(await latchOf().count()).toBe(0);
+    });
   });
 });

@@ -2,14 +2,14 @@
 // Architecture: a circle, or an arrow up, would tie a layer to what is built on it.
 //
 // Lock kinds: each folder under src/locks that makes one kind of lock (fair-lock, multi-lock,
-// quorum-lock, read-write-lock) stands on the shared base and on no other kind. The shared base
-// is what sits beside the kind folders: the files directly in src/locks (handles, keys,
-// scripts…), exclusive/ (the exclusive hold hash: its operations and the plain
+// quorum-lock, read-write-lock, semaphore, count-down-latch) stands on the shared base and on
+// no other kind. The shared base is what sits beside the kind folders: the files directly in
+// src/locks (handles, keys, scripts…), exclusive/ (the exclusive hold hash: its operations and the plain
 // Lock, which is them as they are; the fair lock, the write lock and RedLock build on them) and
 // queue/ (the waiter queue's and the push hand-off's Lua). src/wait is the acquisition path every
 // kind shares: kinds call it with their scripts, and it imports no kind.
 
-const KINDS = "(fair-lock|multi-lock|quorum-lock|read-write-lock)";
+const KINDS = "(fair-lock|multi-lock|quorum-lock|read-write-lock|semaphore|count-down-latch)";
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 export default {

@@ -3,6 +3,7 @@
  * kinds. Kept apart so that `edgelock/lock` does not pull these kinds into a Worker's bundle.
  */
 
+import { CountDownLatch, type CountDownLatchOptions } from "./locks/count-down-latch/latch.js";
 import type { Lock } from "./locks/exclusive/lock.js";
 import { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
 import { MultiLock } from "./locks/multi-lock/multi-lock.js";
@@ -10,6 +11,7 @@ import {
   ReadWriteLock,
   type ReadWriteLockOptions,
 } from "./locks/read-write-lock/read-write-lock.js";
+import { Semaphore, type SemaphoreOptions } from "./locks/semaphore/semaphore.js";
 import { PlainLockClient, runtimeOf } from "./plain-lock-client.js";
 
 export type { LockClientOptions } from "./plain-lock-client.js";
@@ -45,5 +47,28 @@ export class LockClient extends PlainLockClient {
    */
   readWriteLock(name: string, options?: ReadWriteLockOptions): ReadWriteLock {
     return new ReadWriteLock(runtimeOf(this), name, options);
+  }
+
+  /**
+   * The counting semaphore `name` (Redisson RSemaphore / RPermitExpirableSemaphore): at most its
+   * capacity of permits held at once, across every isolate. The capacity lives in Redis
+   * (`trySetPermits`, `setPermits`, or `initialPermits` here); every acquisition is a hold of
+   * permits with its own lease. Cheap: no request until you use it.
+   * @param options `initialPermits` (default none), `waiterTimeoutMs` (default 5000)
+   * @example
+   * const upstream = client.semaphore(`openai:${tenant}`, { initialPermits: 10 });
+   * await using permit = await upstream.acquire({ waitMs: 2_000, leaseMs: 30_000 });
+   */
+  semaphore(name: string, options?: SemaphoreOptions): Semaphore {
+    return new Semaphore(runtimeOf(this), name, options);
+  }
+
+  /**
+   * The count-down latch `name` (Redisson RCountDownLatch): `trySetCount(n)`, `countDown()`,
+   * `await()`. Cheap: no request until you use it.
+   * @param options `ttlMs` (default one day): an abandoned latch vanishes then (and reads open)
+   */
+  countDownLatch(name: string, options?: CountDownLatchOptions): CountDownLatch {
+    return new CountDownLatch(runtimeOf(this), name, options);
   }
 }

@@ -91,6 +91,37 @@ export class LockUpgradeError extends EdgelockError {
   override readonly name = "LockUpgradeError" as const;
 }
 
+/**
+ * A semaphore was asked for permits before it had a capacity: call `trySetPermits(n)` or
+ * `setPermits(n)` first, or create it with `initialPermits`. Nothing is held or queued.
+ */
+export class SemaphoreNotInitializedError extends EdgelockError {
+  override readonly name = "SemaphoreNotInitializedError" as const;
+  constructor(readonly semaphoreName: string) {
+    super(
+      `Semaphore "${semaphoreName}" has no capacity: call trySetPermits(n) or setPermits(n) first, ` +
+        "or create it with { initialPermits }.",
+    );
+  }
+}
+
+/**
+ * A semaphore's capacity refused a request: an acquisition asked for more permits than the
+ * capacity (it could never be served, and waiting at the head of the queue would block everyone
+ * behind it), or `addPermits` would make the capacity negative. Nothing changed.
+ */
+export class SemaphoreCapacityError extends EdgelockError {
+  override readonly name = "SemaphoreCapacityError" as const;
+  constructor(
+    readonly semaphoreName: string,
+    /** The capacity when the request was refused. */
+    readonly capacity: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** HTTP Redis failed or answered something a lock script never returns. */
 export class LockBackendError extends EdgelockError {
   override readonly name: "LockBackendError" | "QuorumUnreachableError" = "LockBackendError";
@@ -183,6 +214,8 @@ export type AnyEdgelockError =
   | LockNotHeldError
   | LockLostError
   | LockUpgradeError
+  | SemaphoreNotInitializedError
+  | SemaphoreCapacityError
   | LockBackendError
   | QuorumWaitTimeoutError
   | QuorumUnreachableError
@@ -197,6 +230,8 @@ const ERROR_NAMES: ReadonlySet<string> = new Set<EdgelockErrorName>([
   "LockNotHeldError",
   "LockLostError",
   "LockUpgradeError",
+  "SemaphoreNotInitializedError",
+  "SemaphoreCapacityError",
   "LockBackendError",
   "QuorumWaitTimeoutError",
   "QuorumUnreachableError",

@@ -13,8 +13,15 @@ export {
   type QuorumTally,
   QuorumUnreachableError,
   QuorumWaitTimeoutError,
+  SemaphoreCapacityError,
+  SemaphoreNotInitializedError,
 } from "./errors.js";
 export * from "./lock.js";
+export {
+  CountDownLatch,
+  type CountDownLatchOptions,
+  type LatchAwaitOptions,
+} from "./locks/count-down-latch/latch.js";
 export { FairLock, type FairLockOptions } from "./locks/fair-lock/fair-lock.js";
 export { MultiLockHandle, type MultiLockMember } from "./locks/multi-lock/handle.js";
 export { MultiLock } from "./locks/multi-lock/multi-lock.js";
@@ -27,6 +34,13 @@ export {
   type ReadWriteLockOptions,
 } from "./locks/read-write-lock/read-write-lock.js";
 export { WriteLock } from "./locks/read-write-lock/write-lock.js";
+export type { SemaphoreState } from "./locks/semaphore/capacity.js";
+export type { PermitHandle } from "./locks/semaphore/permit-handle.js";
+export {
+  type PermitOptions,
+  Semaphore,
+  type SemaphoreOptions,
+} from "./locks/semaphore/semaphore.js";
 export { type LockKind, SingleNameLock } from "./locks/single-name-lock.js";
 export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
 export { DEFAULT_WAIT_POLICY } from "./wait/policy.js";

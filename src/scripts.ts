@@ -10,6 +10,8 @@
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
 import { READ_LOCK } from "./inspector/read-lock.js";
+import { LATCH_COUNT } from "./locks/count-down-latch/count.js";
+import { LATCH_COUNT_DOWN, LATCH_SET_COUNT } from "./locks/count-down-latch/update.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "./locks/exclusive/acquire.js";
 import { EXTEND } from "./locks/exclusive/extend.js";
 import { FORCE_RELEASE } from "./locks/exclusive/force-release.js";
@@ -42,6 +44,12 @@ export interface CataloguedScript {
   readonly keyLocking: { readonly source: string; sha1(): Promise<string> };
 }
 
+import { SEMAPHORE_ABANDON } from "./locks/semaphore/abandon.js";
+import { SEMAPHORE_ACQUIRE } from "./locks/semaphore/acquire.js";
+import { SEMAPHORE_CAPACITY, SEMAPHORE_STATE } from "./locks/semaphore/capacity.js";
+import { SEMAPHORE_EXTEND } from "./locks/semaphore/extend.js";
+import { SEMAPHORE_RELEASE } from "./locks/semaphore/release.js";
+
 /** Every script edgelock may send, by name. */
 export const SCRIPTS: ReadonlyMap<string, CataloguedScript> = new Map<string, CataloguedScript>(
   [
@@ -65,6 +73,15 @@ export const SCRIPTS: ReadonlyMap<string, CataloguedScript> = new Map<string, Ca
     MULTI_RELEASE,
     MULTI_ROLLBACK,
     UNDO_ACQUIRE,
+    SEMAPHORE_ACQUIRE,
+    SEMAPHORE_EXTEND,
+    SEMAPHORE_RELEASE,
+    SEMAPHORE_ABANDON,
+    SEMAPHORE_CAPACITY,
+    SEMAPHORE_STATE,
+    LATCH_SET_COUNT,
+    LATCH_COUNT_DOWN,
+    LATCH_COUNT,
     LOOKUP,
     PUT,
     READ_LOCK,

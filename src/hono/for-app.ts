@@ -6,11 +6,16 @@
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
 import type { HeldLock } from "./acquirable-lock.js";
+import {
+  type ConcurrencyLimitOptions,
+  type ConcurrencyLimitVariables,
+  concurrencyLimit,
+} from "./concurrency-limit.js";
 import type { WithVariables } from "./env.js";
 import { type IdempotencyOptions, type IdempotencyVariables, idempotency } from "./idempotency.js";
 import { type WithLockOptions, type WithLockVariables, withLock } from "./with-lock.js";
 
-/** `withLock()` and `idempotency()` with the Env of one app. */
+/** `withLock()`, `idempotency()` and `concurrencyLimit()` with the Env of one app. */
 export interface AppMiddleware<E extends Env> {
   withLock<H extends HeldLock = LockHandle>(
     options: WithLockOptions<E, H>,
@@ -18,11 +23,15 @@ export interface AppMiddleware<E extends Env> {
   idempotency(
     options: IdempotencyOptions<E>,
   ): MiddlewareHandler<WithVariables<E, IdempotencyVariables>>;
+  /** `concurrencyLimit()` whose callbacks see the app's context. */
+  concurrencyLimit(
+    options: ConcurrencyLimitOptions<E>,
+  ): MiddlewareHandler<WithVariables<E, ConcurrencyLimitVariables>>;
 }
 
 /**
- * `withLock()` and `idempotency()` typed by `app` (only read for its type): their option
- * callbacks get the app's `c.env` and `c.var`, without type arguments.
+ * `withLock()`, `idempotency()` and `concurrencyLimit()` typed by `app` (only read for its type):
+ * their option callbacks get the app's `c.env` and `c.var`, without type arguments.
  *
  * @example
  * ```ts
@@ -39,5 +48,5 @@ export interface AppMiddleware<E extends Env> {
 export function middlewareFor<E extends Env, S extends Schema, B extends string>(
   _app: Hono<E, S, B>,
 ): AppMiddleware<E> {
-  return { withLock, idempotency };
+  return { withLock, idempotency, concurrencyLimit };
 }

@@ -2,6 +2,7 @@
  * `edgelock/hono`: Hono middleware over edgelock locks.
  *
  * - `withLock()`: one request at a time per key (an order, a customer, a tenant).
+ * - `concurrencyLimit()`: at most N requests at once per key (429 with Retry-After beyond).
  * - `idempotency()`: each idempotency key processed once, its response replayed to retries
  *   (draft-ietf-httpapi-idempotency-key-header); made for webhooks.
  * - `middlewareFor(app)`: both, typed by the app (`c.env` in their callbacks).
@@ -11,6 +12,12 @@
  */
 
 export type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
+export {
+  type ConcurrencyBusy,
+  type ConcurrencyLimitOptions,
+  type ConcurrencyLimitVariables,
+  concurrencyLimit,
+} from "./concurrency-limit.js";
 export type { MiddlewareFailure } from "./failures.js";
 export { logFailure } from "./failures.js";
 export { requestFingerprint } from "./fingerprint.js";

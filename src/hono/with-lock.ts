@@ -154,7 +154,7 @@ const RECENT_HOLDS = 8;
  * Recent hold durations of one middleware in this isolate: in watchdog mode the holder's renewed
  * lease says nothing about when it finishes (a 1 s handler would get Retry-After 30).
  */
-class RecentHolds {
+export class RecentHolds {
   readonly #durations: number[] = [];
 
   add(ms: number): void {

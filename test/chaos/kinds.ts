@@ -11,6 +11,7 @@ import {
 } from "./primitives/lock.js";
 import { multiLockPrimitive } from "./primitives/multi-lock.js";
 import { redLockPrimitive } from "./primitives/red-lock.js";
+import { semaphorePrimitive } from "./primitives/semaphore.js";
 
 export interface ChaosKind {
   readonly name: string;
@@ -63,6 +64,11 @@ export const KINDS = {
     databases: 1,
     multi: true,
     create: (env, config) => multiLockPrimitive(env.prefix, env.observer, config.keys),
+  },
+  semaphore: {
+    name: "semaphore",
+    databases: 1,
+    create: (env) => semaphorePrimitive(env.prefix, env.observer, 3),
   },
   do: {
     name: "lock (Durable Object watchdog)",

@@ -32,8 +32,13 @@ export interface Sample {
 /** The Redis keys that make up one workload key's state on one database. */
 export interface KeyLayout {
   readonly key: string;
-  /** Hash owner → hold count: exclusive holders. */
-  readonly hash: string;
+  /** Hash owner → hold count: exclusive holders. Absent for a semaphore (`leases`). */
+  readonly hash?: string;
+  /**
+   * Sorted set `<owner> <hold id>` → expiry (server ms): holds that each take a place of the
+   * key's capacity while their lease runs (a semaphore's permits), shown as exclusive.
+   */
+  readonly leases?: string;
   /** Sorted set `<owner> <hold id>` → expiry (server ms): shared holders (read holds). */
   readonly reads?: string;
   /** Sorted set `<owner> <operation id>` → ticket: waiting acquisitions. */
@@ -77,9 +82,11 @@ export async function readKeys(
   const keys: string[] = [];
   const kinds: string[] = [];
   for (const layout of layouts) {
-    keys.push(layout.hash);
-    kinds.push("h");
-    for (const zset of [layout.reads, layout.queue, layout.timeouts]) {
+    if (layout.hash !== undefined) {
+      keys.push(layout.hash);
+      kinds.push("h");
+    }
+    for (const zset of [layout.leases, layout.reads, layout.queue, layout.timeouts]) {
       if (zset === undefined) continue;
       keys.push(zset);
       kinds.push("z");
@@ -98,8 +105,15 @@ export async function readKeys(
   const states = new Map<string, KeyState>();
   for (const layout of layouts) {
     const holders = new Map<string, HoldMode>();
-    for (const [owner, count] of pairs(reply[next++]))
-      if (Number(count) > 0) holders.set(owner, "exclusive");
+    if (layout.hash !== undefined) {
+      for (const [owner, count] of pairs(reply[next++]))
+        if (Number(count) > 0) holders.set(owner, "exclusive");
+    }
+    if (layout.leases !== undefined) {
+      for (const [member, expiry] of pairs(reply[next++])) {
+        if (Number(expiry) > serverMs) holders.set(member.split(" ")[0]!, "exclusive");
+      }
+    }
     if (layout.reads !== undefined) {
       for (const [member, expiry] of pairs(reply[next++])) {
         const owner = member.split(" ")[0]!;

@@ -9,6 +9,7 @@ import {
   LockClient,
   type LockHandle,
   type MultiLockHandle,
+  type PermitHandle,
   type QuorumLockHandle,
   type RedisLike,
   type RedLock,
@@ -58,6 +59,23 @@ app.post(
 app.use(
   typed.withLock({ client: (c) => locksFor(c.env), key: (c) => c.env.UPSTASH_REDIS_REST_URL }),
 );
+
+// concurrencyLimit(): the key callback sees the app's context; c.get("permit") is typed.
+app.post(
+  "/summaries",
+  typed.concurrencyLimit({
+    client: (c) => locksFor(c.env),
+    key: (c) => `upstream:${c.var.customer}`,
+    permits: 10,
+  }),
+  (c) => {
+    expectTypeOf(c.env).toEqualTypeOf<AppBindings>();
+    expectTypeOf(c.get("permit")).toEqualTypeOf<PermitHandle>();
+    return c.json({ permits: c.get("permit").permits });
+  },
+);
+// @ts-expect-error permits is required
+typed.concurrencyLimit({ client: (c) => locksFor(c.env), name: "all" });
 
 app.post(
   "/quorum",

@@ -8,6 +8,8 @@ import {
   LockWaitTimeoutError,
   QuorumUnreachableError,
   QuorumWaitTimeoutError,
+  SemaphoreCapacityError,
+  SemaphoreNotInitializedError,
 } from "../../../src/index.js";
 
 const tally = { databases: 3, quorum: 2, acquired: 0, busy: 3, unreachable: 0, elapsedMs: 5 };
@@ -48,5 +50,16 @@ describe("error classes", () => {
     expect(isEdgelockError(foreign)).toBe(true);
     expect(isEdgelockError(new Error("plain"))).toBe(false);
     expect(isEdgelockError({ name: "LockNotHeldError" })).toBe(false);
+  });
+
+  it("names the semaphore's errors by a stable literal", () => {
+    const unset = new SemaphoreNotInitializedError("uploads");
+    expectTypeOf(unset.name).toEqualTypeOf<"SemaphoreNotInitializedError">();
+    expect(unset.name).toBe("SemaphoreNotInitializedError");
+    expect(unset.semaphoreName).toBe("uploads");
+    const full = new SemaphoreCapacityError("uploads", 3, "too many");
+    expectTypeOf(full.name).toEqualTypeOf<"SemaphoreCapacityError">();
+    expect(full.capacity).toBe(3);
+    expect(isEdgelockError(unset) && isEdgelockError(full)).toBe(true);
   });
 });

@@ -1,0 +1,120 @@
+/**
+ * The count-down latch (Redisson RCountDownLatch): a count in Redis that `countDown()` lowers
+ * and `await()` waits to reach 0, across every isolate. It is a plain counter with a TTL: an
+ * abandoned latch vanishes after `ttlMs`, and a vanished latch reads as open (count 0), as in
+ * Redisson, where a latch that was never set is open too. Waiting is polling with the shared
+ * wait policy's backoff, bounded by the latch's expiry.
+ */
+import { newOperationId } from "../../ids.js";
+import {
+  checkCount,
+  checkDuration,
+  checkLockName,
+  checkOptions,
+  checkSignal,
+} from "../../validate.js";
+import { resolveWaitPolicy, type WaitOptions } from "../../wait/policy.js";
+import { pollForLock } from "../../wait/poll.js";
+import type { LockRuntime } from "../runtime.js";
+import { readLatch } from "./count.js";
+import { type LatchKeys, latchKeys } from "./keys.js";
+import { countLatchDown, trySetLatchCount } from "./update.js";
+
+/** Options of `client.countDownLatch(name, options)`. */
+export interface CountDownLatchOptions {
+  /**
+   * How long a latch lives after `trySetCount`, in ms: an abandoned latch (its counters crashed)
+   * vanishes then, and reads as open. Choose it longer than the work it gates.
+   * @default 86400000 (one day)
+   */
+  ttlMs?: number;
+}
+
+/** Options of `latch.await()`. */
+export interface LatchAwaitOptions {
+  /**
+   * How long to wait for the count to reach 0, in ms.
+   * @default Infinity (until open, aborted or out of poll budget)
+   */
+  waitMs?: number;
+  /** Stops waiting when aborted (LockAbortedError). @default none */
+  signal?: AbortSignal;
+  /**
+   * Overrides the client's polling policy; each poll is a request. Long waits want a larger
+   * `maxDelayMs` and `maxPolls`.
+   * @default the client's
+   */
+  wait?: WaitOptions;
+}
+
+const LATCH_KEYS = ["ttlMs"] as const;
+const AWAIT_KEYS = ["waitMs", "signal", "wait"] as const;
+const DEFAULT_LATCH_TTL_MS = 86_400_000;
+
+export class CountDownLatch {
+  /** The latch's name. */
+  readonly name: string;
+  /** How long a latch lives after `trySetCount`, in ms. */
+  readonly ttlMs: number;
+  readonly #runtime: LockRuntime;
+  readonly #keys: LatchKeys;
+
+  /** @internal Use `client.countDownLatch(name, options)`. */
+  constructor(runtime: LockRuntime, name: unknown, options?: CountDownLatchOptions) {
+    this.name = checkLockName(name);
+    const given = checkOptions<CountDownLatchOptions>(options, "latch options", LATCH_KEYS);
+    this.ttlMs =
+      given.ttlMs === undefined
+        ? DEFAULT_LATCH_TTL_MS
+        : checkDuration(given.ttlMs, "ttlMs", { min: 1_000 });
+    this.#runtime = runtime;
+    this.#keys = latchKeys(runtime.prefix, this.name);
+  }
+
+  /** Sets the count to `count` (at least 1) if the latch is open or unset; true when it did. */
+  async trySetCount(count: number): Promise<boolean> {
+    const n = checkCount(count, "count", 1, 1_000_000_000);
+    return trySetLatchCount(this.#runtime.ctx, this.#keys, n, this.ttlMs, newOperationId());
+  }
+
+  /** Lowers the count by one (exactly once, also when re-sent); returns what is left. */
+  countDown(): Promise<number> {
+    return countLatchDown(this.#runtime.ctx, this.#keys, newOperationId());
+  }
+
+  /** The count now: 0 when open, unset or expired. */
+  async count(): Promise<number> {
+    return (await readLatch(this.#runtime.ctx, this.#keys)).count;
+  }
+
+  /**
+   * Waits until the count reaches 0: true when it did, false when `waitMs` passed first. Throws
+   * LockAbortedError on abort and LockBudgetExceededError when the poll budget is spent.
+   * @example
+   * if (!(await client.countDownLatch("import:42").await({ waitMs: 30_000 }))) return retryLater();
+   */
+  async await(options?: LatchAwaitOptions): Promise<boolean> {
+    const given = checkOptions<LatchAwaitOptions>(options, "await options", AWAIT_KEYS);
+    const waitMs =
+      given.waitMs === undefined
+        ? Number.POSITIVE_INFINITY
+        : checkDuration(given.waitMs, "waitMs", { min: 0, allowInfinity: true });
+    const signal = checkSignal(given.signal);
+    const policy =
+      given.wait === undefined
+        ? this.#runtime.waitPolicy
+        : resolveWaitPolicy(given.wait, this.#runtime.waitPolicy);
+    const result = await pollForLock({
+      lockName: this.name,
+      waitMs,
+      signal,
+      policy,
+      attempt: async () => {
+        const { count, ttlMs } = await readLatch(this.#runtime.ctx, this.#keys);
+        // The latch opens at its expiry at the latest: never sleep past it.
+        return count === 0 ? { done: true, value: true } : { done: false, holderTtlMs: ttlMs };
+      },
+    });
+    return result.acquired;
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * One attempt to take permits: a new hold (its own fencing token and lease) when the permits fit
+ * beside what is held and what every waiter ahead in the FIFO queue asks for; else a place in
+ * the queue and an answer that paces the next poll. Expired holds and dead waiters are pruned
+ * first, so a crashed holder's permits and a crashed waiter's place come back by server time.
+ */
+import type { OperationContext } from "../context.js";
+import { SERVER_NOW_MS } from "../lua.js";
+import { joinQueue, pruneDeadWaiters } from "../queue/lua.js";
+import { ttlOrNull } from "../reply.js";
+import { defineScript, runScript } from "../script.js";
+import type { SemaphoreKeys } from "./keys.js";
+import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd } from "./lua.js";
+
+// KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record,
+//       8 pace hash (see SemaphoreKeys.pace)
+// ARGV: 1 owner, 2 permits, 3 lease ms, 4 operation record ttl ms, 5 waiter timeout ms (0: a
+//       single attempt, never queue; -1: the last attempt the poll budget allows, leave the
+//       queue; both close the operation when busy), 6 the waiter's queue member
+//       (`<owner> <operation id> <permits>`), 7 capacity to set when none is (-1: none)
+// Reply: {1, fencing token} held; {-1} the operation is spent (its hold ended, or it was closed);
+//        {0, ms until the soonest lease ends (-2: none), position (-1: not queued), available,
+//        live waiters, permits still to come back before this waiter fits, ms between permits
+//        coming back (the average hold / capacity; -1: unknown)} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
+// A waiter's demand is reserved ahead of everyone behind it: a later waiter for fewer permits
+// takes only what is left after those ahead are served, so the head is never starved.
+export const SEMAPHORE_ACQUIRE = defineScript({
+  name: "semaphore.acquire",
+  keys: [
+    "capacityKey",
+    "leasesKey",
+    "countsKey",
+    "fenceKey",
+    "queueKey",
+    "timeoutsKey",
+    "operationKey",
+    "paceKey",
+  ],
+  args: [
+    "owner",
+    "permits",
+    "leaseMs",
+    "operationTtlMs",
+    "waiterTimeoutMs",
+    "waiter",
+    "initialPermits",
+  ],
+  replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
+  lua: `${SERVER_NOW_MS}
+${pruneExpiredLeases("leasesKey", "countsKey")}
+local replay = redis.call('GET', operationKey)
+if replay then
+  -- A re-send of an attempt that took permits re-arms that hold; nothing is taken twice.
+  local hold = owner .. ' ' .. replay
+  local expiry = redis.call('ZSCORE', leasesKey, hold)
+  if not expiry then return {-1} end
+  if tonumber(expiry) < now + tonumber(leaseMs) then
+    redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
+    ${expireWithLastLease("leasesKey", "countsKey")}
+  end
+  return {1, tonumber(replay)}
+end
+${pruneDeadWaiters("queueKey", "timeoutsKey")}
+local function leave()
+  redis.call('ZREM', queueKey, waiter)
+  redis.call('ZREM', timeoutsKey, waiter)
+end
+local capacity = redis.call('GET', capacityKey)
+if not capacity and tonumber(initialPermits) >= 0 then
+  redis.call('SET', capacityKey, initialPermits)
+  capacity = initialPermits
+end
+if not capacity then
+  leave()
+  return {-3}
+end
+capacity = tonumber(capacity)
+local wanted = tonumber(permits)
+if wanted > capacity then
+  leave()
+  return {-4, capacity}
+end
+${heldPermits("countsKey")}
+local rank = redis.call('ZRANK', queueKey, waiter)
+local ahead = {}
+if rank == false then ahead = redis.call('ZRANGE', queueKey, 0, -1)
+elseif rank > 0 then ahead = redis.call('ZRANGE', queueKey, 0, rank - 1) end
+local reserved = 0
+for i = 1, #ahead do reserved = reserved + tonumber(string.match(ahead[i], '(%d+)$')) end
+if held + reserved + wanted <= capacity then
+  leave()
+  local fence = redis.call('INCR', fenceKey)
+  local hold = owner .. ' ' .. fence
+  redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
+  redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
+  ${expireWithLastLease("leasesKey", "countsKey")}
+  redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+  return {1, fence}
+end
+local position = -1
+local timeout = tonumber(waiterTimeoutMs)
+if timeout > 0 then
+  ${joinQueue("queueKey", "timeoutsKey")}
+else
+  leave()
+  -- A single attempt, or the budget's last: the acquisition ends here, and a late copy of
+  -- one of its attempts takes nothing.
+  redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
+end
+${soonestLeaseEnd("leasesKey")}
+-- While waiters queue, every permit is busy: they come back about capacity / average hold
+-- per ms (not held / hold: fewer held now means the next comes sooner, not later).
+local gap = -1
+local hold = tonumber(redis.call('HGET', paceKey, 'hold') or '-1')
+if hold > 0 and capacity > 0 then gap = hold / capacity end
+return {0, soonest, position, math.max(0, capacity - held), redis.call('ZCARD', queueKey),
+  held + reserved + wanted - capacity, math.floor(gap + 0.5)}`,
+});
+
+/** How one attempt waits if the permits are not free. */
+export interface PermitWaiter {
+  /** Place lasts this long without a poll; 0: a single attempt; -1: the budget's last attempt. */
+  readonly timeoutMs: number;
+  /** Capacity to set when none is (`initialPermits`); undefined: none. */
+  readonly initialPermits: number | undefined;
+}
+
+export type PermitAttempt =
+  | { readonly kind: "acquired"; readonly fencingToken: number }
+  | { readonly kind: "spent" }
+  | { readonly kind: "uninitialized" }
+  | { readonly kind: "tooMany"; readonly capacity: number }
+  | {
+      readonly kind: "busy";
+      /** Ms until the soonest lease ends (a permit surely returns by then); null: no hold. */
+      readonly soonestLeaseEndMs: number | null;
+      /** Place in the queue (0: head), -1 when not queued. */
+      readonly position: number;
+      readonly available: number;
+      readonly waiters: number;
+      /** Permits that must come back before this waiter fits (with those ahead served first). */
+      readonly missing: number;
+      /** About how many ms apart permits come back (average hold / capacity); null until learnt. */
+      readonly permitGapMs: number | null;
+    };
+
+/** The queue member of acquisition `operationId` of `owner` for `permits`. */
+export function waiterMember(owner: string, operationId: string, permits: number): string {
+  return `${owner} ${operationId} ${permits}`;
+}
+
+export async function attemptPermits(
+  ctx: OperationContext,
+  keys: SemaphoreKeys,
+  owner: string,
+  permits: number,
+  leaseMs: number,
+  operationId: string,
+  waiter: PermitWaiter,
+): Promise<PermitAttempt> {
+  const [status, value, position, available, waiters, missing, gap] = await runScript(
+    ctx,
+    SEMAPHORE_ACQUIRE,
+    {
+      capacityKey: keys.capacity,
+      leasesKey: keys.leases,
+      countsKey: keys.counts,
+      fenceKey: keys.fence,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      operationKey: keys.operation(operationId),
+      paceKey: keys.pace,
+    },
+    {
+      owner,
+      permits,
+      leaseMs,
+      operationTtlMs: ctx.operationTtlMs,
+      waiterTimeoutMs: waiter.timeoutMs,
+      waiter: waiterMember(owner, operationId, permits),
+      initialPermits: waiter.initialPermits ?? -1,
+    },
+  );
+  switch (status) {
+    case 1:
+      return { kind: "acquired", fencingToken: value ?? 0 };
+    case -1:
+      return { kind: "spent" };
+    case -3:
+      return { kind: "uninitialized" };
+    case -4:
+      return { kind: "tooMany", capacity: value ?? 0 };
+    default:
+      return {
+        kind: "busy",
+        soonestLeaseEndMs: ttlOrNull(value),
+        position: position ?? -1,
+        available: available ?? 0,
+        waiters: waiters ?? 0,
+        missing: missing ?? 1,
+        permitGapMs: gap === undefined || gap < 0 ? null : gap,
+      };
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Returns one hold's permits. Exactly once: the result is recorded under the release's
+ * operation id, and a re-sent release replays it instead of reporting the hold gone.
+ */
+import type { OperationContext } from "../context.js";
+import { SERVER_NOW_MS } from "../lua.js";
+import { learnAverage, PACE_TTL_MS } from "../pace.js";
+import { defineScript, runScript } from "../script.js";
+import type { ReleaseResult } from "../state.js";
+import { holdMember } from "./extend.js";
+import type { SemaphoreKeys } from "./keys.js";
+import { pruneExpiredLeases } from "./lua.js";
+
+// KEYS: 1 leases, 2 counts, 3 operation record, 4 pace hash (see SemaphoreKeys.pace)
+// ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms
+// Reply: {1} released (or a re-send of a release that did); {0} the hold was gone.
+// Each release folds its hold's length (grant to release) into the average hold, from which
+// waiters learn how fast permits come back.
+export const SEMAPHORE_RELEASE = defineScript({
+  name: "semaphore.release",
+  keys: ["leasesKey", "countsKey", "operationKey", "paceKey"],
+  args: ["hold", "operationTtlMs", "paceTtlMs"],
+  replies: { 1: [1], 0: [1] },
+  lua: `if redis.call('GET', operationKey) then return {1} end
+${SERVER_NOW_MS}
+${pruneExpiredLeases("leasesKey", "countsKey")}
+local entry = redis.call('HGET', countsKey, hold)
+if redis.call('ZREM', leasesKey, hold) == 0 then return {0} end
+redis.call('HDEL', countsKey, hold)
+local grantedAt = tonumber(string.match(entry or '', ' (%d+)$') or '')
+if grantedAt then
+  ${learnAverage("paceKey", "hold", "now - grantedAt")}
+end
+redis.call('PEXPIRE', paceKey, paceTtlMs)
+redis.call('SET', operationKey, 1, 'PX', operationTtlMs)
+return {1}`,
+});
+
+export async function releasePermits(
+  ctx: OperationContext,
+  keys: SemaphoreKeys,
+  owner: string,
+  fencingToken: number,
+  operationId: string,
+): Promise<ReleaseResult> {
+  const [released] = await runScript(
+    ctx,
+    SEMAPHORE_RELEASE,
+    {
+      leasesKey: keys.leases,
+      countsKey: keys.counts,
+      operationKey: keys.operation(operationId),
+      paceKey: keys.pace,
+    },
+    {
+      hold: holdMember(owner, fencingToken),
+      operationTtlMs: ctx.operationTtlMs,
+      paceTtlMs: PACE_TTL_MS,
+    },
+  );
+  return released === 1 ? { released: true, holdsLeft: 0 } : { released: false };
+}

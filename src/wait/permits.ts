@@ -1,0 +1,47 @@
+/**
+ * How a waiter for permits (the semaphore's) paces its polls, from what its busy attempt
+ * answered: the semaphore's way of waiting, beside turn.ts for the queued locks.
+ */
+
+import type { WaitPolicy } from "./policy.js";
+import { nextPollDelay } from "./poll.js";
+
+/** What a busy attempt for permits tells its waiter. */
+export interface PermitView {
+  /** Permits that must come back before this waiter fits (with those ahead served first). */
+  readonly missing: number;
+  /** About how many ms apart permits come back (average hold / capacity); null until learnt. */
+  readonly permitGapMs: number | null;
+  /** Ms until the soonest lease ends (a permit surely returns by then); null: no hold. */
+  readonly soonestLeaseEndMs: number | null;
+}
+
+/**
+ * How long a busy waiter sleeps: the next in line (one permit short) asks again within the
+ * first steps of the backoff; one further back sleeps until about when it will be next in line
+ * (the permits it still lacks, less one, times how far apart permits come back: the learnt
+ * average hold over the capacity; the second backoff step before that is known). Never past
+ * the soonest lease end (a permit returns then at the latest), and at least every third of the
+ * waiter timeout (to keep its place).
+ */
+export function permitPollDelay(
+  outcome: PermitView,
+  policy: WaitPolicy,
+  waiterTimeoutMs: number,
+  random: () => number = Math.random,
+): number {
+  const missing = Math.max(1, outcome.missing);
+  let delay = nextPollDelay(
+    policy,
+    Math.min(2, missing),
+    outcome.soonestLeaseEndMs,
+    Number.POSITIVE_INFINITY,
+    random,
+  );
+  if (missing > 1 && outcome.permitGapMs !== null) {
+    // Aimed a little early: a waiter that wakes late holds up everyone behind it.
+    delay = Math.max(delay, Math.floor(0.8 * (missing - 1) * outcome.permitGapMs));
+  }
+  if (outcome.soonestLeaseEndMs !== null) delay = Math.min(delay, outcome.soonestLeaseEndMs + 1);
+  return Math.max(1, Math.min(delay, Math.floor(waiterTimeoutMs / 3)));
+}

@@ -1,0 +1,123 @@
+/**
+ * The count-down latch: trySetCount only when open, countDown exactly once under re-sends,
+ * await() true when the count reaches 0 and false on timeout, polling with backoff (no busy
+ * loop), an expiry that lets an abandoned latch vanish.
+ */
+import { describe, expect, it } from "vitest";
+import { LockAbortedError, LockInputError } from "../../../src/index.js";
+import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
+import { recordingRedis } from "../../support/recording-redis.js";
+import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+
+describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  it("sets its count only when open, and counts down to open", async () => {
+    const latch = bed.client().countDownLatch("steps");
+    expect(await latch.count()).toBe(0);
+    expect(await latch.trySetCount(2)).toBe(true);
+    expect(await latch.trySetCount(5)).toBe(false);
+    expect(await latch.countDown()).toBe(1);
+    expect(await latch.countDown()).toBe(0);
+    // Counting down an open latch does nothing; it can be set again.
+    expect(await latch.countDown()).toBe(0);
+    expect(await latch.trySetCount(1)).toBe(true);
+    expect(await latch.count()).toBe(1);
+  });
+
+  it("wakes waiters in other isolates when the count reaches 0", async () => {
+    const prefix = freshPrefix();
+    const latch = bed.client({ prefix }).countDownLatch("gate");
+    await latch.trySetCount(3);
+    const waiters = [1, 2].map(() =>
+      bed
+        .client({ prefix })
+        .countDownLatch("gate")
+        .await({ waitMs: 10_000, wait: { maxPolls: 10_000 } }),
+    );
+    for (let i = 0; i < 3; i++) {
+      await sleepMs(50);
+      await bed.client({ prefix }).countDownLatch("gate").countDown();
+    }
+    expect(await Promise.all(waiters)).toEqual([true, true]);
+  });
+
+  it("answers false on timeout, polling with backoff rather than spinning", async () => {
+    const latch = bed.client({ wait: { maxPolls: 10_000 } }).countDownLatch("closed");
+    await latch.trySetCount(1);
+    const before = bed.lockCommands();
+    const started = Date.now();
+    expect(await latch.await({ waitMs: 1_000 })).toBe(false);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+    // Backoff up to 250 ms: a handful of polls in a second, not hundreds.
+    expect(bed.lockCommands() - before).toBeLessThan(40);
+    const aborted = await latch
+      .await({ signal: AbortSignal.timeout(100) })
+      .catch((e: unknown) => e);
+    expect(aborted).toBeInstanceOf(LockAbortedError);
+  });
+
+  it("counts a re-sent countDown once", async () => {
+    const recorded = recordingRedis(bed.redis());
+    const latch = bed.client({ redis: recorded.client }).countDownLatch("resent");
+    await latch.trySetCount(3);
+    const before = recorded.calls.length;
+    expect(await latch.countDown()).toBe(2);
+    for (const copy of recorded.calls.slice(before)) await copy();
+    expect(await latch.count()).toBe(2);
+  });
+
+  it("vanishes after its TTL, and reads open then", async () => {
+    const latch = bed.client().countDownLatch("abandoned", { ttlMs: 1_000 });
+    await latch.trySetCount(2);
+    expect(await latch.await({ waitMs: 3_000, wait: { maxPolls: 10_000 } })).toBe(true);
+    expect(await latch.count()).toBe(0);
+  });
+
+  it("checks input before any request", async () => {
+    const client = bed.client();
+    const before = bed.requests();
+    expect(() => client.countDownLatch("x", { ttlMs: 10 })).toThrow(LockInputError);
+    const latch = client.countDownLatch("input");
+    await expect(latch.trySetCount(0)).rejects.toBeInstanceOf(LockInputError);
+    await expect(latch.await({ waitMs: -1 })).rejects.toBeInstanceOf(LockInputError);
+    await expect(latch.await({ timeout: 1 } as never)).rejects.toBeInstanceOf(LockInputError);
+    expect(bed.requests()).toBe(before);
+  });
+
+  describe("under a server that refuses and loses a fifth of its requests", () => {
+    const lossy = useTestBed(kind, {
+      faults: { dropAfterExecute: 0.1, failBeforeExecute: 0.1, latencyMs: 2, jitterMs: 5, seed: 9 },
+    });
+
+    it("opens exactly when the last of its counts has come down, never before", async () => {
+      const prefix = freshPrefix();
+      const latchOf = () =>
+        lossy
+          .client({ prefix, retries: 5, backendTimeoutMs: LOSSY_BACKEND_TIMEOUT_MS })
+          .countDownLatch("lossy");
+      expect(await latchOf().trySetCount(24)).toBe(true);
+      let opened = false;
+      const waiter = latchOf()
+        .await({ waitMs: 30_000, wait: { maxPolls: 100_000 } })
+        .then((result) => {
+          opened = result;
+          return result;
+        });
+      // Eight isolates count down 23 times in all, concurrently, their answers often lost and
+      // re-sent: each countDown counts once, so one count is left.
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, isolate) => {
+          const latch = latchOf();
+          for (let i = 0; i < (isolate === 7 ? 2 : 3); i++) await latch.countDown();
+        }),
+      );
+      expect(await latchOf().count()).toBe(1);
+      await sleepMs(300);
+      expect(opened).toBe(false);
+      await latchOf().countDown();
+      expect(await waiter).toBe(true);
+      expect(await latchOf().count()).toBe(0);
+    });
+  });
+});

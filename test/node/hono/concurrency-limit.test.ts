@@ -1,0 +1,160 @@
+/**
+ * concurrencyLimit(): at most `permits` requests at once per key, 429 with an honest
+ * Retry-After beyond, the permit returned on every path (a thrown handler, a streamed body read
+ * to its end or cancelled).
+ */
+import { Hono } from "hono";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
+import { LockInputError, type PermitHandle } from "../../../src/index.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { executionContext, gate, overlapMeter } from "./harness.js";
+
+describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  function appWith(
+    options: Omit<ConcurrencyLimitOptions, "key" | "name">,
+    handler: (c: { get(key: "permit"): PermitHandle }) => Promise<Response> | Response,
+  ) {
+    const app = new Hono();
+    app.onError((_error, c) => c.text("handler failed", 500));
+    app.post(
+      "/tenants/:id/summaries",
+      concurrencyLimit({ key: (c) => `llm:${c.req.param("id")}`, ...options }),
+      (c) => handler(c),
+    );
+    return app;
+  }
+  const post = (app: Hono, tenant = "acme") =>
+    app.request(`/tenants/${tenant}/summaries`, { method: "POST" }, {}, executionContext());
+
+  it("runs at most `permits` requests per key and answers 429 with Retry-After beyond", async () => {
+    const client = bed.client();
+    const finish = gate();
+    const meter = overlapMeter();
+    const app = appWith({ client, permits: 3, leaseMs: 4_500 }, async (c) => {
+      expectTypeOf(c.get("permit")).toEqualTypeOf<PermitHandle>();
+      meter.enter();
+      await finish.opened;
+      meter.leave();
+      return new Response("ok");
+    });
+    const running = [post(app), post(app), post(app)];
+    const semaphore = client.semaphore("llm:acme");
+    await until(async () => (await semaphore.availablePermits()) === 0);
+    const refused = await post(app);
+    expect(refused.status).toBe(429);
+    // The soonest lease ends within 4.5 s: a permit is surely free by then.
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(await refused.json()).toMatchObject({ status: 429, title: "Too Many Requests" });
+    // Another key has its own limit.
+    const other = post(app, "globex");
+    finish.open();
+    const answers = await Promise.all([...running, other]);
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 200, 200]);
+    await Promise.all(answers.map((res) => res.text()));
+    expect(meter.max).toBe(3);
+    await until(async () => (await semaphore.availablePermits()) === 3);
+    await until(async () => (await client.semaphore("llm:globex").availablePermits()) === 3);
+  });
+
+  it("waits up to waitMs for a permit", async () => {
+    const client = bed.client();
+    const app = appWith({ client, permits: 1, waitMs: 5_000 }, async () => {
+      await sleepMs(100);
+      return new Response("ok");
+    });
+    // Each caller reads its answer: the permit returns when the body has been sent.
+    const served = async () => {
+      const res = await post(app);
+      return `${res.status} ${await res.text()}`;
+    };
+    expect(await Promise.all([served(), served()])).toEqual(["200 ok", "200 ok"]);
+    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
+  });
+
+  it("returns the permit when the handler throws", async () => {
+    const client = bed.client();
+    const app = appWith({ client, permits: 1 }, () => {
+      throw new Error("upstream failed");
+    });
+    expect((await post(app)).status).toBe(500);
+    expect(await client.semaphore("llm:acme").availablePermits()).toBe(1);
+    expect((await post(app)).status).toBe(500);
+  });
+
+  it("holds the permit while a streamed body is sent, and returns it at its end", async () => {
+    const client = bed.client();
+    const chunks = gate();
+    const app = appWith({ client, permits: 1 }, () => {
+      const encoder = new TextEncoder();
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(encoder.encode("first "));
+          await chunks.opened;
+          controller.enqueue(encoder.encode("last"));
+          controller.close();
+        },
+      });
+      return new Response(body, { headers: { "content-type": "text/plain" } });
+    });
+    const semaphore = client.semaphore("llm:acme");
+    const streaming = await post(app);
+    expect(streaming.status).toBe(200);
+    expect(streaming.headers.get("content-type")).toBe("text/plain");
+    const text = streaming.text();
+    await sleepMs(100);
+    // The handler has returned, but its answer is still streaming: the permit is held.
+    expect(await semaphore.availablePermits()).toBe(0);
+    expect((await post(app)).status).toBe(429);
+    chunks.open();
+    expect(await text).toBe("first last");
+    await until(async () => (await semaphore.availablePermits()) === 1);
+  });
+
+  it("returns the permit when the client cancels a streamed body", async () => {
+    const client = bed.client();
+    const app = appWith({ client, permits: 1 }, () => {
+      const body = new ReadableStream<Uint8Array>({
+        pull: () => sleepMs(50),
+      });
+      return new Response(body);
+    });
+    const semaphore = client.semaphore("llm:acme");
+    const streaming = await post(app);
+    expect(await semaphore.availablePermits()).toBe(0);
+    await streaming.body?.cancel();
+    await until(async () => (await semaphore.availablePermits()) === 1);
+  });
+
+  it("in watchdog mode, bases Retry-After on the requests it saw, not the renewed lease", async () => {
+    const client = bed.client();
+    const finish = gate();
+    const app = appWith({ client, permits: 1 }, async () => {
+      await finish.opened;
+      return new Response("ok");
+    });
+    const first = post(app);
+    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 0);
+    const refused = await post(app);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    finish.open();
+    await (await first).text();
+    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
+  });
+
+  it("rejects bad options when built", () => {
+    const client = bed.client();
+    const key = () => "k";
+    expect(() => concurrencyLimit({ client, key, permits: 0 })).toThrow(LockInputError);
+    expect(() => concurrencyLimit({ client, permits: 1 })).toThrow(LockInputError);
+    expect(() => concurrencyLimit({ client, key, name: "k", permits: 1 })).toThrow(LockInputError);
+    expect(() => concurrencyLimit({ client: {} as never, key, permits: 1 })).toThrow(
+      LockInputError,
+    );
+    expect(() => concurrencyLimit({ client, key, permits: 1, waitMs: -1 })).toThrow(LockInputError);
+  });
+});

@@ -5,7 +5,8 @@
  *
  * 1. `npx edgelock --version` and `npx edgelock dev --port 0 --dev-vars .dev.vars` (embedded
  *    engine), a script locking through it with the installed `edgelock` and the real
- *    `@upstash/redis` (reentrancy, `client.scope()`, the fair and read-write locks), run by Node,
+ *    `@upstash/redis` (reentrancy, `client.scope()`, the fair and read-write locks, a semaphore
+ *    and a count-down latch), run by Node,
  *    and on linux-x64 by Bun and Deno too (from their npm packages); the inspector page at
  *    `/_edgelock/` and `npx edgelock inspect --table` showing a lock held; then Ctrl-C (the
  *    served-requests summary, exit 0);
@@ -178,6 +179,21 @@ const nested = await client.scope(async () => {
 });
 check(nested === 2, "acquisitions in one client.scope() share an owner (AsyncLocalStorage)");
 check(!(await lock.isLocked()), "every lock is free at the end");
+
+const api = client.semaphore("api:1", { initialPermits: 2 });
+const one = await api.acquire({ leaseMs: 5_000 });
+const two = await api.acquire({ leaseMs: 5_000 });
+check(one.fencingToken < two.fencingToken, "permit holds get growing fencing tokens");
+check((await api.tryAcquire()) === null, "a full semaphore refuses one more permit");
+await one.release();
+await two.release();
+check((await api.availablePermits()) === 2, "every permit is back");
+const batch = client.countDownLatch("batch:1");
+check(await batch.trySetCount(2), "the latch is set");
+await batch.countDown();
+check(!(await batch.await({ waitMs: 0 })), "the latch is closed at 1");
+await batch.countDown();
+check(await batch.await({ waitMs: 1_000 }), "the latch opens at 0");
 console.log("locked and released through the installed package");
 `;
 

@@ -122,13 +122,16 @@ export interface ChaosPrimitive {
   acquire(isolate: ChaosIsolate, key: string, plan: HoldPlan): Promise<ChaosHold | null>;
   /**
    * An administrator's `forceRelease()` of `key` through `isolate`'s (faulty) client, for kinds
-   * that have one; `random` picks among its variants (a read-write lock's write lock or reads).
-   * Says what it targets before sending, and resolves with whether it deleted a hold.
+   * that have one; `random` picks among its variants (a read-write lock's write lock or reads),
+   * mostly the kind of hold the workload has in hand on `key` now (`heldAs`), as an operator
+   * would force-release what they found stuck. Says what it targets before sending, and resolves
+   * with whether it deleted a hold.
    */
   forceRelease?(
     isolate: ChaosIsolate,
     key: string,
     random: () => number,
+    heldAs?: "exclusive" | "shared",
   ): { readonly target: ForceReleaseTarget; readonly done: Promise<boolean> };
   /**
    * Primitives over several databases (RedLock), whose releases and grants are per database:

@@ -27,6 +27,8 @@ export interface SectionContext {
   readonly keys: readonly string[];
   /** Holds in hand now, by workload key (what an administrator would find stuck). */
   readonly held: Map<string, number>;
+  /** Of those, the shared ones (read holds), by workload key. */
+  readonly heldShared: Map<string, number>;
   readonly stores: ReadonlyMap<string, FencedStore>;
   /** The workload's seeded random source. */
   readonly random: () => number;
@@ -336,14 +338,17 @@ async function runScript(
     group.holding += 1;
     if (group.holding > 1) journal.patterns.siblingsHoldingTogether += 1;
   }
-  ctx.held.set(key, (ctx.held.get(key) ?? 0) + 1);
+  const counts = script.plan.shared ? [ctx.held, ctx.heldShared] : [ctx.held];
+  for (const count of counts) count.set(key, (count.get(key) ?? 0) + 1);
   try {
     await holdAndRelease(ctx, isolate, script, hold, keys, group, requestedAt);
   } finally {
     if (group !== undefined) group.holding -= 1;
-    const left = (ctx.held.get(key) ?? 1) - 1;
-    if (left > 0) ctx.held.set(key, left);
-    else ctx.held.delete(key);
+    for (const count of counts) {
+      const left = (count.get(key) ?? 1) - 1;
+      if (left > 0) count.set(key, left);
+      else count.delete(key);
+    }
   }
 }
 

@@ -140,6 +140,7 @@ async function runIn(
     primitive,
     keys,
     held: new Map(),
+    heldShared: new Map(),
     stores,
     random: createPrng(config.seed ^ 0x9e3779b9),
     bury: (watch: DeadHolderWatch) => {
@@ -355,7 +356,12 @@ function startForceReleases(
       const key = among[Math.floor(random() * among.length)] ?? keys[0]!;
       const isolate = isolates[Math.floor(random() * isolates.length)] ?? isolates[0]!;
       const sentAt = Date.now();
-      const { target, done } = primitive.forceRelease(isolate, key, random);
+      const heldAs = !context.held.has(key)
+        ? undefined
+        : (context.heldShared.get(key) ?? 0) < (context.held.get(key) ?? 0)
+          ? "exclusive"
+          : "shared";
+      const { target, done } = primitive.forceRelease(isolate, key, random, heldAs);
       const record = { ...target, sentAt, settledAt: Number.POSITIVE_INFINITY, deleted: undefined };
       const entry: (typeof journal.forceReleases)[number] = record;
       journal.forceReleases.push(entry);

@@ -33,8 +33,8 @@ function lockFamily(
     sharedRate,
     ...(push ? { figures: push.figures, parks: true } : {}),
     acquire: (isolate, key, plan) => acquireHold(opener, isolate, key, plan),
-    forceRelease(isolate, key, random) {
-      const { holds, run } = forceRelease(isolate, key, random);
+    forceRelease(isolate, key, random, heldAs) {
+      const { holds, run } = forceRelease(isolate, key, random, heldAs);
       return { target: { keys: [key], holds }, done: run() };
     },
     isHeldBy: (key, owner) => isHeldBy(observer.client, key, owner),
@@ -54,6 +54,7 @@ type ForceRelease = (
   isolate: ChaosIsolate,
   key: string,
   random: () => number,
+  heldAs: "exclusive" | "shared" | undefined,
 ) => { holds: ForceReleaseTarget["holds"]; run: () => Promise<boolean> };
 
 /** A lock's acquisitions with `wait` (push mode) over the client's polling policy. */
@@ -156,9 +157,12 @@ export function readWriteLockPrimitive(
       ]);
       return writing || reading;
     },
-    (isolate, key, random) => {
+    (isolate, key, random, heldAs) => {
       const rw = isolate.client.readWriteLock(key);
-      return random() < 0.5
+      // Mostly the side held now (a 50/50 pick met no hold in whole short runs); sometimes the other.
+      const exclusive =
+        heldAs === undefined ? random() < 0.5 : (heldAs === "exclusive") === random() < 0.8;
+      return exclusive
         ? { holds: "exclusive", run: () => rw.writeLock().forceRelease() }
         : { holds: "shared", run: () => rw.readLock().forceRelease() };
     },

@@ -101,7 +101,7 @@ const config: ChaosConfig = {
 };
 
 console.log(
-  `edgelock chaos — ${config.operations} lock operations over ${kinds.join(", ")}, seed ${config.seed}, ` +
+  `edgelock chaos — ${config.operations} lock operations over ${chosen.join(", ")}, seed ${config.seed}, ` +
     `fault rate ${config.faultRate}, hang rate ${config.hangRate}, backend ${config.backend}`,
 );
 const perKind = Math.ceil(config.operations / chosen.length);

@@ -194,7 +194,7 @@ describe.each(backendKindsUnderTest())("chaos for idempotency(), short run, on %
 });
 
 /** Latch calls in the short run: a few seconds per backend. */
-const SHORT_LATCH_OPERATIONS = 160;
+const SHORT_LATCH_OPERATIONS = 120;
 
 describe.each(backendKindsUnderTest())(
   "chaos for the count-down latch, short run, on %s",
@@ -283,7 +283,7 @@ describe("the latch's chaos checks fail when the latch is broken", () => {
           return reply?.[1] ?? 0;
         },
       }),
-      { faultRate: 0.4 },
+      { faultRate: 0.5 },
     );
     expect(
       latchViolationsOf(

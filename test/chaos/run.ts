@@ -14,6 +14,7 @@ import { progressBar } from "../../dev/progress.js";
 import { type ChaosBackend, type ChaosConfig, LONG_RUN, SHORT_RUN } from "./config.js";
 import { runIdempotencyChaos } from "./idempotency.js";
 import { type ChaosKindName, KIND_NAMES, KINDS } from "./kinds.js";
+import { runLatchChaos } from "./latch.js";
 import {
   defaultReportPath,
   formatKindTable,
@@ -24,7 +25,7 @@ import {
 } from "./report.js";
 import { type ChaosResult, runChaos } from "./workload.js";
 
-const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${KIND_NAMES.join("|")}]...
+const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${[...KIND_NAMES, "latch", "idempotency"].join("|")}]...
        [--ops N (total over the kinds)] [--seed N] [--fault-rate R] [--hang-rate R]
        [--backend auto|redis-server|embedded] [--isolates N] [--holders N] [--keys N] [--out FILE]`;
 
@@ -77,13 +78,16 @@ const hangRate = values["hang-rate"] === undefined ? preset.hangRate : Number(va
 if (!(hangRate >= 0 && hangRate <= 1)) fail("--hang-rate must be between 0 and 1");
 /** Besides the lock kinds: `idempotency()`, driven through a Hono app (deliveries count as operations). */
 const IDEMPOTENCY = "idempotency";
-const ALL_NAMES = [...KIND_NAMES, IDEMPOTENCY];
+/** The count-down latch: rounds of set / count down / await, checked by the observer (latch.ts). */
+const LATCH = "latch";
+const ALL_NAMES = [...KIND_NAMES, LATCH, IDEMPOTENCY];
 const chosen = values.kind ?? ALL_NAMES;
 for (const name of chosen) {
   if (!ALL_NAMES.includes(name)) fail(`--kind must be one of ${ALL_NAMES.join(", ")}`);
 }
 const kinds = chosen.filter((name): name is ChaosKindName => name in KINDS);
 const withIdempotency = chosen.includes(IDEMPOTENCY);
+const withLatch = chosen.includes(LATCH);
 const config: ChaosConfig = {
   ...preset,
   operations: integer("ops", values.ops, preset.operations),
@@ -97,7 +101,7 @@ const config: ChaosConfig = {
 };
 
 console.log(
-  `edgelock chaos — ${config.operations} lock operations over ${kinds.join(", ")}, seed ${config.seed}, ` +
+  `edgelock chaos — ${config.operations} lock operations over ${chosen.join(", ")}, seed ${config.seed}, ` +
     `fault rate ${config.faultRate}, hang rate ${config.hangRate}, backend ${config.backend}`,
 );
 const perKind = Math.ceil(config.operations / chosen.length);
@@ -117,6 +121,23 @@ for (const name of kinds) {
   results.push(result);
   rows.push(kindRowOf(result));
 }
+let latchResult: Awaited<ReturnType<typeof runLatchChaos>> | undefined;
+if (withLatch) {
+  const progress = progressBar("count-down latch", perKind);
+  latchResult = await runLatchChaos(config, perKind, {
+    onProgress: (done) => progress.update(Math.min(done, perKind)),
+  });
+  progress.finish();
+  console.log(`\ncount-down latch: ${JSON.stringify(latchResult, null, 2)}\n`);
+  rows.push({
+    kind: latchResult.primitive,
+    operations: latchResult.operations.total,
+    requests: latchResult.requests.total,
+    faultedFraction: latchResult.requests.faultedFraction,
+    violations: latchResult.violations,
+    elapsedMs: latchResult.elapsedMs,
+  });
+}
 const idempotencyResult = withIdempotency ? await runIdempotencyChaos(config, perKind) : undefined;
 if (idempotencyResult) {
   console.log(`idempotency(): ${JSON.stringify(idempotencyResult, null, 2)}\n`);
@@ -132,7 +153,12 @@ if (idempotencyResult) {
 console.log(formatKindTable(rows));
 
 const out = values.out ?? defaultReportPath(new Date().toISOString());
-await writeReport(out, { kinds: results, idempotency: idempotencyResult, table: rows });
+await writeReport(out, {
+  kinds: results,
+  latch: latchResult,
+  idempotency: idempotencyResult,
+  table: rows,
+});
 console.log(`report: ${out}`);
 
 const violations = rows.reduce((sum, row) => sum + row.violations, 0);

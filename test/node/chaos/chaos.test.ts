@@ -12,9 +12,11 @@ import {
   checkLostSignals,
   checkOwnHold,
   cutByForceReleases,
+  type InvariantResult,
 } from "../../chaos/invariants.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
-import type { ChaosHold, ChaosPrimitive } from "../../chaos/primitive.js";
+import { type LatchUnderTest, runLatchChaos } from "../../chaos/latch.js";
+import type { ChaosHold, ChaosIsolate, ChaosPrimitive } from "../../chaos/primitive.js";
 import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
 import { formatReport } from "../../chaos/report.js";
 import type { Sample } from "../../chaos/server-state.js";
@@ -186,6 +188,88 @@ describe.each(backendKindsUnderTest())("chaos for idempotency(), short run, on %
     expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
     expect(result.invariants[0]!.checked).toBeGreaterThan(0);
     expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+  }, 60_000);
+});
+
+/** Latch calls in the short run: a few seconds per backend. */
+const SHORT_LATCH_OPERATIONS = 120;
+
+describe.each(backendKindsUnderTest())(
+  "chaos for the count-down latch, short run, on %s",
+  (backend) => {
+    it("counts down exactly once and opens only at 0 under faults, re-sends and crashes", async () => {
+      const result = await runLatchChaos({ ...SHORT_RUN, backend }, SHORT_LATCH_OPERATIONS);
+      console.log(`chaos (count-down latch, ${backend})\n${JSON.stringify(result, null, 2)}`);
+      expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
+      expect(result.violations).toBe(0);
+      // Every check saw cases (an error carrying the token needs an error: not every run has one).
+      const unchecked = result.invariants
+        .filter(
+          (invariant) =>
+            invariant.checked === 0 && invariant.name !== "no error shows the REST token",
+        )
+        .map((invariant) => invariant.name);
+      expect(unchecked).toEqual([]);
+      expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+      expect(result.rounds.crashedCountDowns).toBeGreaterThan(0);
+    }, 60_000);
+  },
+);
+
+/** A calm latch run with `change` applied to every latch: the breakage alone must show. */
+async function sabotagedLatch(
+  change: (
+    latch: LatchUnderTest,
+    isolate: ChaosIsolate,
+    name: string,
+    prefix: string,
+  ) => Partial<LatchUnderTest>,
+  faults: Partial<ChaosConfig> = {},
+) {
+  return runLatchChaos({ ...CALM, ...faults }, 160, {
+    latch: (env, isolate, name, ttlMs) => {
+      const latch = isolate.client.countDownLatch(name, { ttlMs });
+      const real: LatchUnderTest = {
+        trySetCount: (count) => latch.trySetCount(count),
+        countDown: () => latch.countDown(),
+        count: () => latch.count(),
+        await: (options) => latch.await(options),
+      };
+      return { ...real, ...change(real, isolate, name, env.prefix) };
+    },
+  });
+}
+
+function latchViolationsOf(
+  result: { invariants: readonly InvariantResult[] },
+  name: string,
+): number {
+  const found = result.invariants.find((invariant) => invariant.name === name);
+  if (!found) throw new Error(`no invariant named ${name}`);
+  return found.violations;
+}
+
+describe("the latch's chaos checks fail when the latch is broken", () => {
+  it("sees a countDown that decrements twice", async () => {
+    const result = await sabotagedLatch((real) => ({
+      countDown: async () => {
+        await real.countDown();
+        return real.countDown();
+      },
+    }));
+    expect(
+      latchViolationsOf(
+        result,
+        "final count within [set − countDowns sent, set − countDowns answered]",
+      ),
+    ).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees an await() that answers true while the latch is closed", async () => {
+    const result = await sabotagedLatch(() => ({ await: async () => true }));
+    expect(
+      latchViolationsOf(result, "await() true only when the observer then finds the latch open"),
+    ).toBeGreaterThan(0);
   }, 60_000);
 });
 

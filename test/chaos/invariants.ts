@@ -23,7 +23,8 @@ export interface InvariantResult {
 
 const MAX_EXAMPLES = 5;
 
-class Tally {
+/** One invariant's count of cases checked and broken, with a few examples. */
+export class Tally {
   checked = 0;
   violations = 0;
   readonly examples: string[] = [];

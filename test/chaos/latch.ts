@@ -28,11 +28,12 @@ import { latchKeys } from "../../src/locks/count-down-latch/keys.js";
 import { Script } from "../../src/transport/script.js";
 import type { ChaosConfig } from "./config.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";
-import type { InvariantResult } from "./invariants.js";
+import { type InvariantResult, Tally } from "./invariants.js";
 import type { LateCopyCounts } from "./late-copies.js";
 import { textOf } from "./operations.js";
 import type { ChaosIsolate } from "./primitive.js";
 import { startSpikes } from "./spikes.js";
+import type { RequestCounts } from "./workload.js";
 
 /** What the workload calls: the latch, or a sabotaged stand-in. */
 export interface LatchUnderTest {
@@ -79,16 +80,7 @@ export interface LatchChaosResult {
     readonly awaitsOpened: number;
     readonly awaitsTimedOut: number;
   };
-  readonly requests: {
-    readonly total: number;
-    readonly failedBeforeExecute: number;
-    readonly droppedAfterExecute: number;
-    readonly delayedBySpike: number;
-    readonly spikes: number;
-    readonly hungBeforeExecute: number;
-    readonly hungAfterExecute: number;
-    readonly faultedFraction: number;
-  };
+  readonly requests: RequestCounts;
   readonly lateCopies: LateCopyCounts;
   /** Observer readings (sampler, after-await and final). */
   readonly samples: number;
@@ -160,23 +152,6 @@ interface Round {
   final?: Reading;
   /** When its last request (not counting late copies) settled. */
   lastSettledAt: number;
-}
-
-class Tally {
-  checked = 0;
-  violations = 0;
-  readonly examples: string[] = [];
-  constructor(readonly name: string) {}
-  check(ok: boolean, describe: () => string): void {
-    this.checked += 1;
-    if (ok) return;
-    this.violations += 1;
-    if (this.examples.length < 5) this.examples.push(describe());
-  }
-  result(): InvariantResult {
-    const { name, checked, violations, examples } = this;
-    return { name, checked, violations, examples };
-  }
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

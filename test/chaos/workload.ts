@@ -24,6 +24,20 @@ import { startSpikes } from "./spikes.js";
 /** Slack for clock granularity when checking a dead holder's bound, in ms. */
 const BOUND_TOLERANCE_MS = 25;
 
+/** What the faulty servers did to a run's requests. */
+export interface RequestCounts {
+  readonly total: number;
+  readonly failedBeforeExecute: number;
+  readonly droppedAfterExecute: number;
+  readonly delayedBySpike: number;
+  readonly spikes: number;
+  /** Hung until the client gave up: never forwarded / forwarded and answer withheld. */
+  readonly hungBeforeExecute: number;
+  readonly hungAfterExecute: number;
+  /** (refused + dropped + delayed + hung) / total (total: requests the proxies received). */
+  readonly faultedFraction: number;
+}
+
 export interface ChaosResult {
   readonly config: ChaosConfig;
   readonly primitive: string;
@@ -44,18 +58,7 @@ export interface ChaosResult {
     readonly perSecond: number;
   };
   readonly sections: number;
-  readonly requests: {
-    readonly total: number;
-    readonly failedBeforeExecute: number;
-    readonly droppedAfterExecute: number;
-    readonly delayedBySpike: number;
-    readonly spikes: number;
-    /** Hung until the client gave up: never forwarded / forwarded and answer withheld. */
-    readonly hungBeforeExecute: number;
-    readonly hungAfterExecute: number;
-    /** (refused + dropped + delayed + hung) / total (total: requests the proxies received). */
-    readonly faultedFraction: number;
-  };
+  readonly requests: RequestCounts;
   readonly resource: {
     readonly acceptedWrites: number;
     readonly refusedStaleWrites: number;

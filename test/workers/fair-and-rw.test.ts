@@ -3,23 +3,13 @@
  * against the local server (real Redis when installed, and the embedded engine).
  */
 
-import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { LockClient, LockUpgradeError, LockWaitTimeoutError } from "../../src/index.js";
+import { LockUpgradeError, LockWaitTimeoutError } from "../../src/index.js";
+import { clientOn, TEST_SERVERS, type TestServer } from "./clients.js";
 
-const servers: { kind: string; url: string; token: string }[] = JSON.parse(
-  env.EDGELOCK_TEST_SERVERS,
-);
-let prefixes = 0;
-
-function clientOn(server: { url: string; token: string }, prefix?: string) {
-  prefixes += 1;
-  return new LockClient({
-    redis: new Redis({ url: server.url, token: server.token }),
-    prefix: prefix ?? `fr${Date.now().toString(36)}${prefixes}`,
-  });
-}
+const servers = TEST_SERVERS;
+const clientFor = (server: TestServer, prefix?: string) => clientOn(server, "fr", prefix);
 
 async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -31,13 +21,13 @@ async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Prom
 
 describe.each(servers)("fair lock in workerd on $kind", (server) => {
   it("serves waiters in the order they queued", async () => {
-    const holderClient = clientOn(server);
+    const holderClient = clientFor(server);
     const lock = holderClient.fairLock("fifo");
     const holder = await lock.acquire({ leaseMs: 10_000 });
     const order: number[] = [];
     const waiters: Promise<void>[] = [];
     for (let i = 0; i < 4; i++) {
-      const client = clientOn(server, holderClient.prefix);
+      const client = clientFor(server, holderClient.prefix);
       waiters.push(
         client
           .fairLock("fifo")
@@ -57,7 +47,7 @@ describe.each(servers)("fair lock in workerd on $kind", (server) => {
   });
 
   it("leaves the queue when the wait runs out", async () => {
-    const lock = clientOn(server).fairLock("give-up");
+    const lock = clientFor(server).fairLock("give-up");
     const holder = await lock.acquire({ leaseMs: 10_000 });
     await expect(lock.acquire({ waitMs: 200 })).rejects.toBeInstanceOf(LockWaitTimeoutError);
     expect(await lock.queueLength()).toBe(0);
@@ -67,7 +57,7 @@ describe.each(servers)("fair lock in workerd on $kind", (server) => {
 
 describe.each(servers)("read-write lock in workerd on $kind", (server) => {
   it("shares reads, excludes writes, downgrades, and refuses upgrades", async () => {
-    const rw = clientOn(server).readWriteLock("catalog");
+    const rw = clientFor(server).readWriteLock("catalog");
     const [a, b] = await Promise.all([
       rw.readLock().acquire({ leaseMs: 10_000 }),
       rw.readLock().acquire({ leaseMs: 10_000 }),
@@ -93,7 +83,7 @@ describe.each(servers)("read-write lock in workerd on $kind", (server) => {
   });
 
   it("lets a waiting writer in ahead of new readers", async () => {
-    const client = clientOn(server);
+    const client = clientFor(server);
     const rw = client.readWriteLock("preference");
     const read = await rw.readLock().acquire({ leaseMs: 10_000 });
     const writer = rw.writeLock().acquire({ leaseMs: 10_000, waitMs: 10_000 });

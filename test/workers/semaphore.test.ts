@@ -4,34 +4,23 @@
  * embedded engine).
  */
 
-import { env } from "cloudflare:workers";
-import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { concurrencyLimit } from "../../src/hono/index.js";
-import { LockClient, SemaphoreNotInitializedError } from "../../src/index.js";
+import { SemaphoreNotInitializedError } from "../../src/index.js";
+import { clientOn, TEST_SERVERS, type TestServer } from "./clients.js";
 
-const servers: { kind: string; url: string; token: string }[] = JSON.parse(
-  env.EDGELOCK_TEST_SERVERS,
-);
-let prefixes = 0;
-
-function clientOn(server: { url: string; token: string }, prefix?: string) {
-  prefixes += 1;
-  return new LockClient({
-    redis: new Redis({ url: server.url, token: server.token }),
-    prefix: prefix ?? `sem${Date.now().toString(36)}${prefixes}`,
-  });
-}
+const servers = TEST_SERVERS;
+const clientFor = (server: TestServer, prefix?: string) => clientOn(server, "sem", prefix);
 
 describe.each(servers)("semaphore in workerd on $kind", (server) => {
   it("admits at most its capacity and serves a waiter when a permit returns", async () => {
-    const holderClient = clientOn(server);
+    const holderClient = clientFor(server);
     const semaphore = holderClient.semaphore("upstream");
     await expect(semaphore.acquire()).rejects.toBeInstanceOf(SemaphoreNotInitializedError);
     expect(await semaphore.trySetPermits(2)).toBe(true);
     const both = await semaphore.acquire({ permits: 2, leaseMs: 10_000 });
-    const waiter = clientOn(server, holderClient.prefix)
+    const waiter = clientFor(server, holderClient.prefix)
       .semaphore("upstream")
       .acquire({ waitMs: 5_000, leaseMs: 5_000 });
     expect(await semaphore.tryAcquire()).toBeNull();
@@ -44,17 +33,17 @@ describe.each(servers)("semaphore in workerd on $kind", (server) => {
   });
 
   it("counts a latch down to open", async () => {
-    const client = clientOn(server);
+    const client = clientFor(server);
     const latch = client.countDownLatch("chunks");
     expect(await latch.trySetCount(2)).toBe(true);
     const opened = latch.await({ waitMs: 5_000 });
     await latch.countDown();
-    await clientOn(server, client.prefix).countDownLatch("chunks").countDown();
+    await clientFor(server, client.prefix).countDownLatch("chunks").countDown();
     expect(await opened).toBe(true);
   });
 
   it("limits concurrent requests with concurrencyLimit()", async () => {
-    const client = clientOn(server);
+    const client = clientFor(server);
     let release!: () => void;
     const finish = new Promise<void>((resolve) => {
       release = resolve;

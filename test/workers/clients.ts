@@ -1,0 +1,26 @@
+/** The local servers the workerd projects run against, and LockClients on them. */
+import { env } from "cloudflare:workers";
+import { Redis } from "@upstash/redis/cloudflare";
+import { LockClient } from "../../src/index.js";
+
+export interface TestServer {
+  readonly kind: string;
+  readonly url: string;
+  readonly token: string;
+}
+
+export const TEST_SERVERS: readonly TestServer[] = JSON.parse(env.EDGELOCK_TEST_SERVERS);
+
+let clients = 0;
+
+/**
+ * A LockClient on `server` through @upstash/redis/cloudflare: under `prefix` when given (a second
+ * client on the same locks), else under a fresh one starting with `tag`.
+ */
+export function clientOn(server: TestServer, tag: string, prefix?: string): LockClient {
+  clients += 1;
+  return new LockClient({
+    redis: new Redis({ url: server.url, token: server.token }),
+    prefix: prefix ?? `${tag}${Date.now().toString(36)}${clients}`,
+  });
+}

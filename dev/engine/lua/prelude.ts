@@ -29,6 +29,10 @@ local TWO53 = 9007199254740992
 local function tonumber51(...)
   local n = tonumber(...)
   if mtype(n) == "integer" and (n > TWO53 or n < -TWO53) then return n + 0.0 end
+  -- "-0" is the double -0 in 5.1 (Redis stores -0 * 1 as "-0"), the integer 0 in 5.4.
+  if n == 0 and mtype(n) == "integer" and type((...)) == "string" and string.find((...), "^%s*%-") then
+    return -0.0
+  end
   return n
 end
 

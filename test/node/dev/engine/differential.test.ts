@@ -792,4 +792,17 @@ describe.skipIf(!hasRedisServer())("differential: randomized number formatting",
       { numRuns: RUNS },
     );
   });
+
+  it("a negative zero read by tonumber stays negative, as Lua 5.1's double", async () => {
+    const script =
+      "redis.call('set', 'n', tonumber(ARGV[1]) * tonumber(ARGV[2])) return redis.call('get', 'n')";
+    for (const [a, b] of [
+      ["-0", "1"],
+      ["-0", "0.5"],
+      ["-0.0", "3"],
+      ["0", "1"],
+    ]) {
+      expect(await firstMismatch([["eval", script, "0", a ?? "", b ?? ""]])).toBeUndefined();
+    }
+  });
 });

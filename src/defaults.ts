@@ -44,6 +44,8 @@ export const WAIT_DEFAULTS = {
   parkMs: 5_000,
   /** Push mode: the lease a hand-off grants until the woken waiter confirms it. */
   claimMs: 2_000,
+  /** Push mode: a blocking pop where pops block, else a subscription, else polling. */
+  wakeBy: "auto",
 } as const;
 
 /** Bounds of the push-mode durations (see WaitOptions). */

@@ -18,7 +18,7 @@ import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
 import { checkCredentials } from "./transport/diagnose.js";
 import { setKeyLocking } from "./transport/key-locking.js";
-import { checkCanBlock, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
+import { checkCanPark, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
 import {
   checkCount,
   checkDuration,
@@ -29,6 +29,7 @@ import {
 } from "./validate.js";
 import { BlockingPops, ParkedSiblings, RecentContention } from "./wait/client-state.js";
 import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
+import { HandOffSubscriptions } from "./wait/subscription.js";
 import { inProcessRenewer } from "./watchdog/in-process.js";
 import { WatchdogRegistry } from "./watchdog/registry.js";
 import type { Renewer } from "./watchdog/renewer.js";
@@ -141,7 +142,7 @@ export class PlainLockClient {
       setKeyLocking(ctx.redis, given.scriptKeyLocking);
     }
     const waitPolicy = resolveWaitPolicy(given.wait);
-    if (waitPolicy.mode === "push") checkCanBlock(ctx.redis);
+    if (waitPolicy.mode === "push") checkCanPark(ctx.redis, waitPolicy.wakeBy);
     const watchdog = given.watchdog === undefined ? inProcessRenewer() : given.watchdog;
     if (typeof watchdog?.start !== "function") {
       throw new LockInputError("The watchdog option must be a Renewer (an object with start()).");
@@ -157,6 +158,7 @@ export class PlainLockClient {
       contention: new RecentContention(),
       parkedSiblings: new ParkedSiblings(),
       blockingPops: new BlockingPops(),
+      subscriptions: new HandOffSubscriptions(),
       watchdogs: new WatchdogRegistry(watchdog),
       events: this.#events,
       resolveOwner: (explicit) =>

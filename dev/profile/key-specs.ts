@@ -222,6 +222,16 @@ export const KEY_SPECS: Readonly<Record<string, KeySpec>> = {
   publish: { kind: "none" },
 };
 
+/**
+ * Inside an `allow-key-locking` script the profile holds a channel to the rule for keys: it must
+ * be one of the script's KEYS. Upstash documents the rule for keys only; whether its engine treats
+ * a channel alike is unknown, so the profile takes the stricter reading (docs/upstash.md). Redis
+ * itself names no key for PUBLISH (COMMAND GETKEYS), which commandKeys keeps.
+ */
+const CHANNEL_AS_KEY_IN_SCRIPTS: Readonly<Record<string, KeySpec>> = {
+  publish: range(1, 1),
+};
+
 /** Commands a script may not call at all: the Lua table leaves them out. */
 const NOT_FROM_SCRIPTS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
 
@@ -273,7 +283,7 @@ function luaSpec(spec: KeySpec): string {
  * compiled; a table constructor would be rebuilt on every run (30 µs per script on Redis 7).
  */
 export function luaKeySpecText(): string {
-  const entries = Object.entries(KEY_SPECS)
+  const entries = Object.entries({ ...KEY_SPECS, ...CHANNEL_AS_KEY_IN_SCRIPTS })
     .filter(([name]) => !NOT_FROM_SCRIPTS.has(name))
     .map(([name, spec]) => `${name}:${luaSpec(spec)}`);
   return ` ${entries.join(" ")} `;

@@ -24,9 +24,17 @@ export interface LockKeys {
   readonly timeouts: string;
   /**
    * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
-   * of its latest registration>`: what a release needs to hand it the lock.
+   * of its latest registration> <server ms its park ends by>[ sub]`: what a release needs to hand
+   * it the lock (` sub`: it listens on `handOffs`); after a hand-off announced there,
+   * `granted <fence>` until its next attempt takes it, and the field `granted` names the latest.
    */
   readonly parked: string;
+  /**
+   * Pub/sub channel (not a key, but declared in KEYS like one): releases announce hand-offs here
+   * to the waiters subscribed to it (`<operation id> grant …`, `<operation id> behind …`; see
+   * queue/hand-off.ts).
+   */
+  readonly handOffs: string;
   /** One mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
   /**
@@ -48,6 +56,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
     parked: `${base}:parked`,
+    handOffs: `${base}:hand-offs`,
     operation: (id) => `${base}:op:${id}`,
     wake: (id) => `${base}:wake:${id}`,
   };

@@ -1,6 +1,7 @@
 import type { LockEvents } from "../events.js";
 import type { BlockingPops, ParkedSiblings, RecentContention } from "../wait/client-state.js";
 import type { WaitPolicy } from "../wait/policy.js";
+import type { HandOffSubscriptions } from "../wait/subscription.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
 import type { OperationContext } from "./context.js";
 
@@ -14,6 +15,7 @@ export interface LockRuntime {
   readonly contention: RecentContention;
   readonly parkedSiblings: ParkedSiblings;
   readonly blockingPops: BlockingPops;
+  readonly subscriptions: HandOffSubscriptions;
   readonly watchdogs: WatchdogRegistry;
   readonly events: LockEvents;
   /** The explicit owner if given (validated), else the scope's, else a fresh token. */

@@ -14,16 +14,58 @@ export interface RedisLike {
    * (`wait.mode: "push"`). `@upstash/redis` has it (`redis.exec`).
    */
   exec?(command: [string, ...string[]]): Promise<unknown>;
+  /**
+   * Subscribes to one pub/sub channel (Upstash's REST API streams it as server-sent events);
+   * needed only by push-mode waiting over a subscription (`wait.wakeBy`). `@upstash/redis` has it
+   * (`redis.subscribe`).
+   */
+  subscribe?(channel: string): ChannelSubscription;
 }
 
-/** Push-mode waiting (`wait.mode: "push"`) needs `exec`: checked before any request. */
-export function checkCanBlock(redis: RedisLike): void {
-  if (!canBlock(redis)) {
-    throw new LockInputError(
-      'wait.mode "push" needs a Redis client that can send one blocking command: an ' +
-        "@upstash/redis client (redis.exec), or a RedisLike with exec(command).",
-    );
-  }
+/** The events of a ChannelSubscription that push-mode waiting listens to. */
+export interface SubscriptionEvents {
+  /** The server confirmed the subscription (the number of channels). */
+  subscribe: number;
+  message: { channel: string; message: unknown };
+  /** The stream failed. */
+  error: Error;
+}
+
+/** What push-mode waiting uses of an `@upstash/redis` `Subscriber`. */
+export interface ChannelSubscription {
+  on<T extends keyof SubscriptionEvents>(
+    type: T,
+    listener: (event: SubscriptionEvents[T]) => void,
+  ): void;
+  /** Ends the stream. */
+  unsubscribe(): Promise<void>;
+}
+
+/** Whether `redis` can wait for hand-offs over a subscription. */
+export function canSubscribe(
+  redis: RedisLike,
+): redis is RedisLike & Required<Pick<RedisLike, "subscribe">> {
+  return typeof redis.subscribe === "function";
+}
+
+/**
+ * Push-mode waiting (`wait.mode: "push"`) needs a way to be woken that `wakeBy` allows: `exec` for
+ * a blocking pop, `subscribe` for a subscription. Checked before any request.
+ */
+export function checkCanPark(redis: RedisLike, wakeBy: "auto" | "pop" | "subscription"): void {
+  const pop = wakeBy !== "subscription" && canBlock(redis);
+  const subscription = wakeBy !== "pop" && canSubscribe(redis);
+  if (pop || subscription) return;
+  const needs =
+    wakeBy === "pop"
+      ? "a blocking command: redis.exec"
+      : wakeBy === "subscription"
+        ? "a subscription: redis.subscribe"
+        : "a blocking command (redis.exec) or a subscription (redis.subscribe)";
+  throw new LockInputError(
+    `wait.mode "push" needs a Redis client that can send ${needs}, as an @upstash/redis ` +
+      "client can, or a RedisLike with that method.",
+  );
 }
 
 /** Whether `redis` can send the blocking pop of push-mode waiting. */

@@ -8,7 +8,7 @@ import { newOperationId } from "../ids.js";
 import { type HoldControl, LockHandle } from "../locks/handle.js";
 import type { LockRuntime } from "../locks/runtime.js";
 import { settleBy } from "../transport/call.js";
-import { checkCanBlock } from "../transport/redis-like.js";
+import { checkCanPark } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.js";
 import { confirmClaim } from "./parking.js";
@@ -61,7 +61,7 @@ export function planWait(runtime: LockRuntime, options: unknown, defaultWaitMs: 
     given.wait === undefined
       ? runtime.waitPolicy
       : resolveWaitPolicy(given.wait, runtime.waitPolicy);
-  if (policy.mode === "push") checkCanBlock(runtime.ctx.redis);
+  if (policy.mode === "push") checkCanPark(runtime.ctx.redis, policy.wakeBy);
   return {
     waitMs,
     mayWait: waitMs !== 0,

@@ -53,6 +53,11 @@ export interface WaiterTerms {
   readonly claimMs: number;
   /** Push mode: the park is in flight beside this attempt. */
   readonly parkBeside?: boolean;
+  /**
+   * Push mode: how a hand-off reaches this waiter, a blocking pop on its own wake list or the
+   * lock's hand-off channel it is subscribed to (see queue/hand-off.ts). Unset: a pop.
+   */
+  readonly wakeBy?: "pop" | "sub";
 }
 
 export interface RenewedHold {

@@ -16,6 +16,11 @@ export class BlockingPops {
   }
 }
 
+export interface SiblingWatch {
+  readonly held: Promise<undefined>;
+  readonly leave: () => void;
+}
+
 /**
  * Parked acquisitions per (lock, owner): when a hand-off reaches one, the lock is the others'
  * too (re-entry), and `held` makes them ask again rather than wait for a hand-off of their own.
@@ -37,6 +42,18 @@ export class ParkedSiblings {
       joined.delete(nudge);
       if (joined.size === 0 && this.#parked.get(id) === joined) this.#parked.delete(id);
     };
+  }
+
+  /**
+   * Joins the acquisitions of `owner` parked on `lockKey`: `held` settles once one of the
+   * others holds the lock (re-entry), until `leave`.
+   */
+  watch(lockKey: string, owner: string): SiblingWatch {
+    let nudge = () => {};
+    const held = new Promise<undefined>((resolve) => {
+      nudge = () => resolve(undefined);
+    });
+    return { held, leave: this.join(lockKey, owner, nudge) };
   }
 
   held(lockKey: string, owner: string): void {

@@ -9,13 +9,16 @@ import type { OperationContext } from "../locks/context.js";
 import type { LockHandle } from "../locks/handle.js";
 import type { LockKeys } from "../locks/keys.js";
 import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
-import type { LockRuntime } from "../locks/runtime.js";
 import { callBlocking } from "../transport/call.js";
 import { isTransientFailure, shownSafely } from "../transport/failures.js";
-import { runsUnderKeyLocking } from "../transport/key-locking.js";
-import { canBlock, type RedisLike } from "../transport/redis-like.js";
+import type { RedisLike } from "../transport/redis-like.js";
 import type { AttemptOutcome, RenewedHold, WaitPlan } from "./attempt.js";
-import type { BlockingPops, ParkedSiblings, RecentContention } from "./client-state.js";
+import type {
+  BlockingPops,
+  ParkedSiblings,
+  RecentContention,
+  SiblingWatch,
+} from "./client-state.js";
 import type { WaitPolicy } from "./policy.js";
 import { claimRetryInMs } from "./retry.js";
 import type { TurnView } from "./turn.js";
@@ -62,21 +65,6 @@ type ParkEnd =
 
 type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
-/** Undefined where the acquisition polls. */
-export function parkingFor(
-  runtime: LockRuntime,
-  keys: LockKeys,
-  plan: WaitPlan,
-): Parking | undefined {
-  const { ctx } = runtime;
-  if (!plan.mayWait || plan.policy.mode !== "push" || !canBlock(ctx.redis)) return undefined;
-  // Push polls where pops do not block and under Upstash's per-key locking (no hand-off there).
-  // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
-  // park, and pops that answer at once turn the next wait to polling (BlockingPops).
-  if (!runtime.blockingPops.served || runsUnderKeyLocking(ctx.redis)) return undefined;
-  return new Parking(ctx, ctx.redis, keys, plan, runtime);
-}
-
 /** The registering busy reply; a grant's lease counts from no earlier than `sentAt`. */
 interface Registration {
   readonly sentAt: number;
@@ -91,18 +79,18 @@ interface ParkInFlight {
 }
 
 export class Parking {
+  readonly wakeBy = "pop";
   readonly #ctx: OperationContext;
   readonly #redis: BlockingRedis;
   readonly #keys: LockKeys;
   readonly #plan: WaitPlan;
   readonly #policy: WaitPolicy;
   readonly #contention: RecentContention;
-  readonly #siblings: ParkedSiblings;
+  readonly #parkedSiblings: ParkedSiblings;
   readonly #pops: BlockingPops;
   #registered: Registration | undefined;
-  // Settles (undefined) when another acquisition of this owner here came to hold the lock.
-  #siblingHeld: Promise<undefined> = new Promise(() => {});
-  #leaveSiblings: (() => void) | undefined;
+  // Settles when another acquisition of this owner here came to hold the lock.
+  #siblings: SiblingWatch | undefined;
   #inFlight: ParkInFlight | undefined;
   // The latest operation id and its first send: any registration a grant counts from is later.
   #operation: { readonly id: string; readonly firstSentAt: number } | undefined;
@@ -124,7 +112,7 @@ export class Parking {
     this.#plan = plan;
     this.#policy = plan.policy;
     this.#contention = shared.contention;
-    this.#siblings = shared.parkedSiblings;
+    this.#parkedSiblings = shared.parkedSiblings;
     this.#pops = shared.blockingPops;
   }
 
@@ -185,29 +173,30 @@ export class Parking {
     attempt.catch(() => {}); // its answer no longer matters
     this.#inFlight = undefined;
     this.#contention.saw(this.#keys.lock);
-    return this.#acquiredBy(end, operation.firstSentAt);
+    return grantOutcome(end, operation.firstSentAt);
   }
 
   registeredBy(view: TurnView, sentAt: number, owner: string): void {
     this.#contention.saw(this.#keys.lock);
     this.#registered = { sentAt, boundAt: sentAt + parkBoundMs(view, this.#policy.claimMs), view };
     this.leaveSiblings();
-    let nudge = () => {};
-    this.#siblingHeld = new Promise((resolve) => {
-      nudge = () => resolve(undefined);
-    });
-    this.#leaveSiblings = this.#siblings.join(this.#keys.lock, owner, nudge);
+    this.#siblings = this.#parkedSiblings.watch(this.#keys.lock, owner);
   }
 
   /** `owner` holds the lock through this acquisition: its parked siblings here ask again. */
   held(owner: string): void {
     this.leaveSiblings();
-    this.#siblings.held(this.#keys.lock, owner);
+    this.#parkedSiblings.held(this.#keys.lock, owner);
   }
 
   leaveSiblings(): void {
-    this.#leaveSiblings?.();
-    this.#leaveSiblings = undefined;
+    this.#siblings?.leave();
+    this.#siblings = undefined;
+  }
+
+  /** The acquisition is over (nothing is held open for it here: a park ends by itself). */
+  finished(): void {
+    this.leaveSiblings();
   }
 
   /** After a reply that did not register the waiter: the script woke any park in flight. */
@@ -231,7 +220,7 @@ export class Parking {
       park.endsAt <= boundAt
         ? park.ended
         : settledWithin(park.ended, Math.max(MIN_PARK_MS, boundAt - Date.now())),
-      this.#siblingHeld,
+      this.#siblings?.held ?? NEVER,
     ]);
     // Past the bound, or a sibling holds the lock: ask again; the attempt wakes the open park
     // unless it registers this waiter again. A park that ended meanwhile is open no more.
@@ -258,21 +247,7 @@ export class Parking {
       };
       return { kind: "busy", holderTtlMs: ended.leaseMs, nextPollMs: 0 };
     }
-    return this.#acquiredBy(ended, sentAt);
-  }
-
-  #acquiredBy(grant: Extract<ParkEnd, { kind: "granted" }>, sentAt: number): AttemptOutcome {
-    const grantedAt = grantedAtOrBefore(sentAt, grant);
-    if (grantedAt + grant.leaseMs <= Date.now()) {
-      // The claim window may have run out (a slow answer): the next attempt, same operation
-      // id, replays the hold with a lease from its own send, or finds it gone.
-      return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
-    }
-    return {
-      kind: "acquired",
-      fencingToken: grant.fencingToken,
-      handOff: { leaseMs: grant.leaseMs, grantedAt },
-    };
+    return grantOutcome(ended, sentAt);
   }
 
   #start(operationId: string, boundMs: number): ParkInFlight {
@@ -310,6 +285,30 @@ export class Parking {
     });
     return { ended, endsAt: Date.now() + parkMs, settled: () => settled };
   }
+}
+
+export const NEVER: Promise<undefined> = new Promise(() => {});
+
+/** A grant to a waiter registered by a request sent at `sentAt` (client clock). */
+export function grantOutcome(
+  grant: {
+    readonly fencingToken: number;
+    readonly leaseMs: number;
+    readonly sinceRegistrationMs: number;
+  },
+  sentAt: number,
+): AttemptOutcome {
+  const grantedAt = grantedAtOrBefore(sentAt, grant);
+  if (grantedAt + grant.leaseMs <= Date.now()) {
+    // The claim window may have run out (a slow answer, a late word): the next attempt, same
+    // operation id, replays the hold with a lease from its own send, or finds it gone.
+    return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
+  }
+  return {
+    kind: "acquired",
+    fencingToken: grant.fencingToken,
+    handOff: { leaseMs: grant.leaseMs, grantedAt },
+  };
 }
 
 /**

@@ -7,6 +7,15 @@ import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.
 /** How a waiter learns that the lock is free: by asking again, or by being woken. */
 export type WaitMode = "poll" | "push";
 
+/**
+ * Push mode: how a hand-off reaches a parked waiter. `"pop"`: a blocking pop on a list of its
+ * own (`BLPOP` through the Redis client's `exec`). `"subscription"`: the lock's hand-off channel,
+ * subscribed to over server-sent events (`redis.subscribe`; Upstash's REST API streams pub/sub
+ * this way). `"auto"`: a pop while the backend's pops block and scripts run without Upstash's
+ * key-locking flag, else a subscription where the client can subscribe, else polling.
+ */
+export type WakeBy = "auto" | "pop" | "subscription";
+
 export interface WaitOptions {
   /**
    * Ceiling of the first backoff interval, in ms.
@@ -57,6 +66,11 @@ export interface WaitOptions {
    * @default 2000
    */
   claimMs?: number;
+  /**
+   * Push mode: how a hand-off reaches a parked waiter (see WakeBy and docs/push.md).
+   * @default "auto"
+   */
+  wakeBy?: WakeBy;
 }
 
 export type WaitPolicy = Readonly<Required<WaitOptions>>;
@@ -71,6 +85,7 @@ const WAIT_KEYS = [
   "mode",
   "parkMs",
   "claimMs",
+  "wakeBy",
 ] as const;
 
 export function resolveWaitPolicy(
@@ -97,8 +112,16 @@ export function resolveWaitPolicy(
         max: PUSH_LIMITS.maxClaimMs,
       }),
     ),
+    wakeBy: orDefault(given.wakeBy, base.wakeBy, checkWakeBy),
   };
   return { ...policy, maxDelayMs: Math.max(policy.maxDelayMs, policy.initialDelayMs) };
+}
+
+function checkWakeBy(value: unknown): WakeBy {
+  if (value === "auto" || value === "pop" || value === "subscription") return value;
+  throw new LockInputError(
+    `wait.wakeBy must be "auto", "pop" or "subscription", got ${shownSafely(value)}.`,
+  );
 }
 
 function checkWaitMode(value: unknown): WaitMode {

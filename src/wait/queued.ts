@@ -9,8 +9,8 @@ import type { LockRuntime } from "../locks/runtime.js";
 import { checkDuration } from "../validate.js";
 import type { AcquisitionSpec } from "./acquire.js";
 import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
-import { parkingFor } from "./parking.js";
 import { TurnPacer } from "./turn.js";
+import { parkingFor } from "./wake.js";
 
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
 /** Smallest `waiterTimeoutMs`: a waiter polls every third of it, with room for round trips. */
@@ -97,6 +97,7 @@ export function queuedAttempts(
       roundTripMs,
       claimMs: parking?.claimMs ?? 0,
       parkBeside,
+      ...(parking === undefined ? {} : { wakeBy: parking.wakeBy }),
     });
     const granted = await parking?.grantBeforeAttempt(attempt);
     if (granted !== undefined) return granted;
@@ -134,11 +135,12 @@ export function queuedAttempts(
       if (outcome.kind === "acquired") {
         mayBeQueued = false;
         parking?.held(owner);
+        parking?.finished();
       }
       return outcome;
     },
     gaveUp: async (owner) => {
-      parking?.leaveSiblings();
+      parking?.finished();
       if (!mayBeQueued) return;
       await kind.leave(owner, lastOperationId);
     },

@@ -9,7 +9,7 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
-import { endingParkBeside, registerParked } from "../queue/hand-off.js";
+import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters, reservedForAnother, WAITER_LUA } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -26,7 +26,9 @@ export type AcquireRule = "plain" | "fair";
  *       a single attempt, never enqueue; -1: the last attempt of the poll budget, leave the queue
  *       when busy), 6 the waiter's last round trip ms (0: unknown), 7 claim window ms of a
  *       waiter that will park (0: it polls), 8 its operation id (names its wake list), 9 "1"
- *       when the waiter's park is already in flight (see endingParkBeside), else "0"
+ *       when the waiter's park is already in flight (see endingParkBeside), else "0", 10 how a
+ *       parked waiter is told of a hand-off: "pop" (its wake list) or "sub" (the lock's
+ *       hand-off channel; see handOffToParkedHead)
  * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
  *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
  * The plain lock's KEYS 4–7 are optional (RedLock runs it on three keys): without them nothing
@@ -38,7 +40,8 @@ function acquireScriptLua(rule: AcquireRule): string {
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == waiter then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
-  return endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
+  return endingParkBeside(`${takeAnnouncedGrant("parkedKey", "operationKey")}
+${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
 if queueKey then
@@ -107,6 +110,7 @@ export const ACQUIRE_ARGS = [
   "claimMs",
   "parkId",
   "parkBeside",
+  "wakeBy",
 ] as const;
 const ACQUIRE_REPLIES = { 1: [4], 0: [8], [-1]: [1] };
 
@@ -163,6 +167,7 @@ export function waiterArgs(waiter: WaiterTerms, operationId: string) {
     claimMs: waiter.claimMs,
     parkId: operationId,
     parkBeside: waiter.parkBeside ? "1" : "0",
+    wakeBy: waiter.wakeBy ?? "pop",
   } as const;
 }
 

@@ -8,8 +8,8 @@ import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
-//       5 timeouts, 6 parked waiters; optional, the write lock's: 7 read holds (no hand-off
-//       while any is live), 8 waiting writers.
+//       5 timeouts, 6 parked waiters, 7 the hand-off channel; optional, the write lock's: 8 read
+//       holds (no hand-off while any is live), 9 waiting writers.
 // ARGV: 1 operation record ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
@@ -25,6 +25,7 @@ export const FORCE_RELEASE = defineScript({
     "queueKey",
     "timeoutsKey",
     "parkedKey",
+    "handOffsKey",
     ...OPTIONAL_FORCE_RELEASE_KEYS,
   ],
   optionalKeys: OPTIONAL_FORCE_RELEASE_KEYS,
@@ -34,7 +35,7 @@ export const FORCE_RELEASE = defineScript({
 if replay then return {tonumber(replay)} end
 ${SERVER_NOW_MS}
 local deleted = redis.call('DEL', lockKey)
-${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
+${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { readsKey: "readsKey", writersKey: "writersKey" })}
 redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
 });
@@ -55,6 +56,7 @@ export async function forceRelease(
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
+      handOffsKey: keys.handOffs,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },

@@ -13,9 +13,9 @@ import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
-//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 a read-write lock's read holds
-//       (the write lock: no hand-off while any is live), 9 its waiting writers (a writer handed
-//       the lock stops waiting). 4–9 are optional, each only with the ones before it (see
+//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 a
+//       read-write lock's read holds (the write lock: no hand-off while any is live), 10 its
+//       waiting writers (a writer handed the lock stops waiting). 4–10 are optional, each only with the ones before it (see
 //       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
 //       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
@@ -31,6 +31,7 @@ const OPTIONAL_RELEASE_KEYS = [
   "queueKey",
   "timeoutsKey",
   "parkedKey",
+  "handOffsKey",
   "readsKey",
   "writersKey",
 ] as const;
@@ -47,7 +48,7 @@ export const RELEASE = defineScript({
   ${SERVER_NOW_MS}
   ${learnHold("holdStatsKey")}
   if queueKey then
-    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true")}
@@ -91,6 +92,7 @@ export async function releaseHold(
       timeoutsKey: keys.timeouts,
       fenceKey: keys.fence,
       parkedKey: keys.parked,
+      handOffsKey: keys.handOffs,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },

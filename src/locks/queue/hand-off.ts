@@ -90,11 +90,23 @@ export function registerParked(parkedKey: string, statsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "registerParked",
     lua: () => registerParked(parkedKey, statsKey),
-    needs: [parkedKey, "claimMs", "parkedNow", "waiter", "leaseMs", "parkId", "now", "timeout"],
+    needs: [
+      parkedKey,
+      "claimMs",
+      "parkedNow",
+      "waiter",
+      "leaseMs",
+      "parkId",
+      "now",
+      "timeout",
+      "wakeBy",
+    ],
   });
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
-  redis.call('HSET', ${parkedKey}, waiter, claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)})
+  local registration = claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)}
+  if wakeBy == 'sub' then registration = registration .. ' sub' end
+  redis.call('HSET', ${parkedKey}, waiter, registration)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
 else
   redis.call('HDEL', ${parkedKey}, waiter)
@@ -109,19 +121,24 @@ end`;
  * instead of when its own park ends (which may be a whole holder's lease later, after an early
  * release). The word is of use only within that lease, and expires with it.
  */
-function noticeBehind(queueKey: string, parkedKey: string): string {
+function noticeBehind(queueKey: string, parkedKey: string, handOffsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "noticeBehind",
-    lua: () => noticeBehind(queueKey, parkedKey),
-    needs: [queueKey, parkedKey, "now", "lockKey", "lease"],
+    lua: () => noticeBehind(queueKey, parkedKey, handOffsKey),
+    needs: [queueKey, parkedKey, handOffsKey, "now", "lockKey", "lease"],
   });
   return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
   local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
   if behindParked then
-    local behindId, parkEnd = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+)$')
+    local behindId, parkEnd, behindWakeBy = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)$')
     if parkEnd and tonumber(parkEnd) > now + lease + ${BEHIND_NOTICE_MS} then
-      redis.call('RPUSH', lockKey .. ':wake:' .. behindId, 'behind ' .. lease)
-      redis.call('PEXPIRE', lockKey .. ':wake:' .. behindId, lease)
+      if behindWakeBy == 'sub' then
+        redis.call('PUBLISH', ${handOffsKey}, behindId .. ' behind ' .. lease)
+      end
+      ${withoutKeyLocking(`if behindWakeBy ~= 'sub' then
+        redis.call('RPUSH', lockKey .. ':wake:' .. behindId, 'behind ' .. lease)
+        redis.call('PEXPIRE', lockKey .. ':wake:' .. behindId, lease)
+      end`)}
     end
   end`;
 }
@@ -137,13 +154,20 @@ export function handOffFreedLock(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
+  handOffsKey: string,
   readWrite: { readonly readsKey?: string; readonly writersKey?: string } = {},
 ): string {
-  const handOff = handOffToParkedHead(queueKey, timeoutsKey, parkedKey, readWrite.writersKey);
+  const handOff = handOffToParkedHead(
+    queueKey,
+    timeoutsKey,
+    parkedKey,
+    handOffsKey,
+    readWrite.writersKey,
+  );
   const { readsKey } = readWrite;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffFreedLock",
-    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, readWrite),
+    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, handOffsKey, readWrite),
     needs: [readsKey, "now"],
     provides: ["handedOff"],
   });
@@ -160,28 +184,37 @@ end`
 
 /**
  * After a release frees the lock: when the live head of the queue is parked, makes it the holder
- * (hold count 1, lease min(its lease, its claim window), the next fencing token, its operation
- * record), takes it out of the queue (and, with `writersKey`, out of a read-write lock's waiting
- * writers: its wait is over, so readers no longer defer to it) and pushes `grant <fence> <lease> <ms since its latest
- * registration>` to its wake list (twice, so that a pop re-sent after a lost answer finds it), and sets `handedOff` (a local of the caller's) to true. The operation record and the wake
- * list are named after the lock key and the waiter's operation id (see LockKeys.wake): keys
- * only this script finds, so the hand-off is cut out of the scripts sent with Upstash's
- * key-locking flag (where no waiter parks; see transport/key-locking.ts). Dead waiters must have
- * been pruned.
+ * (hold count 1, lease min(its lease, its claim window), the next fencing token), takes it out of
+ * the queue (and, with `writersKey`, out of a read-write lock's waiting writers: its wait is over,
+ * so readers no longer defer to it), tells it `grant <fence> <lease> <ms since its latest
+ * registration>`, and sets `handedOff` (a local of the caller's) to true. How it is told depends
+ * on how the waiter waits (its registration, see registerParked):
+ * - on a blocking pop: the grant is pushed to its wake list (twice, so that a pop re-sent after a
+ *   lost answer finds it) and its operation record says it holds the lock. Both keys are named
+ *   after the waiter's operation id (see LockKeys.wake), keys only this script finds, so this
+ *   part is cut out of the scripts sent with Upstash's key-locking flag;
+ * - subscribed to the lock's hand-off channel (`handOffsKey`, declared in KEYS): the grant is
+ *   published there, prefixed with the waiter's operation id, and recorded as `granted <fence>`
+ *   in its parked registration (a key every script of the lock declares), which its next
+ *   attempt replays (takeAnnouncedGrant) should the word be lost. The record lasts until the
+ *   lock is next freed (the field `granted` names it).
+ * Dead waiters must have been pruned.
  */
 export function handOffToParkedHead(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
+  handOffsKey: string,
   writersKey?: string,
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffToParkedHead",
-    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, writersKey),
+    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, handOffsKey, writersKey),
     needs: [
       queueKey,
       timeoutsKey,
       parkedKey,
+      handOffsKey,
       writersKey,
       "lockKey",
       "fenceKey",
@@ -195,25 +228,70 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  return withoutKeyLocking(`local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+  return `-- The lock is free: the latest announced grant's hold is over, and so is its record.
+local previous = redis.call('HGET', ${parkedKey}, 'granted')
+if previous then
+  if string.match(redis.call('HGET', ${parkedKey}, previous) or '', '^granted ') then
+    redis.call('HDEL', ${parkedKey}, previous)
+  end
+  redis.call('HDEL', ${parkedKey}, 'granted')
+end
+local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
+local claim, lease, id, since, wakeBy
 if parked then
-  local claim, lease, id, since = string.match(parked, '^(%d+) (%d+) (%S+) (%d+)')
+  claim, lease, id, since, wakeBy = string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)$')
+end
+-- Under key locking only a subscribed waiter can be told.
+local canTell = wakeBy == 'sub'
+${withoutKeyLocking("canTell = claim ~= nil")}
+if canTell then
   lease = math.min(tonumber(claim), tonumber(lease))
   redis.call('HSET', lockKey, ${ownerOfWaiter("head")}, 1)
   redis.call('PEXPIRE', lockKey, lease)
   local fence = redis.call('INCR', fenceKey)
-  redis.call('SET', lockKey .. ':op:' .. id, fence, 'PX', operationTtlMs)
   redis.call('ZREM', ${queueKey}, head)
-  redis.call('ZREM', ${timeoutsKey}, head)
-  redis.call('HDEL', ${parkedKey}, head)${leaveWriters}
-  -- Twice: a pop whose answer was lost is re-sent by the Redis client on its own, and the
-  -- second copy answers it at once, within the claim window, instead of its full timeout.
+  redis.call('ZREM', ${timeoutsKey}, head)${leaveWriters}
   local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
-  redis.call('RPUSH', lockKey .. ':wake:' .. id, grant, grant)
-  -- The copy is of use only within the claim window; then the list goes.
-  redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
+  if wakeBy == 'sub' then
+    redis.call('HSET', ${parkedKey}, head, 'granted ' .. fence, 'granted', head)
+    if redis.call('PTTL', ${parkedKey}) < tonumber(operationTtlMs) then
+      redis.call('PEXPIRE', ${parkedKey}, operationTtlMs)
+    end
+    redis.call('PUBLISH', ${handOffsKey}, id .. ' ' .. grant)
+  end
+  ${withoutKeyLocking(`if wakeBy ~= 'sub' then
+    redis.call('HDEL', ${parkedKey}, head)
+    redis.call('SET', lockKey .. ':op:' .. id, fence, 'PX', operationTtlMs)
+    -- Twice: a pop whose answer was lost is re-sent by the Redis client on its own, and the
+    -- second copy answers it at once, within the claim window, instead of its full timeout.
+    redis.call('RPUSH', lockKey .. ':wake:' .. id, grant, grant)
+    -- The copy is of use only within the claim window; then the list goes.
+    redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
+  end`)}
   handedOff = true
-  ${noticeBehind(queueKey, parkedKey)}
-end`);
+  ${noticeBehind(queueKey, parkedKey, handOffsKey)}
+end`;
+}
+
+/**
+ * Before an acquire script's replay (replayAcquisition): a hand-off announced to this
+ * acquisition (`granted <fence>` in its parked registration, see handOffToParkedHead) becomes
+ * its operation record, so the attempt replays that hold (or finds it gone) instead of taking
+ * the lock again. A no-op where the caller never parks (`parkedKey` nil).
+ */
+export function takeAnnouncedGrant(parkedKey: string, operationKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "takeAnnouncedGrant",
+    lua: () => takeAnnouncedGrant(parkedKey, operationKey),
+    needs: [parkedKey, operationKey, "owner", "parkId", "operationTtlMs"],
+  });
+  return `if ${parkedKey} then
+  local member = owner .. ' ' .. parkId
+  local granted = string.match(redis.call('HGET', ${parkedKey}, member) or '', '^granted (%d+)$')
+  if granted then
+    redis.call('HDEL', ${parkedKey}, member)
+    redis.call('SET', ${operationKey}, granted, 'PX', operationTtlMs)
+  end
+end`;
 }

@@ -40,12 +40,17 @@ export const LEAVE_QUEUE = defineScript({
 local removed = redis.call('ZREM', waitersKey, waiter)
 if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, waiter) end
 if writersKey then removed = removed + redis.call('ZREM', writersKey, waiter) end
-if parkedKey then redis.call('HDEL', parkedKey, waiter) end
+local granted
+if parkedKey then
+  -- A hand-off announced on the lock's channel, whose word this waiter has not acted on.
+  granted = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
+  redis.call('HDEL', parkedKey, waiter)
+end
 if operationKey then
-  local taken = redis.call('GET', operationKey)
-  if not taken then
-    redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
-  elseif tonumber(taken) and redis.call('HEXISTS', lockKey, owner) == 1
+  local recorded = redis.call('GET', operationKey)
+  local taken = recorded or granted
+  if not recorded then redis.call('SET', operationKey, 'left', 'PX', operationTtlMs) end
+  if tonumber(taken) and redis.call('HEXISTS', lockKey, owner) == 1
       and ${fenceStillAt("fenceKey", "tonumber(taken)")} then
     return {2, tonumber(taken)}
   end

@@ -39,6 +39,7 @@ export async function acquireOn(
       claimMs: 0,
       parkId: operationId,
       parkBeside: "0",
+      wakeBy: "pop",
     },
     { 1: [4], 0: [2], [-1]: [1] },
   );

@@ -80,6 +80,7 @@ async function releaseOn(
       timeoutsKey: undefined,
       fenceKey: keys.fence,
       parkedKey: undefined,
+      handOffsKey: undefined,
       readsKey: undefined,
       writersKey: undefined,
     },

@@ -29,6 +29,7 @@ export const READ_ENDING_KEYS = [
   "queueKey",
   "timeoutsKey",
   "parkedKey",
+  "handOffsKey",
   "writersKey",
 ] as const;
 
@@ -43,6 +44,7 @@ export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
     queueKey: keys.queue,
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
+    handOffsKey: keys.handOffs,
     writersKey: keys.writers,
   } as const;
 }

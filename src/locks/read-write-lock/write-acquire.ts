@@ -13,7 +13,7 @@ import { ACQUIRE_ARGS, queuedAttemptOutcome, waiterArgs } from "../exclusive/acq
 import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
-import { endingParkBeside, registerParked } from "../queue/hand-off.js";
+import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
 import {
   joinQueue,
   pruneDeadWaiters,
@@ -55,7 +55,8 @@ export const WRITE_ACQUIRE = defineScript({
   ],
   args: [...ACQUIRE_ARGS, "writerPreference"],
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
-  lua: endingParkBeside(`${replayAcquisition("operationKey", "leaseMs")}
+  lua: endingParkBeside(`${takeAnnouncedGrant("parkedKey", "operationKey")}
+${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
 ${pruneExpiredReads("readsKey", "readersKey")}

@@ -134,9 +134,23 @@ describe.each(backendKindsUnderTest())("upstash profile on %s", (kind) => {
       );
     });
 
+    it("holds a PUBLISH channel to the rule for keys: it must be in KEYS", async () => {
+      const [declared, channel] = [uniqueKey(), uniqueKey()];
+      const publish = `${FLAGGED}return redis.call('PUBLISH', ARGV[1], 'word')`;
+      expect((await run(server(), ["EVAL", publish, "1", declared, channel])).body).toEqual({
+        error: dynamicKey(channel),
+      });
+      expect((await run(server(), ["EVAL", publish, "1", channel, channel])).body).toEqual({
+        result: 0,
+      });
+      // Unflagged, a channel is no key (as Redis's COMMAND GETKEYS says).
+      const unflagged = "return redis.call('PUBLISH', ARGV[1], 'word')";
+      expect((await run(server(), ["EVAL", unflagged, "0", channel])).body).toEqual({ result: 0 });
+    });
+
     it("runs a script that touches only its KEYS, by EVAL and by EVALSHA", async () => {
       const [counter, log] = [uniqueKey(), uniqueKey()];
-      const script = `${FLAGGED}redis.call('INCR', KEYS[1])\nredis.call('RPUSH', KEYS[2], ARGV[1])\nlocal t = redis.call('TIME')\nredis.call('PUBLISH', 'ch', 'x')\nreturn redis.call('GET', KEYS[1])`;
+      const script = `${FLAGGED}redis.call('INCR', KEYS[1])\nredis.call('RPUSH', KEYS[2], ARGV[1])\nlocal t = redis.call('TIME')\nredis.call('PUBLISH', KEYS[1], 'x')\nreturn redis.call('GET', KEYS[1])`;
       expect((await run(server(), ["EVAL", script, "2", counter, log, "a"])).body).toEqual({
         result: "1",
       });

@@ -36,7 +36,7 @@ describe.each(
         requests += 1;
       },
     };
-    const wait = mode === "push" ? ({ mode: "push" } as const) : undefined;
+    const wait = mode === "push" ? ({ mode: "push", wakeBy: "pop" } as const) : undefined;
     let inside = 0;
     let overlap = 0;
     await Promise.all(

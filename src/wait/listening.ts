@@ -1,0 +1,203 @@
+/**
+ * Push hand-off over a subscription (`wait.wakeBy` "subscription", or "auto" where pops do not
+ * block, as on Upstash): the waiter registers as parked only once its stream to the lock's
+ * hand-off channel is confirmed, so no word can be published before it listens; a release hands
+ * it the lock inside Redis and publishes the grant (queue/hand-off.ts). A word that never comes
+ * (lost, a stream that died silently) costs the park's bound: then the waiter asks again, and its
+ * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
+ */
+import type { LockKeys } from "../locks/keys.js";
+import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
+import type { LockRuntime } from "../locks/runtime.js";
+import type { RedisLike } from "../transport/redis-like.js";
+import type { AttemptOutcome, WaitPlan } from "./attempt.js";
+import type { SiblingWatch } from "./client-state.js";
+import { grantOutcome, NEVER, PARK_GRACE_MS, parkBoundMs } from "./parking.js";
+import type { HandOffStream, Mailbox } from "./subscription.js";
+import type { TurnView } from "./turn.js";
+
+/** Streams one acquisition may open (the second after the first was lost); then it polls. */
+const STREAMS_PER_ACQUISITION = 2;
+
+type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
+
+interface Registration {
+  readonly sentAt: number;
+  readonly boundAt: number;
+  readonly view: TurnView;
+}
+
+export class Listening {
+  readonly wakeBy = "sub";
+  readonly #runtime: LockRuntime;
+  readonly #redis: SubscribingRedis;
+  readonly #keys: LockKeys;
+  readonly #plan: WaitPlan;
+  #stream: HandOffStream | undefined;
+  #streamsOpened = 0;
+  #mailbox: { readonly operationId: string; readonly box: Mailbox } | undefined;
+  // The attempt in flight was sent listening (so a registration by it is told of a hand-off).
+  #listening = false;
+  #registered: Registration | undefined;
+  #siblings: SiblingWatch | undefined;
+  // The first send of the current operation id: any registration a grant counts from is later.
+  #operation: { readonly id: string; readonly firstSentAt: number } | undefined;
+
+  constructor(runtime: LockRuntime, redis: SubscribingRedis, keys: LockKeys, plan: WaitPlan) {
+    this.#runtime = runtime;
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#plan = plan;
+  }
+
+  /** The attempt in flight was sent listening on an open stream. */
+  get active(): boolean {
+    return this.#listening;
+  }
+
+  /** ARGV `claimMs`: 0 (poll, unregistered as parked) unless this attempt listens. */
+  get claimMs(): number {
+    return this.#listening ? this.#plan.policy.claimMs : 0;
+  }
+
+  get placeMs(): number {
+    return this.#plan.policy.parkMs + PARK_GRACE_MS;
+  }
+
+  get registered(): boolean {
+    return this.#registered !== undefined;
+  }
+
+  /**
+   * Opens the stream at the first busy answer (or at once where the client recently waited
+   * here), and listens for this attempt's word once the server confirmed it. Returns ARGV
+   * `parkBeside`: never, nothing is sent beside.
+   */
+  beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
+    if (this.#operation?.id !== operationId) {
+      this.#operation = { id: operationId, firstSentAt: sentAt };
+    }
+    this.#listening = false;
+    const stream = this.#openStream(first);
+    if (stream === undefined || !stream.open || last) return false;
+    if (this.#mailbox?.operationId !== operationId) {
+      if (this.#mailbox !== undefined) stream.drop(this.#mailbox.operationId);
+      this.#mailbox = { operationId, box: stream.mailbox(operationId) };
+    }
+    this.#listening = true;
+    return false;
+  }
+
+  #openStream(first: boolean): HandOffStream | undefined {
+    const { subscriptions, contention } = this.#runtime;
+    if (this.#stream !== undefined && !this.#stream.lost) return this.#stream;
+    if (this.#stream !== undefined) this.#mailbox = undefined;
+    if (!subscriptions.usable || this.#streamsOpened >= STREAMS_PER_ACQUISITION) return undefined;
+    // An uncontended first ask costs no stream.
+    if (first && !contention.likely(this.#keys.lock)) return undefined;
+    this.#streamsOpened += 1;
+    this.#stream = subscriptions.stream(this.#redis, this.#keys.handOffs);
+    return this.#stream;
+  }
+
+  /** A grant heard before the answer of the attempt that registered this waiter. */
+  async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
+    const mailbox = this.#mailbox?.box;
+    const operation = this.#operation;
+    if (!this.#listening || mailbox === undefined || operation === undefined) return undefined;
+    const answered = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    const word = await mailbox.next(Number.POSITIVE_INFINITY, answered);
+    if (word === undefined) return undefined;
+    if (word.kind !== "granted") {
+      mailbox.putBack(word);
+      return undefined;
+    }
+    attempt.catch(() => {}); // its answer no longer matters
+    this.#runtime.contention.saw(this.#keys.lock);
+    return grantOutcome(word, operation.firstSentAt);
+  }
+
+  registeredBy(view: TurnView, sentAt: number, owner: string): void {
+    this.#runtime.contention.saw(this.#keys.lock);
+    this.#registered = {
+      sentAt,
+      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs),
+      view,
+    };
+    this.leaveSiblings();
+    this.#siblings = this.#runtime.parkedSiblings.watch(this.#keys.lock, owner);
+  }
+
+  notRegistered(acquiredAtFirst: boolean): void {
+    if (acquiredAtFirst) this.#runtime.contention.freeAtFirstAsk(this.#keys.lock);
+  }
+
+  /** Waits for this waiter's word up to its park's bound; then it asks again. */
+  async awaitPark(_operationId: string): Promise<AttemptOutcome> {
+    const registered = this.#registered;
+    const mailbox = this.#mailbox?.box;
+    if (registered === undefined || mailbox === undefined) {
+      throw new Error("awaitPark before a registering reply");
+    }
+    this.#registered = undefined;
+    const { view, sentAt, boundAt } = registered;
+    // A sibling holding the lock, or the caller's signal, ends the wait early.
+    const aborted = abortWatch(this.#plan.signal);
+    const interrupted = Promise.race([this.#siblings?.held ?? NEVER, aborted.happened]);
+    // Like a pop, one wait lasts `parkMs` at most: a word lost costs no more than that.
+    const deadline = Math.min(boundAt, Date.now() + this.#plan.policy.parkMs, this.#plan.deadline);
+    const word = await mailbox.next(deadline - Date.now(), interrupted).finally(aborted.stop);
+    if (word === undefined || word.kind === "lost") {
+      // Past the bound, a sibling holds the lock, or the stream ended: ask again (a grant made
+      // meanwhile is replayed by the attempt).
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };
+    }
+    if (word.kind === "behind") {
+      // Wait again until the claim window ahead ends (an unclaimed grant frees the lock then).
+      this.#registered = {
+        sentAt,
+        boundAt: Date.now() + word.leaseMs + PARK_PAST_LEASE_MS,
+        view: { ...view, position: 0, locked: true, holderTtlMs: word.leaseMs },
+      };
+      return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
+    }
+    return grantOutcome(word, sentAt);
+  }
+
+  held(owner: string): void {
+    this.leaveSiblings();
+    this.#runtime.parkedSiblings.held(this.#keys.lock, owner);
+  }
+
+  leaveSiblings(): void {
+    this.#siblings?.leave();
+    this.#siblings = undefined;
+  }
+
+  /** The acquisition is over: it reads no more words (the stream may linger for the next). */
+  finished(): void {
+    this.leaveSiblings();
+    if (this.#mailbox !== undefined) this.#stream?.drop(this.#mailbox.operationId);
+    this.#mailbox = undefined;
+    this.#listening = false;
+  }
+}
+
+/** Settles when `signal` aborts, until `stop`. */
+function abortWatch(signal: AbortSignal | undefined): {
+  readonly happened: Promise<undefined>;
+  readonly stop: () => void;
+} {
+  if (signal === undefined) return { happened: NEVER, stop: () => {} };
+  let stop = () => {};
+  const happened = new Promise<undefined>((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    stop = () => signal.removeEventListener("abort", onAbort);
+  });
+  return { happened, stop };
+}

@@ -1,0 +1,210 @@
+/**
+ * A client's subscriptions to locks' hand-off channels (push mode over pub/sub, docs/push.md): one
+ * stream per channel, shared by the client's acquisitions waiting on that lock, each reading the
+ * words addressed to its operation id. The scripts' side is queue/hand-off.ts.
+ */
+import { shownSafely } from "../transport/failures.js";
+import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
+
+/** A word from a release (see handOffToParkedHead), or the stream's end. */
+export type HandOffWord =
+  | {
+      readonly kind: "granted";
+      readonly fencingToken: number;
+      readonly leaseMs: number;
+      readonly sinceRegistrationMs: number;
+    }
+  | { readonly kind: "behind"; readonly leaseMs: number }
+  /** The stream failed or closed: no word will come this way. */
+  | { readonly kind: "lost" };
+
+type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
+
+/** A stream kept this long after its last reader, for the next wait on the lock (not on Workers). */
+export const STREAM_LINGER_MS = 1_000;
+/** After this many streams in a row lost before they opened, the client stops subscribing. */
+export const FAILED_OPENINGS_TO_GIVE_UP = 3;
+
+/**
+ * `<operation id> grant <fence> <lease ms> <ms since registration>` or `<operation id> behind
+ * <lease ms>`. Matched at the end: the client splits an SSE line at commas, so a lock name with
+ * one would leave part of the channel in front of the message.
+ */
+const WORD = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) (\d+)|behind (\d+))$/;
+
+export function parseHandOffWord(
+  message: string,
+): { readonly operationId: string; readonly word: HandOffWord } | undefined {
+  const match = WORD.exec(message);
+  if (match === null) return undefined;
+  const [, operationId = "", fence, lease, since, behind] = match;
+  if (behind !== undefined) return { operationId, word: { kind: "behind", leaseMs: +behind } };
+  return {
+    operationId,
+    word: {
+      kind: "granted",
+      fencingToken: Number(fence),
+      leaseMs: Number(lease),
+      sinceRegistrationMs: Number(since),
+    },
+  };
+}
+
+/** The words for one acquisition, in order. */
+export class Mailbox {
+  readonly #words: HandOffWord[] = [];
+  #waiting: ((word: HandOffWord) => void) | undefined;
+
+  deliver(word: HandOffWord): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    if (waiting !== undefined) waiting(word);
+    else this.#words.push(word);
+  }
+
+  /** The next word, or undefined after `ms` or once `until` settles (whichever comes first). */
+  next(ms: number, until?: Promise<unknown>): Promise<HandOffWord | undefined> {
+    const word = this.#words.shift();
+    if (word !== undefined) return Promise.resolve(word);
+    return new Promise((resolve) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stopTimer = () => {
+        if (timer !== undefined) clearTimeout(timer);
+      };
+      const giveUp = () => {
+        if (this.#waiting !== deliver) return;
+        this.#waiting = undefined;
+        stopTimer();
+        resolve(undefined);
+      };
+      const deliver = (arrived: HandOffWord) => {
+        stopTimer();
+        resolve(arrived);
+      };
+      this.#waiting = deliver;
+      if (Number.isFinite(ms)) timer = setTimeout(giveUp, Math.max(0, ms));
+      until?.then(giveUp, giveUp);
+    });
+  }
+
+  /** Puts back a word taken too early: the next `next` gets it. */
+  putBack(word: HandOffWord): void {
+    this.#words.unshift(word);
+  }
+}
+
+/** One subscription to one lock's hand-off channel. */
+export class HandOffStream {
+  readonly #mailboxes = new Map<string, Mailbox>();
+  readonly #subscription: ChannelSubscription;
+  readonly #lingerMs: number;
+  readonly #ended: (stream: HandOffStream, failedOpening: boolean) => void;
+  #state: "opening" | "open" | "lost" = "opening";
+  #linger: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    redis: SubscribingRedis,
+    channel: string,
+    lingerMs: number,
+    ended: (stream: HandOffStream, failedOpening: boolean) => void,
+  ) {
+    this.#lingerMs = lingerMs;
+    this.#ended = ended;
+    this.#subscription = redis.subscribe(channel);
+    this.#subscription.on("subscribe", () => {
+      if (this.#state === "opening") this.#state = "open";
+    });
+    this.#subscription.on("message", ({ message }) => this.#deliver(message));
+    this.#subscription.on("error", () => this.close(true));
+  }
+
+  /** Confirmed by the server: a waiter registered from now on hears its hand-off. */
+  get open(): boolean {
+    return this.#state === "open";
+  }
+
+  get lost(): boolean {
+    return this.#state === "lost";
+  }
+
+  /** The mailbox of acquisition `operationId` (one per id). */
+  mailbox(operationId: string): Mailbox {
+    if (this.#linger !== undefined) clearTimeout(this.#linger);
+    this.#linger = undefined;
+    let mailbox = this.#mailboxes.get(operationId);
+    if (mailbox === undefined) {
+      mailbox = new Mailbox();
+      this.#mailboxes.set(operationId, mailbox);
+      if (this.lost) mailbox.deliver({ kind: "lost" });
+    }
+    return mailbox;
+  }
+
+  /** The acquisition `operationId` reads no more; the last one out ends the stream (later). */
+  drop(operationId: string): void {
+    this.#mailboxes.delete(operationId);
+    if (this.#mailboxes.size > 0 || this.lost) return;
+    if (this.#lingerMs <= 0) {
+      this.close();
+      return;
+    }
+    this.#linger = setTimeout(() => this.close(), this.#lingerMs);
+    (this.#linger as { unref?: () => void }).unref?.();
+  }
+
+  /** Ends the stream (`failed`: it broke); every reader hears `lost`. */
+  close(failed = false): void {
+    if (this.lost) return;
+    const failedOpening = failed && this.#state === "opening";
+    this.#state = "lost";
+    if (this.#linger !== undefined) clearTimeout(this.#linger);
+    for (const mailbox of this.#mailboxes.values()) mailbox.deliver({ kind: "lost" });
+    this.#subscription.unsubscribe().catch(() => {});
+    this.#ended(this, failedOpening);
+  }
+
+  #deliver(message: unknown): void {
+    // @upstash/redis parses JSON where it can; a word is never JSON, but be lenient.
+    const parsed = parseHandOffWord(typeof message === "string" ? message : shownSafely(message));
+    if (parsed !== undefined) this.#mailboxes.get(parsed.operationId)?.deliver(parsed.word);
+  }
+}
+
+/** Workers: a stream is bound to the invocation that opened it (its I/O ends with it). */
+function streamsOutliveInvocations(): boolean {
+  const agent = (globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent;
+  return agent !== "Cloudflare-Workers";
+}
+
+/**
+ * A client's hand-off streams by channel. On Workers a stream serves one acquisition and ends
+ * with it: an invocation's I/O cannot be used by another, so a shared stream would go silent
+ * when its opener's invocation ends.
+ */
+export class HandOffSubscriptions {
+  readonly #streams = new Map<string, HandOffStream>();
+  readonly #shared = streamsOutliveInvocations();
+  #failedOpenings = 0;
+
+  /** False once streams kept failing before they opened: push mode then polls. */
+  get usable(): boolean {
+    return this.#failedOpenings < FAILED_OPENINGS_TO_GIVE_UP;
+  }
+
+  /** The open or opening stream of `channel`, or a new one. */
+  stream(redis: SubscribingRedis, channel: string): HandOffStream {
+    const known = this.#shared ? this.#streams.get(channel) : undefined;
+    if (known !== undefined && !known.lost) return known;
+    const stream = new HandOffStream(
+      redis,
+      channel,
+      this.#shared ? STREAM_LINGER_MS : 0,
+      (ended, failedOpening) => {
+        if (this.#streams.get(channel) === ended) this.#streams.delete(channel);
+        this.#failedOpenings = failedOpening ? this.#failedOpenings + 1 : 0;
+      },
+    );
+    if (this.#shared) this.#streams.set(channel, stream);
+    return stream;
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Push mode's choice, per acquisition, of how a hand-off reaches the waiter: a blocking pop
+ * (parking.ts), a subscription (listening.ts), or neither (it polls). docs/push.md.
+ */
+import type { LockKeys } from "../locks/keys.js";
+import type { LockRuntime } from "../locks/runtime.js";
+import { runsUnderKeyLocking } from "../transport/key-locking.js";
+import { canBlock, canSubscribe } from "../transport/redis-like.js";
+import type { WaitPlan } from "./attempt.js";
+import { Listening } from "./listening.js";
+import { Parking } from "./parking.js";
+
+/** How one acquisition is woken in push mode. */
+export type Park = Parking | Listening;
+
+/** Undefined where the acquisition polls. */
+export function parkingFor(runtime: LockRuntime, keys: LockKeys, plan: WaitPlan): Park | undefined {
+  const { ctx } = runtime;
+  const { redis } = ctx;
+  const { mode, wakeBy } = plan.policy;
+  if (!plan.mayWait || mode !== "push") return undefined;
+  // No pop under Upstash's per-key locking (a hand-off there cannot name a waiter's list).
+  // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
+  // park, and pops that answer at once turn the next wait away from pops (BlockingPops).
+  const popsServe = canBlock(redis) && runtime.blockingPops.served && !runsUnderKeyLocking(redis);
+  if (wakeBy === "pop" || (wakeBy === "auto" && popsServe)) {
+    return popsServe ? new Parking(ctx, redis, keys, plan, runtime) : undefined;
+  }
+  if (!canSubscribe(redis) || !runtime.subscriptions.usable) return undefined;
+  return new Listening(runtime, redis, keys, plan);
+}

@@ -1,0 +1,280 @@
+/**
+ * Push hand-off over a subscription (issue 32), on the `upstash` profile, where pops do not block
+ * and scripts run under Upstash's key-locking flag: a waiter subscribes to the lock's hand-off
+ * channel, registers once the server confirmed the stream, and the release publishes its grant.
+ * The real @upstash/redis client and its `subscribe()`; what goes wrong on the way (lost, late
+ * or never-confirmed words, failing streams, a grantee that died) is done to the stream the
+ * client reads, so the server's decisions stay real.
+ */
+import type { Redis } from "@upstash/redis";
+import { describe, expect, it } from "vitest";
+import {
+  type LockClient,
+  type LockHandle,
+  LockWaitTimeoutError,
+  type RedisLike,
+} from "../../../src/index.js";
+import type { ChannelSubscription, SubscriptionEvents } from "../../../src/transport/redis-like.js";
+import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/subscription.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "./testbed.js";
+
+interface Tap {
+  subscribes: number;
+  words: number;
+  /** Words the client never sees. */
+  dropWords: boolean;
+  /** Words reach the client this much later. */
+  delayMs: number;
+  /** The server's confirmation never reaches the client. */
+  neverConfirm: boolean;
+  /** Every subscription fails at once. */
+  failing: boolean;
+  /** Every script from now on hangs (the process died). */
+  dead: boolean;
+}
+
+/** A Redis client (with `exec`, so that "auto" has to choose) whose streams can be tampered with. */
+function tapped(redis: Redis): { redis: RedisLike; tap: Tap } {
+  const tap: Tap = {
+    subscribes: 0,
+    words: 0,
+    dropWords: false,
+    delayMs: 0,
+    neverConfirm: false,
+    failing: false,
+    dead: false,
+  };
+  const hang = () => new Promise<never>(() => {});
+  const client: RedisLike = {
+    eval: (script, keys, args) => (tap.dead ? hang() : redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => (tap.dead ? hang() : redis.evalsha(sha, keys, args)),
+    exec: (command) => redis.exec(command),
+    subscribe(channel: string): ChannelSubscription {
+      tap.subscribes += 1;
+      if (tap.failing) return failingSubscription();
+      const inner = redis.subscribe<unknown>(channel);
+      return {
+        on<T extends keyof SubscriptionEvents>(
+          type: T,
+          listener: (event: SubscriptionEvents[T]) => void,
+        ) {
+          if (type === "subscribe" && tap.neverConfirm) return;
+          if (type !== "message") {
+            inner.on(type, listener as (event: unknown) => void);
+            return;
+          }
+          const hear = listener as (event: SubscriptionEvents["message"]) => void;
+          inner.on("message", (event) => {
+            tap.words += 1;
+            if (tap.dropWords) return;
+            if (tap.delayMs > 0) setTimeout(() => hear(event), tap.delayMs);
+            else hear(event);
+          });
+        },
+        unsubscribe: () => inner.unsubscribe(),
+      };
+    },
+  };
+  return { redis: client, tap };
+}
+
+function failingSubscription(): ChannelSubscription {
+  return {
+    on<T extends keyof SubscriptionEvents>(
+      type: T,
+      listener: (event: SubscriptionEvents[T]) => void,
+    ) {
+      if (type === "error") {
+        const fail = listener as (error: Error) => void;
+        setTimeout(() => fail(new Error("the stream could not be opened")), 5);
+      }
+    },
+    unsubscribe: async () => {},
+  };
+}
+
+interface ExclusiveLock {
+  acquire(options: { leaseMs: number; waitMs?: number }): Promise<LockHandle>;
+  tryAcquire(options: { leaseMs: number }): Promise<LockHandle | null>;
+  holdCount(owner: string): Promise<number>;
+  isLocked(): Promise<boolean>;
+  forceRelease(): Promise<boolean>;
+}
+
+const KINDS = [
+  { kind: "lock", lockOf: (c: LockClient): ExclusiveLock => c.lock("job") },
+  { kind: "fair lock", lockOf: (c: LockClient): ExclusiveLock => c.fairLock("job") },
+  {
+    kind: "write lock",
+    lockOf: (c: LockClient): ExclusiveLock => c.readWriteLock("job").writeLock(),
+  },
+] as const;
+
+/** Registrations in the parked hash that listen on the channel. */
+async function subscribedWaiters(bed: TestBed, prefix: string): Promise<number> {
+  const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{job}:parked`);
+  return Object.values(parked ?? {}).filter((value) => String(value).endsWith(" sub")).length;
+}
+
+describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s", (backend) => {
+  const bed = useTestBed(backend, { profile: "upstash" });
+
+  /** A holder's client and a push-mode waiter's, on one prefix. */
+  function pair(wait: { parkMs?: number; claimMs?: number } = {}) {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix, scriptKeyLocking: true });
+    const waiterRedis = tapped(bed.redis());
+    const waiter = bed.client({
+      prefix,
+      redis: waiterRedis.redis,
+      scriptKeyLocking: true,
+      wait: { mode: "push", ...wait },
+    });
+    return { prefix, holder, waiter, tap: waiterRedis.tap };
+  }
+
+  it.each(KINDS)("$kind: the release's word wakes the waiter holding the lock", async (kind) => {
+    const { prefix, holder, waiter, tap } = pair();
+    const held = await kind.lockOf(holder).acquire({ leaseMs: 10_000 });
+    const waiting = kind.lockOf(waiter).acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(await kind.lockOf(holder).holdCount(handle.owner)).toBe(1);
+    expect(tap.subscribes).toBe(1);
+    expect(tap.words).toBeGreaterThanOrEqual(1);
+    await handle.release();
+    expect(await kind.lockOf(holder).isLocked()).toBe(false);
+    // The grant's record went with the hold.
+    expect(await bed.redis().exists(`${prefix}:{job}:parked`)).toBe(0);
+  });
+
+  it("a force release hands the lock over by word", async () => {
+    const { prefix, holder, waiter } = pair();
+    await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    const releasedAt = Date.now();
+    expect(await holder.lock("job").forceRelease()).toBe(true);
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    await handle.release();
+  });
+
+  it("a lost word: the waiter's next attempt replays the grant, holding it once", async () => {
+    const { prefix, holder, waiter, tap } = pair({ parkMs: 500, claimMs: 5_000 });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    tap.dropWords = true;
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(tap.words).toBeGreaterThanOrEqual(1);
+    // The hold the release granted, not a re-entry on top of it.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
+    expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
+  it("a waiter that gives up after a grant it never heard passes the lock on", async () => {
+    const { prefix, holder, waiter, tap } = pair({ parkMs: 60_000, claimMs: 15_000 });
+    const held = await holder.lock("job").acquire({ leaseMs: 20_000 });
+    tap.dropWords = true;
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 1_500 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await held.release(); // granted, with a 15 s claim window, but the word is lost
+    await expect(waiting).rejects.toBeInstanceOf(LockWaitTimeoutError);
+    // Its leave found the grant and released it: the lock is free long before the window ends.
+    expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
+  it("a grantee that died before claiming: the waiter behind it gets the lock within the claim window", async () => {
+    const claimMs = 1_000;
+    const { prefix, holder, waiter, tap } = pair({ claimMs, parkMs: 30_000 });
+    const behindRedis = tapped(bed.redis());
+    const behind = bed.client({
+      prefix,
+      redis: behindRedis.redis,
+      scriptKeyLocking: true,
+      wait: { mode: "push", claimMs, parkMs: 30_000 },
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 20_000 });
+    tap.dropWords = true;
+    void waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 60_000 })
+      .catch(() => {});
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    const waitingBehind = behind.lock("job").acquire({ leaseMs: 10_000, waitMs: 30_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 2);
+    tap.dead = true; // the first waiter's process dies: it never hears nor asks again
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waitingBehind;
+    const tookMs = Date.now() - releasedAt;
+    // The grant lapses after claimMs; the waiter behind was told when ("behind") and asks then.
+    expect(tookMs).toBeGreaterThanOrEqual(claimMs - 50);
+    expect(tookMs).toBeLessThan(claimMs + 2_000);
+    expect(handle.fencingToken).toBe(held.fencingToken + 2);
+    await handle.release();
+  });
+
+  it("a word that arrives after the claim window is not trusted", async () => {
+    const { prefix, holder, waiter, tap } = pair({ claimMs: 300, parkMs: 30_000 });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    tap.delayMs = 800;
+    let resolvedAt = 0;
+    const waiting = waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 20_000 })
+      .then((handle) => {
+        resolvedAt = Date.now();
+        return handle;
+      });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await held.release(); // granted with a 300 ms window; the word comes 800 ms later
+    await sleepMs(450);
+    const intruder = await holder.lock("job").tryAcquire({ leaseMs: 10_000 });
+    expect(intruder).not.toBeNull();
+    await sleepMs(1_000);
+    expect(resolvedAt).toBe(0); // the late word was not taken for a hold
+    const intruderReleasedAt = Date.now();
+    await intruder?.release();
+    const handle = await waiting;
+    expect(resolvedAt).toBeGreaterThanOrEqual(intruderReleasedAt);
+    expect(handle.fencingToken).toBeGreaterThan(intruder?.fencingToken ?? 0);
+    await handle.release();
+  });
+
+  it("a stream never confirmed: the waiter never registers to be told, and polls", async () => {
+    const { prefix, holder, waiter, tap } = pair();
+    tap.neverConfirm = true;
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(() => tap.subscribes === 1);
+    await sleepMs(300);
+    expect(await subscribedWaiters(bed, prefix)).toBe(0);
+    await held.release();
+    const handle = await waiting;
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    await handle.release();
+  });
+
+  it(`streams that keep failing: after ${FAILED_OPENINGS_TO_GIVE_UP} the client stops subscribing`, async () => {
+    const { holder, waiter, tap } = pair();
+    tap.failing = true;
+    for (let round = 0; round < FAILED_OPENINGS_TO_GIVE_UP + 2; round++) {
+      const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+      const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+      await sleepMs(100);
+      await held.release();
+      await (await waiting).release();
+    }
+    expect(tap.subscribes).toBe(FAILED_OPENINGS_TO_GIVE_UP);
+  });
+});

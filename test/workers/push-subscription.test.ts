@@ -1,0 +1,95 @@
+/**
+ * Push hand-off over a subscription inside workerd, through @upstash/redis/cloudflare's
+ * `subscribe()` against the local server on production Upstash's profile (pops do not block,
+ * scripts run under the key-locking flag): the stream is read inside workerd, the release's word
+ * wakes the waiter holding the lock (plain, fair, write), and a stream ends with its acquisition,
+ * given up or not (a Worker's stream must not outlive the invocation that opened it).
+ */
+
+import { env } from "cloudflare:workers";
+import { Redis } from "@upstash/redis/cloudflare";
+import { describe, expect, it } from "vitest";
+import { LockAbortedError, LockClient } from "../../src/index.js";
+
+const servers: { kind: string; url: string; token: string }[] = JSON.parse(
+  env.EDGELOCK_TEST_SERVERS,
+);
+let prefixes = 0;
+
+const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleepMs(10);
+  }
+}
+
+function contenders(server: { url: string; token: string }) {
+  prefixes += 1;
+  const prefix = `ws${Date.now().toString(36)}${prefixes}`;
+  const redis = () => new Redis({ url: server.url, token: server.token });
+  // As a client of an upstash.io database would know from its URL.
+  const holder = new LockClient({ redis: redis(), prefix, scriptKeyLocking: true });
+  const waiter = new LockClient({
+    redis: redis(),
+    prefix,
+    scriptKeyLocking: true,
+    wait: { mode: "push" },
+  });
+  const view = redis();
+  const subscribers = async (name: string) => {
+    const reply = await view.exec<[string, number]>([
+      "PUBSUB",
+      "NUMSUB",
+      `${prefix}:{${name}}:hand-offs`,
+    ]);
+    return Number(reply[1]);
+  };
+  const subscribedWaiters = async (name: string) => {
+    const parked = await view.hgetall<Record<string, string>>(`${prefix}:{${name}}:parked`);
+    return Object.values(parked ?? {}).filter((value) => String(value).endsWith(" sub")).length;
+  };
+  return { holder, waiter, subscribers, subscribedWaiters };
+}
+
+describe.each(servers)("push hand-off over a subscription in workerd on $kind", (server) => {
+  it.each(["lock", "fairLock", "write lock"] as const)(
+    "%s: the release's word wakes the waiter holding the lock; its stream then ends",
+    async (kind) => {
+      const { holder, waiter, subscribers, subscribedWaiters } = contenders(server);
+      const lockOf = (client: LockClient) =>
+        kind === "write lock" ? client.readWriteLock("job").writeLock() : client[kind]("job");
+      const held = await lockOf(holder).acquire({ leaseMs: 10_000 });
+      const waiting = lockOf(waiter).acquire({ leaseMs: 10_000, waitMs: 8_000 });
+      await until(async () => (await subscribedWaiters("job")) === 1);
+      expect(await subscribers("job")).toBe(1);
+      const releasedAt = Date.now();
+      await held.release();
+      const handle = await waiting;
+      expect(Date.now() - releasedAt).toBeLessThan(2_000);
+      expect(handle.fencingToken).toBe(held.fencingToken + 1);
+      expect(await lockOf(holder).isHeldBy(handle.owner)).toBe(true);
+      // On Workers a stream serves one acquisition: closed as it ends.
+      await until(async () => (await subscribers("job")) === 0);
+      await handle.release();
+      expect(await lockOf(holder).isLocked()).toBe(false);
+    },
+  );
+
+  it("an acquisition cancelled while subscribed closes its stream and leaves the queue", async () => {
+    const { holder, waiter, subscribers, subscribedWaiters } = contenders(server);
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const cancel = new AbortController();
+    const waiting = waiter.lock("job").acquire({ waitMs: 8_000, signal: cancel.signal });
+    await until(async () => (await subscribedWaiters("job")) === 1);
+    const abortedAt = Date.now();
+    cancel.abort();
+    await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+    expect(Date.now() - abortedAt).toBeLessThan(2_000);
+    await until(async () => (await subscribers("job")) === 0);
+    expect(await subscribedWaiters("job")).toBe(0);
+    await held.release();
+  });
+});

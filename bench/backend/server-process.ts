@@ -28,7 +28,13 @@ function restCounts(): WireCounts {
     requests: stats.requests,
     bytesIn: stats.bytesIn,
     bytesOut: stats.bytesOut,
-    commandsByName: stats.commandsByName,
+    // A subscription is a request (counted in `requests`); the messages pushed on streams are
+    // not, and are shown beside the commands as "pushed" (each a hand-off word a waiter read).
+    commandsByName: {
+      ...stats.commandsByName,
+      ...(stats.streams.subscriptions > 0 ? { subscribe: stats.streams.subscriptions } : {}),
+      ...(stats.streams.pushedMessages > 0 ? { pushed: stats.streams.pushedMessages } : {}),
+    },
   };
 }
 

@@ -12,7 +12,8 @@ export const PUSH_WAIT: WaitOptions = { mode: "push" };
  * `wait` overrides the polling policy (for tuning runs); the default peer runs the library's
  * defaults. `blind` hides the pace hints of busy replies from the client (see blind-redis.ts), so
  * that it polls with the full-jitter backoff alone, as before pacing: an A/B in the same run.
- * `wait: PUSH_WAIT` is the push hand-off (waiters park on a blocking pop, the release wakes them).
+ * `wait: PUSH_WAIT` is the push hand-off (the release hands the lock over and wakes the waiter: a
+ * blocking pop where the profile's pops block, else a subscription).
  */
 export function edgelockPeer(env: PeerEnv, wait?: WaitOptions, blind = false): Peer {
   const policy = { ...DEFAULT_WAIT_POLICY, ...wait };
@@ -68,7 +69,8 @@ export function describeWait(wait: WaitOptions | undefined, blind = false): stri
   if (policy.mode === "push") {
     return (
       `wait { mode: "push", parkMs: ${policy.parkMs}, claimMs: ${policy.claimMs}, ` +
-      `maxPolls: ${policy.maxPolls} }: parked on BLPOP, woken holding the lock`
+      `maxPolls: ${policy.maxPolls} }: woken holding the lock (a blocking pop where pops block, ` +
+      "else a subscription to the lock's hand-off channel)"
     );
   }
   return (

@@ -196,6 +196,17 @@ export class FaultController {
     return { delayMs, failBeforeExecute, dropAfterExecute };
   }
 
+  /**
+   * The delay of one message a subscription's stream pushes (a published message, the
+   * confirmation): the latency model's, as a reply's (`path` route, command `subscribe`, for the
+   * filters); streams have no failure faults here.
+   */
+  pushDelayMs(): number {
+    if (!this.active || !this.matches("path", ["subscribe"])) return 0;
+    const s = this.settings;
+    return Math.max(0, s.latencyMs + (this.random() * 2 - 1) * s.jitterMs);
+  }
+
   private matches(route: RouteKind, commandNames: readonly string[]): boolean {
     const { routes, commands } = this.settings;
     if (routes !== undefined && !routes.includes(route)) return false;

@@ -184,7 +184,16 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     const subscription = subscriptionOf(route);
     if (subscription !== undefined) {
       syncToken += 1;
-      await streamSubscription(subscription, backend, request, response, String(syncToken));
+      stats.recordSubscription();
+      await streamSubscription(
+        subscription,
+        backend,
+        request,
+        response,
+        String(syncToken),
+        () => faults.pushDelayMs(),
+        () => stats.recordPushedMessage(),
+      );
       stats.recordResponse(200, 0);
       return;
     }

@@ -41,6 +41,8 @@ export interface StatsSnapshot {
   readonly bytesOut: number;
   readonly scripts: ScriptStats;
   readonly blocking: BlockingStats;
+  /** Pub/sub over server-sent events: streams opened, and messages pushed on them (not requests). */
+  readonly streams: { readonly subscriptions: number; readonly pushedMessages: number };
 }
 
 function emptyByRoute(): Record<RouteKind, number> {
@@ -61,6 +63,8 @@ export class ServerStats {
   private globalLockBySha = new Map<string, number>();
   private blockingAtOnce = 0;
   private blockingRefused = 0;
+  private subscriptionCount = 0;
+  private pushedMessageCount = 0;
 
   /** A copy of the counters, safe to keep while the server goes on counting. */
   snapshot(): StatsSnapshot {
@@ -70,6 +74,7 @@ export class ServerStats {
       responsesByStatus: Object.fromEntries(this.byStatus),
       commands: this.commandCount,
       commandsByName: Object.fromEntries(this.byName),
+      streams: { subscriptions: this.subscriptionCount, pushedMessages: this.pushedMessageCount },
       bytesIn: this.bytesInCount,
       bytesOut: this.bytesOutCount,
       scripts: {
@@ -97,6 +102,18 @@ export class ServerStats {
     this.globalLockBySha = new Map();
     this.blockingAtOnce = 0;
     this.blockingRefused = 0;
+    this.subscriptionCount = 0;
+    this.pushedMessageCount = 0;
+  }
+
+  /** @internal Called by the server: a subscription stream opened. */
+  recordSubscription(): void {
+    this.subscriptionCount += 1;
+  }
+
+  /** @internal Called by the server: one message pushed on a stream. */
+  recordPushedMessage(): void {
+    this.pushedMessageCount += 1;
   }
 
   /** @internal Called by the server. */

@@ -4,7 +4,8 @@
  * `text/event-stream` and sends one `data:` line per event, comma-separated:
  * `subscribe,<channel>,<count>`, `message,<channel>,<message>`,
  * `pmessage,<pattern>,<channel>,<message>`. The stream lasts until the client disconnects,
- * which ends the subscription (on redis-server: closes its connection).
+ * which ends the subscription (on redis-server: closes its connection). Each event is held back by
+ * the latency model of the server's faults, as a reply would be, in order.
  */
 import type http from "node:http";
 import type { Backend, PubSubMessage, SubscriptionKind } from "../backend.js";
@@ -37,15 +38,30 @@ function messageEvent(message: PubSubMessage): string {
     : event(["pmessage", text(message.pattern), text(message.channel), text(message.message)]);
 }
 
+/** Writes events after their delays, never out of order (a later one waits for the earlier). */
+function delayedWriter(response: http.ServerResponse, delayMs: () => number) {
+  let lastDue = 0;
+  return (text: string) => {
+    const due = Math.max(performance.now() + delayMs(), lastDue);
+    lastDue = due;
+    const wait = due - performance.now();
+    if (wait <= 0) response.write(text);
+    else setTimeout(() => response.writableEnded || response.write(text), wait);
+  };
+}
+
 export async function streamSubscription(
   subscription: SubscriptionRequest,
   backend: Backend,
   request: http.IncomingMessage,
   response: http.ServerResponse,
   syncToken: string,
+  delayMs: () => number = () => 0,
+  pushed: () => void = () => {},
 ): Promise<void> {
   const clientGone = new AbortController();
   response.on("close", () => clientGone.abort());
+  const write = delayedWriter(response, delayMs);
   response.writeHead(200, {
     "content-type": "text/event-stream",
     "cache-control": "no-cache",
@@ -58,7 +74,10 @@ export async function streamSubscription(
     await backend.subscribe(
       subscription.kind,
       subscription.targets,
-      (message) => response.write(messageEvent(message)),
+      (message) => {
+        pushed();
+        write(messageEvent(message));
+      },
       clientGone.signal,
     );
   } catch {
@@ -67,7 +86,7 @@ export async function streamSubscription(
   }
   const confirmation = subscription.kind === "channel" ? "subscribe" : "psubscribe";
   subscription.targets.forEach((target, index) => {
-    response.write(event([confirmation, target, String(index + 1)]));
+    write(event([confirmation, target, String(index + 1)]));
   });
   request.resume();
 }

@@ -91,13 +91,16 @@ export class Listening {
   #openStream(first: boolean): HandOffStream | undefined {
     const { subscriptions, contention } = this.#runtime;
     if (this.#stream !== undefined && !this.#stream.lost) return this.#stream;
-    if (this.#stream !== undefined) this.#mailbox = undefined;
     if (!subscriptions.usable || this.#streamsOpened >= STREAMS_PER_ACQUISITION) return undefined;
     // An uncontended first ask costs no stream.
     if (first && !contention.likely(this.#keys.lock)) return undefined;
+    this.#leaveStream();
+    const stream = subscriptions.stream(this.#redis, this.#keys.handOffs);
+    if (stream === undefined) return undefined;
+    stream.join();
     this.#streamsOpened += 1;
-    this.#stream = subscriptions.stream(this.#redis, this.#keys.handOffs);
-    return this.#stream;
+    this.#stream = stream;
+    return stream;
   }
 
   /** A grant heard before the answer of the attempt that registered this waiter. */
@@ -180,9 +183,15 @@ export class Listening {
   /** The acquisition is over: it reads no more words (the stream may linger for the next). */
   finished(): void {
     this.leaveSiblings();
+    this.#leaveStream();
+    this.#listening = false;
+  }
+
+  #leaveStream(): void {
     if (this.#mailbox !== undefined) this.#stream?.drop(this.#mailbox.operationId);
     this.#mailbox = undefined;
-    this.#listening = false;
+    this.#stream?.leave();
+    this.#stream = undefined;
   }
 }
 

@@ -22,6 +22,11 @@ type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
 
 /** A stream kept this long after its last reader, for the next wait on the lock (not on Workers). */
 export const STREAM_LINGER_MS = 1_000;
+/**
+ * Workers: streams one client keeps open at once. An invocation has six connections; requests
+ * beyond them queue, so streams must leave room for the attempts and releases that end waits.
+ */
+export const MAX_STREAMS_ON_WORKERS = 3;
 /** After this many streams in a row lost before they opened, the client stops subscribing. */
 export const FAILED_OPENINGS_TO_GIVE_UP = 3;
 
@@ -101,6 +106,8 @@ export class HandOffStream {
   readonly #ended: (stream: HandOffStream, failedOpening: boolean) => void;
   #state: "opening" | "open" | "lost" = "opening";
   #linger: ReturnType<typeof setTimeout> | undefined;
+  // Acquisitions using the stream; the last one out ends it (after the linger).
+  #users = 0;
 
   constructor(
     redis: SubscribingRedis,
@@ -127,10 +134,26 @@ export class HandOffStream {
     return this.#state === "lost";
   }
 
-  /** The mailbox of acquisition `operationId` (one per id). */
-  mailbox(operationId: string): Mailbox {
+  /** An acquisition uses the stream until it calls `leave`. */
+  join(): void {
+    this.#users += 1;
     if (this.#linger !== undefined) clearTimeout(this.#linger);
     this.#linger = undefined;
+  }
+
+  leave(): void {
+    this.#users -= 1;
+    if (this.#users > 0 || this.lost) return;
+    if (this.#lingerMs <= 0) {
+      this.close();
+      return;
+    }
+    this.#linger = setTimeout(() => this.close(), this.#lingerMs);
+    (this.#linger as { unref?: () => void }).unref?.();
+  }
+
+  /** The mailbox of acquisition `operationId` (one per id), until `drop`. */
+  mailbox(operationId: string): Mailbox {
     let mailbox = this.#mailboxes.get(operationId);
     if (mailbox === undefined) {
       mailbox = new Mailbox();
@@ -140,16 +163,9 @@ export class HandOffStream {
     return mailbox;
   }
 
-  /** The acquisition `operationId` reads no more; the last one out ends the stream (later). */
+  /** The acquisition `operationId` reads no more. */
   drop(operationId: string): void {
     this.#mailboxes.delete(operationId);
-    if (this.#mailboxes.size > 0 || this.lost) return;
-    if (this.#lingerMs <= 0) {
-      this.close();
-      return;
-    }
-    this.#linger = setTimeout(() => this.close(), this.#lingerMs);
-    (this.#linger as { unref?: () => void }).unref?.();
   }
 
   /** Ends the stream (`failed`: it broke); every reader hears `lost`. */
@@ -185,21 +201,26 @@ export class HandOffSubscriptions {
   readonly #streams = new Map<string, HandOffStream>();
   readonly #shared = streamsOutliveInvocations();
   #failedOpenings = 0;
+  // Streams open now (Workers: each acquisition's own).
+  #open = 0;
 
   /** False once streams kept failing before they opened: push mode then polls. */
   get usable(): boolean {
     return this.#failedOpenings < FAILED_OPENINGS_TO_GIVE_UP;
   }
 
-  /** The open or opening stream of `channel`, or a new one. */
-  stream(redis: SubscribingRedis, channel: string): HandOffStream {
+  /** The open or opening stream of `channel`, or a new one; undefined: none now (poll). */
+  stream(redis: SubscribingRedis, channel: string): HandOffStream | undefined {
     const known = this.#shared ? this.#streams.get(channel) : undefined;
     if (known !== undefined && !known.lost) return known;
+    if (!this.#shared && this.#open >= MAX_STREAMS_ON_WORKERS) return undefined;
+    this.#open += 1;
     const stream = new HandOffStream(
       redis,
       channel,
       this.#shared ? STREAM_LINGER_MS : 0,
       (ended, failedOpening) => {
+        this.#open -= 1;
         if (this.#streams.get(channel) === ended) this.#streams.delete(channel);
         this.#failedOpenings = failedOpening ? this.#failedOpenings + 1 : 0;
       },

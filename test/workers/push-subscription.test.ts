@@ -10,6 +10,7 @@ import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockClient } from "../../src/index.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
 
 const servers: { kind: string; url: string; token: string }[] = JSON.parse(
   env.EDGELOCK_TEST_SERVERS,
@@ -77,6 +78,21 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
       expect(await lockOf(holder).isLocked()).toBe(false);
     },
   );
+
+  it(`one client keeps at most ${MAX_STREAMS_ON_WORKERS} streams open; more waits poll`, async () => {
+    const { holder, waiter, subscribers } = contenders(server);
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waits = Array.from({ length: MAX_STREAMS_ON_WORKERS + 2 }, () =>
+      waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 15_000 }),
+    );
+    await until(async () => (await subscribers("job")) === MAX_STREAMS_ON_WORKERS);
+    await sleepMs(300);
+    expect(await subscribers("job")).toBe(MAX_STREAMS_ON_WORKERS);
+    await held.release();
+    // Each passes the lock on as soon as it holds it.
+    await Promise.all(waits.map(async (waiting) => (await waiting).release()));
+    await until(async () => (await subscribers("job")) === 0);
+  });
 
   it("an acquisition cancelled while subscribed closes its stream and leaves the queue", async () => {
     const { holder, waiter, subscribers, subscribedWaiters } = contenders(server);

@@ -46,16 +46,16 @@ export interface WaitOptions {
   outageMs?: number;
   /**
    * `"poll"`: a waiter asks again when its turn is expected. `"push"` (plain, fair and write
-   * locks): a waiter parks on a blocking pop (`BLPOP` through the Redis client's `exec`), and the
-   * release hands the lock over inside Redis and wakes it holding the lock: one round trip per
-   * hand-off. Needs a server that keeps a request open for `parkMs` (some proxies cut long
-   * requests). Other kinds, and `tryAcquire()` without `waitMs`, poll. See docs/push.md.
+   * locks): the release hands the lock over inside Redis and wakes the waiter holding it, by a
+   * blocking pop or over a subscription (`wakeBy`): one round trip per hand-off. Other kinds, and
+   * `tryAcquire()` without `waitMs`, poll. See docs/push.md.
    * @default "poll"
    */
   mode?: WaitMode;
   /**
-   * Push mode: the longest one park waits, in ms (100 to 60000); woken, or with its turn
-   * overdue, the waiter asks again. Every park counts against `maxPolls`.
+   * Push mode: the longest one park (a blocking pop, or a wait for a word on a subscription)
+   * lasts, in ms (100 to 60000); woken, or with its turn overdue, the waiter asks again. Every
+   * park counts against `maxPolls`.
    * @default 5000
    */
   parkMs?: number;

@@ -9,8 +9,8 @@
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import {
-  type LockClient,
   LockAbortedError,
+  type LockClient,
   type LockHandle,
   type RedisLike,
 } from "../../../src/index.js";

@@ -193,15 +193,19 @@ export function parseHoldKey(
   throw new LockInputError(`key must be ${shapes.join(" or ")}.`);
 }
 
+export function isHoldKind(value: unknown): value is HoldKind {
+  return HOLD_KINDS.includes(value as HoldKind);
+}
+
 /** A hold kind; absent means "lock", the only kind before semaphores were renewed here. */
 export function checkHoldKind(value: unknown): HoldKind {
   if (value === undefined) return "lock";
-  if (!HOLD_KINDS.includes(value as HoldKind)) {
+  if (!isHoldKind(value)) {
     throw new LockInputError(
       `kind must be "lock" or "semaphore", got ${JSON.stringify(value) ?? String(value)}.`,
     );
   }
-  return value as HoldKind;
+  return value;
 }
 
 function checkVersion(value: unknown): typeof WATCHDOG_PROTOCOL {

@@ -5,7 +5,12 @@
  * meanwhile.
  */
 import type { HoldKind } from "../watchdog/renewer.js";
-import type { EndedRegistration, EndReason, WatchdogStatus } from "./messages.js";
+import {
+  type EndedRegistration,
+  type EndReason,
+  isHoldKind,
+  type WatchdogStatus,
+} from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";
 import { EARLY_RENEWAL_DIVISOR } from "./schedule.js";
 
@@ -96,9 +101,7 @@ function text(row: Record<string, unknown>, column: string): string {
 
 function holdKind(row: Record<string, unknown>): HoldKind {
   const value = text(row, "kind");
-  if (value !== "lock" && value !== "semaphore") {
-    throw new Error(`LockWatchdog storage: column kind holds ${value}`);
-  }
+  if (!isHoldKind(value)) throw new Error(`LockWatchdog storage: column kind holds ${value}`);
   return value;
 }
 

@@ -50,7 +50,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",
     worker: `export { LockWatchdog, durableObjectWatchdog } from "edgelock/durable-object";`,
-    limitBytes: 10_800,
+    limitBytes: 11_600,
   },
   {
     name: "`edgelock/inspector` (`inspector` + `inspectorHandler`, the page included)",

@@ -29,4 +29,4 @@ export {
 export type { RedisLike } from "./transport/redis-like.js";
 export type { WaitOptions } from "./wait/policy.js";
 export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";
-export type { Renewal, RenewalTarget, Renewer } from "./watchdog/renewer.js";
+export type { HoldKind, Renewal, RenewalTarget, Renewer } from "./watchdog/renewer.js";

@@ -1,22 +1,20 @@
 /**
- * `LockWatchdog`: a SQLite-backed Durable Object whose alarm renews registered leases with
- * `lock.extend`, naming each hold by its fencing token so it never re-arms a later hold of the
- * same owner. It stops (and remembers why for an hour) on deregistration, a hold gone,
- * `maxHoldMs`, missed heartbeats, or renewals failing past the lease: a crashed holder's lock
- * frees within the bound of docs/lease-vs-watchdog.md.
+ * `LockWatchdog`: a SQLite-backed Durable Object whose alarm renews registered leases with their
+ * kind's extend script (`lock.extend`, `semaphore.extend`), naming each hold by its fencing token
+ * so it never re-arms a later hold of the same owner. It stops (and remembers why for an hour)
+ * on deregistration, a hold gone, `maxHoldMs`, missed heartbeats, or renewals failing past the
+ * lease: a crashed holder's lock or permits free within the bound of docs/lease-vs-watchdog.md.
  *
  * Alarms are at-least-once and may run late: a due lease is claimed before its renewal is sent,
  * renewals happen at a third of the lease, and the next alarm is armed in `finally`.
  */
 import { LockInputError } from "../errors.js";
 import type { OperationContext } from "../locks/context.js";
-import { extendLease } from "../locks/exclusive/extend.js";
 import { redisMessageOf } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import {
   type DeregisterMessage,
   type EndReason,
-  keysOfLockKey,
   type LeaseQuery,
   parseDeregister,
   parseQuery,
@@ -27,6 +25,7 @@ import {
 } from "./messages.js";
 import type { AlarmInfo, WatchdogState, WatchdogStorage } from "./platform.js";
 import { redisFromEnv, type WatchdogEnv } from "./redis.js";
+import { renewHold } from "./renew.js";
 import {
   afterThrowDelayMs,
   claimedUntil,
@@ -171,9 +170,7 @@ export class LockWatchdog {
       // A re-send after the renewal deadline would re-arm the lease past its documented bound.
       const bounded = { ...ctx, retry: { ...ctx.retry, sendBy: renewalDeadline(lease) } };
       // Named by its token: a later hold of the same owner is not this lease's to renew.
-      held = await extendLease(bounded, keysOfLockKey(lease.key), lease.owner, lease.leaseMs, {
-        fencingToken: lease.fencingToken,
-      });
+      held = await renewHold(bounded, lease);
     } catch (error) {
       const at = Date.now();
       if (at - lease.confirmedAt >= lease.leaseMs) {
@@ -193,7 +190,9 @@ export class LockWatchdog {
       this.#end(lease, {
         reason: "gone",
         detail:
-          "the renew script found the hold gone (expired or force-released), the lock another owner's, or a later hold of the same owner's",
+          lease.kind === "semaphore"
+            ? "the renew script found the permit hold gone (released, expired or removed)"
+            : "the renew script found the hold gone (expired or force-released), the lock another owner's, or a later hold of the same owner's",
         at: Date.now(),
       });
     }
@@ -208,6 +207,7 @@ export class LockWatchdog {
     const now = Date.now();
     const nextRenewalAt = firstRenewalAt(now, message.leaseMs, message.sinceConfirmedMs);
     this.#store.put({
+      kind: message.kind,
       key: message.key,
       owner: message.owner,
       fencingToken: message.fencingToken,

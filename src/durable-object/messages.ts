@@ -4,7 +4,8 @@
  * of different versions fail loudly instead of renewing the wrong thing.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
-import { type LockKeys, lockKeys } from "../locks/keys.js";
+import { lockKeys } from "../locks/keys.js";
+import { semaphoreKeys } from "../locks/semaphore/keys.js";
 import {
   checkDuration,
   checkLease,
@@ -13,6 +14,7 @@ import {
   checkOwner,
   checkPrefix,
 } from "../validate.js";
+import type { HoldKind } from "../watchdog/renewer.js";
 
 /**
  * Version of the messages, bumped by a change old objects would misread (v2: holds are named by
@@ -32,9 +34,16 @@ export const WATCHDOG_ROUTES = {
 /** "Renew this lease until told otherwise (within `maxHoldMs`, while heartbeats arrive)." */
 export interface RegisterMessage {
   readonly v: typeof WATCHDOG_PROTOCOL;
-  /** What to renew, and so which script renews it: `lock` = the reentrant lock's `lock.extend`. */
-  readonly kind: "lock";
-  /** The lock's Redis key, `<prefix>:{<name>}`. */
+  /**
+   * What to renew, and so which script renews it: `lock`, a lock hash, with `lock.extend`;
+   * `semaphore`, a permit hold, with `semaphore.extend`. Absent (holders before semaphores
+   * were renewed here): `lock`.
+   */
+  readonly kind: HoldKind;
+  /**
+   * The hold's Redis key, of its kind's shape: a lock's `<prefix>:{<name>}`, a semaphore's
+   * leases `<prefix>:{<name>}:semaphore:leases`. It names the hold in every later message.
+   */
   readonly key: string;
   readonly owner: string;
   /** The hold's fencing token, which renewals name; re-entrant handles share one registration. */
@@ -59,6 +68,7 @@ export interface RegisterMessage {
  */
 export interface DeregisterMessage {
   readonly v: typeof WATCHDOG_PROTOCOL;
+  /** The hold's key, as registered (its shape tells the kind). */
   readonly key: string;
   readonly owner: string;
   /** The hold meant; null (only with `registration: null`): every hold of the owner. */
@@ -72,6 +82,7 @@ export interface DeregisterMessage {
  */
 export interface LeaseQuery {
   readonly v: typeof WATCHDOG_PROTOCOL;
+  /** The hold's key, as registered (its shape tells the kind). */
   readonly key: string;
   readonly owner: string;
   readonly fencingToken: number | null;
@@ -143,24 +154,58 @@ const END_REASONS: readonly EndReason[] = [
   "renewal-failed",
 ];
 const REGISTRATION_ID = /^[0-9a-f]{16,64}$/;
-const LOCK_KEY = /^([^{}]+):\{([^{}]+)\}$/;
+const HOLD_KINDS: readonly HoldKind[] = ["lock", "semaphore"];
+/** Every hold key starts with its hash tag: `<prefix>:{<name>}`. */
+const HASH_TAGGED = /^([^{}]+):\{([^{}]+)\}/;
 
-/** The Redis key of lock `name` under `prefix` (validated). */
-export function lockKeyOf(prefix: string, name: string): string {
-  return lockKeys(checkPrefix(prefix), checkLockName(name)).lock;
+/** Each kind's hold key, as its own keys module builds it. */
+const HOLD_KEYS: Record<HoldKind, (prefix: string, name: string) => string> = {
+  lock: (prefix, name) => lockKeys(prefix, name).lock,
+  semaphore: (prefix, name) => semaphoreKeys(prefix, name).leases,
+};
+
+/** The Redis key of hold kind `kind` named `name` under `prefix` (validated). */
+export function holdKeyOf(kind: HoldKind, prefix: string, name: string): string {
+  return HOLD_KEYS[kind](checkPrefix(prefix), checkLockName(name));
 }
 
-/** The keys of the lock whose main key is `value`, as `lockKeys` builds it: `<prefix>:{<name>}`. */
-export function keysOfLockKey(value: unknown): LockKeys {
-  const match = typeof value === "string" ? LOCK_KEY.exec(value) : null;
-  if (!match) {
-    throw new LockInputError("key must be a lock key of the form <prefix>:{<name>}.");
+/** A hold key taken apart: its kind, and the prefix and name its keys are built from. */
+export interface ParsedHoldKey {
+  readonly key: string;
+  readonly kind: HoldKind;
+  readonly prefix: string;
+  readonly name: string;
+}
+
+/** `value` as the hold key of one of `kinds` (LockInputError otherwise). */
+export function parseHoldKey(
+  value: unknown,
+  kinds: readonly HoldKind[] = HOLD_KINDS,
+): ParsedHoldKey {
+  const match = typeof value === "string" ? HASH_TAGGED.exec(value) : null;
+  if (match) {
+    const prefix = checkPrefix(match[1]!);
+    const name = checkLockName(match[2]!);
+    const kind = kinds.find((each) => HOLD_KEYS[each](prefix, name) === value);
+    if (kind !== undefined) return { key: value as string, kind, prefix, name };
   }
-  return lockKeys(checkPrefix(match[1]!), checkLockName(match[2]!));
+  const shapes = kinds.map((kind) => `a ${kind} key ${HOLD_KEYS[kind]("<prefix>", "<name>")}`);
+  throw new LockInputError(`key must be ${shapes.join(" or ")}.`);
 }
 
-export function checkLockKey(value: unknown): string {
-  return keysOfLockKey(value).lock;
+export function isHoldKind(value: unknown): value is HoldKind {
+  return HOLD_KINDS.includes(value as HoldKind);
+}
+
+/** A hold kind; absent means "lock", the only kind before semaphores were renewed here. */
+export function checkHoldKind(value: unknown): HoldKind {
+  if (value === undefined) return "lock";
+  if (!isHoldKind(value)) {
+    throw new LockInputError(
+      `kind must be "lock" or "semaphore", got ${JSON.stringify(value) ?? String(value)}.`,
+    );
+  }
+  return value;
 }
 
 function checkVersion(value: unknown): typeof WATCHDOG_PROTOCOL {
@@ -206,13 +251,11 @@ export function parseRegister(body: unknown): RegisterMessage {
     "maxHoldMs",
     "heartbeatTimeoutMs",
   ]);
-  if (given.kind !== "lock") {
-    throw new LockInputError(`kind must be "lock", got ${JSON.stringify(given.kind)}.`);
-  }
+  const kind = checkHoldKind(given.kind);
   return {
     v: checkVersion(given.v),
-    kind: "lock",
-    key: checkLockKey(given.key),
+    kind,
+    key: parseHoldKey(given.key, [kind]).key,
     owner: checkOwner(given.owner),
     fencingToken: checkFencingToken(given.fencingToken),
     registration: checkRegistrationId(given.registration),
@@ -236,7 +279,7 @@ export function parseDeregister(body: unknown): DeregisterMessage {
   ]);
   const message: DeregisterMessage = {
     v: checkVersion(given.v),
-    key: checkLockKey(given.key),
+    key: parseHoldKey(given.key).key,
     owner: checkOwner(given.owner),
     fencingToken: checkTokenOrNull(given.fencingToken),
     registration: given.registration === null ? null : checkRegistrationId(given.registration),
@@ -256,7 +299,7 @@ export function parseQuery(body: unknown): LeaseQuery {
   ]);
   return {
     v: checkVersion(given.v),
-    key: checkLockKey(given.key),
+    key: parseHoldKey(given.key).key,
     owner: checkOwner(given.owner),
     fencingToken: checkTokenOrNull(given.fencingToken),
   };

@@ -6,7 +6,7 @@
 import { LockBackendError } from "../errors.js";
 import { newOperationId } from "../ids.js";
 import { sleep } from "../sleep.js";
-import type { Renewal, RenewalTarget } from "../watchdog/renewer.js";
+import type { HoldKind, Renewal, RenewalTarget } from "../watchdog/renewer.js";
 import { type CallOutcome, callWatchdog, type WatchdogRoute } from "./calls.js";
 import { type RegisterMessage, WATCHDOG_PROTOCOL, type WatchdogStatus } from "./messages.js";
 import type { ResolvedWatchdogOptions } from "./options.js";
@@ -56,11 +56,11 @@ function refusal(route: WatchdogRoute, outcome: CallOutcome & { kind: "refused" 
 
 export function startRegistration(
   context: RegistrationContext,
-  target: RenewalTarget & { readonly key: string },
+  target: RenewalTarget & { readonly key: string; readonly kind: HoldKind },
   confirmedAt: number,
 ): ActiveRegistration {
   const { namespace, options } = context;
-  const { key, owner, fencingToken, leaseMs } = target;
+  const { kind, key, owner, fencingToken, leaseMs } = target;
   const hold = { v: WATCHDOG_PROTOCOL, key, owner, fencingToken } as const;
   const objectName = objectNameFor(options.shardBy, key, owner);
   const registration = newOperationId();
@@ -88,7 +88,7 @@ export function startRegistration(
       if (stopped) return false;
       const message: RegisterMessage = {
         ...hold,
-        kind: "lock",
+        kind,
         registration,
         leaseMs,
         sinceConfirmedMs: Math.max(0, Date.now() - confirmedAt),

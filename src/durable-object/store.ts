@@ -1,13 +1,22 @@
 /**
  * The watchdog's SQLite state: leases it renews and, for a while, why it stopped, one row per
- * hold (key, owner, fencing token). Writes name their registration, so an alarm awaiting Redis
- * cannot overwrite a registration that changed meanwhile.
+ * hold (key, owner, fencing token; the keys of different kinds differ). Writes name their
+ * registration, so an alarm awaiting Redis cannot overwrite a registration that changed
+ * meanwhile.
  */
-import type { EndedRegistration, EndReason, WatchdogStatus } from "./messages.js";
+import type { HoldKind } from "../watchdog/renewer.js";
+import {
+  type EndedRegistration,
+  type EndReason,
+  isHoldKind,
+  type WatchdogStatus,
+} from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";
 import { EARLY_RENEWAL_DIVISOR } from "./schedule.js";
 
 export interface LeaseRecord {
+  /** Which script renews the hold (see RegisterMessage.kind). */
+  readonly kind: HoldKind;
   readonly key: string;
   readonly owner: string;
   /** The hold this lease is: renewals name it (see `lock.extend`). */
@@ -49,6 +58,7 @@ CREATE TABLE IF NOT EXISTS ${LEASES} (
   last_renewed_at INTEGER,
   next_renewal_at INTEGER NOT NULL,
   failures INTEGER NOT NULL,
+  kind TEXT NOT NULL DEFAULT 'lock',
   PRIMARY KEY (lock_key, owner, fencing_token)
 );
 CREATE INDEX IF NOT EXISTS ${LEASES}_due ON ${LEASES} (next_renewal_at);
@@ -62,6 +72,12 @@ CREATE TABLE IF NOT EXISTS ${ENDINGS} (
   renewals INTEGER NOT NULL,
   PRIMARY KEY (lock_key, owner, fencing_token)
 );`;
+
+/**
+ * Leases tables made before holds had a kind get the column; their rows were all registered
+ * as locks, the only kind renewed then, and keep being renewed as such.
+ */
+const KIND_COLUMN = `ALTER TABLE ${LEASES} ADD COLUMN kind TEXT NOT NULL DEFAULT 'lock'`;
 
 function integer(row: Record<string, unknown>, column: string): number {
   const value = row[column];
@@ -83,8 +99,15 @@ function text(row: Record<string, unknown>, column: string): string {
   return value;
 }
 
+function holdKind(row: Record<string, unknown>): HoldKind {
+  const value = text(row, "kind");
+  if (!isHoldKind(value)) throw new Error(`LockWatchdog storage: column kind holds ${value}`);
+  return value;
+}
+
 function leaseFrom(row: Record<string, unknown>): LeaseRecord {
   return {
+    kind: holdKind(row),
     key: text(row, "lock_key"),
     owner: text(row, "owner"),
     fencingToken: integer(row, "fencing_token"),
@@ -123,7 +146,8 @@ export function statusOf(
   ending: EndedRegistration | undefined,
 ): WatchdogStatus {
   if (lease) {
-    const { registration: _, confirmedAt: __, ...shown } = lease;
+    // The key tells the kind; the answer keeps the shape holders of every version read.
+    const { registration: _, confirmedAt: __, kind: ___, ...shown } = lease;
     return { state: "renewing", ...shown };
   }
   if (ending) return { state: "ended", ...ending };
@@ -145,6 +169,8 @@ export class LeaseStore {
   #exec(query: string, ...bindings: SqlValue[]) {
     if (!this.#schemaReady) {
       this.sql.exec(SCHEMA).toArray();
+      const columns = this.sql.exec(`PRAGMA table_info(${LEASES})`).toArray();
+      if (!columns.some((column) => column.name === "kind")) this.sql.exec(KIND_COLUMN).toArray();
       this.#schemaReady = true;
     }
     return this.sql.exec(query, ...bindings);
@@ -165,10 +191,11 @@ export class LeaseStore {
   /** Inserts or replaces the registration of the hold (key, owner, token); forgets its ending. */
   put(lease: LeaseRecord): void {
     this.#write(
-      `INSERT OR REPLACE INTO ${LEASES} (lock_key, owner, fencing_token, registration, lease_ms,
-        registered_at, hold_until, heartbeat_timeout_ms, last_heartbeat_at, confirmed_at,
-        renewals, last_renewed_at, next_renewal_at, failures)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO ${LEASES} (kind, lock_key, owner, fencing_token, registration,
+        lease_ms, registered_at, hold_until, heartbeat_timeout_ms, last_heartbeat_at,
+        confirmed_at, renewals, last_renewed_at, next_renewal_at, failures)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      lease.kind,
       lease.key,
       lease.owner,
       lease.fencingToken,

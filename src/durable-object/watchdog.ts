@@ -1,17 +1,20 @@
 /**
  * `durableObjectWatchdog(env.LOCK_WATCHDOG)`: the Renewer that hands lease renewal to the
- * `LockWatchdog` Durable Object, so a watchdog-mode lock stays held across invocations (queues,
- * workflows, `waitUntil`) without timers in the holder. Costs: docs/lease-vs-watchdog.md.
+ * `LockWatchdog` Durable Object, so a watchdog-mode lock or permit hold stays held across
+ * invocations (queues, workflows, `waitUntil`) without timers in the holder. Costs:
+ * docs/lease-vs-watchdog.md.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { checkLockName, checkOwner } from "../validate.js";
 import { inProcessRenewer } from "../watchdog/in-process.js";
-import type { Renewal, RenewalTarget, Renewer } from "../watchdog/renewer.js";
+import type { HoldKind, Renewal, RenewalTarget, Renewer } from "../watchdog/renewer.js";
 import { callWatchdog, type WatchdogRoute } from "./calls.js";
 import {
   checkFencingToken,
-  keysOfLockKey,
-  lockKeyOf,
+  checkHoldKind,
+  holdKeyOf,
+  type ParsedHoldKey,
+  parseHoldKey,
   WATCHDOG_PROTOCOL,
   type WatchdogStatus,
 } from "./messages.js";
@@ -25,18 +28,24 @@ import type { WatchdogNamespace } from "./platform.js";
 import { type ActiveRegistration, startRegistration } from "./registration.js";
 import { objectNameFor } from "./shard.js";
 
-/** How many (name, owner) → key pairs a watchdog remembers for `heartbeat(handle)`. */
+/** How many (kind, name, owner) → key pairs a watchdog remembers for `heartbeat(handle)`. */
 const REMEMBERED_KEYS = 1_024;
 
 /**
- * A lock as the watchdog knows it: a LockHandle will do, or `{ name, owner, fencingToken? }`
- * carried to another invocation. `prefix`: the LockClient's key prefix; default the one of the
- * last hold of (name, owner) started in this isolate, else the watchdog's `prefix` option.
+ * A lock or permit hold as the watchdog knows it: a LockHandle or PermitHandle will do, or
+ * `{ name, owner, kind?, fencingToken? }` carried to another invocation. `prefix`: the
+ * LockClient's key prefix; default the one of the last hold of (kind, name, owner) started in
+ * this isolate, else the watchdog's `prefix` option.
  */
 export interface WatchedLock {
   readonly name: string;
   readonly owner: string;
   readonly prefix?: string;
+  /**
+   * What `name` names: a lock (reentrant, fair or write lock) or a semaphore's permit hold.
+   * @default "semaphore" for a PermitHandle (it has `permits`), else "lock"
+   */
+  readonly kind?: HoldKind;
   /**
    * The hold meant (a handle's `fencingToken`), never another hold of the same owner. Without it
    * `heartbeat()` and `status()` mean the owner's latest hold, and `forget()` every hold.
@@ -49,7 +58,7 @@ export class DurableObjectWatchdog implements Renewer {
   readonly #namespace: WatchdogNamespace;
   readonly #options: ResolvedWatchdogOptions;
   readonly #active = new Set<ActiveRegistration>();
-  /** Keys of locks started here, by name and owner, so a handle finds its lease after it ended. */
+  /** Keys of holds started here, by kind, name and owner, so a handle finds its lease after it ended. */
   readonly #keys = new Map<string, string>();
   readonly #pending = new Set<Promise<unknown>>();
   readonly #inProcess = inProcessRenewer();
@@ -65,12 +74,13 @@ export class DurableObjectWatchdog implements Renewer {
   }
 
   /**
-   * @internal Called by LockClient when a lock is acquired in watchdog mode. Locks the object
-   * cannot renew with `lock.extend` (read locks, MultiLock, RedLock) are renewed in process.
+   * @internal Called by LockClient when a lock or permits are acquired in watchdog mode. Holds
+   * the object cannot renew with their kind's extend script (read locks, MultiLock, RedLock)
+   * are renewed in process.
    */
   start(target: RenewalTarget, confirmedAt: number): Renewal {
-    const key = renewableKey(target);
-    if (key === undefined) return this.#inProcess.start(target, confirmedAt);
+    const hold = renewableHold(target);
+    if (hold === undefined) return this.#inProcess.start(target, confirmedAt);
     const registration = startRegistration(
       {
         namespace: this.#namespace,
@@ -78,11 +88,11 @@ export class DurableObjectWatchdog implements Renewer {
         track: (promise) => this.#track(promise),
         forget: (which) => this.#active.delete(which),
       },
-      { ...target, key },
+      { ...target, key: hold.key, kind: hold.kind },
       confirmedAt,
     );
     this.#active.add(registration);
-    this.#remember(target.name, target.owner, key);
+    this.#remember(hold.kind, target.name, target.owner, hold.key);
     return registration;
   }
 
@@ -151,22 +161,24 @@ export class DurableObjectWatchdog implements Renewer {
   #resolve(lock: WatchedLock): { key: string; owner: string; fencingToken: number | null } {
     if (lock === null || typeof lock !== "object") {
       throw new LockInputError(
-        "Pass the lock as a handle or as { name, owner, prefix?, fencingToken? }.",
+        "Pass the lock as a handle or as { name, owner, prefix?, kind?, fencingToken? }.",
       );
     }
     const name = checkLockName(lock.name);
     const owner = checkOwner(lock.owner);
+    const kind =
+      lock.kind === undefined && "permits" in lock ? "semaphore" : checkHoldKind(lock.kind);
     const fencingToken =
       lock.fencingToken === undefined ? null : checkFencingToken(lock.fencingToken);
     if (lock.prefix !== undefined) {
-      return { key: lockKeyOf(lock.prefix, name), owner, fencingToken };
+      return { key: holdKeyOf(kind, lock.prefix, name), owner, fencingToken };
     }
-    const known = this.#keys.get(`${name}\n${owner}`);
-    return { key: known ?? lockKeyOf(this.#options.prefix, name), owner, fencingToken };
+    const known = this.#keys.get(`${kind}\n${name}\n${owner}`);
+    return { key: known ?? holdKeyOf(kind, this.#options.prefix, name), owner, fencingToken };
   }
 
-  #remember(name: string, owner: string, key: string): void {
-    const id = `${name}\n${owner}`;
+  #remember(kind: HoldKind, name: string, owner: string, key: string): void {
+    const id = `${kind}\n${name}\n${owner}`;
     this.#keys.delete(id);
     this.#keys.set(id, key);
     // Bounded: the oldest go first (a Map iterates in insertion order).
@@ -185,15 +197,15 @@ export class DurableObjectWatchdog implements Renewer {
 }
 
 /**
- * The key the object can renew `target` by, with the reentrant lock's `lock.extend`: the lock key
- * the hold names when `lock.extend` renews it (a well-formed `<prefix>:{<name>}`), else
- * undefined (renewed in process).
+ * The hold the object can renew for `target`, with its kind's extend script: a well-formed key
+ * of the target's kind (a lock's `<prefix>:{<name>}`, a semaphore's leases), else undefined
+ * (renewed in process).
  */
-function renewableKey(target: RenewalTarget): string | undefined {
-  const { key } = target;
+function renewableHold(target: RenewalTarget): ParsedHoldKey | undefined {
+  const { key, kind = "lock" } = target;
   if (key === undefined) return undefined;
   try {
-    return keysOfLockKey(key).lock === key ? key : undefined;
+    return parseHoldKey(key, [kind]);
   } catch {
     return undefined;
   }
@@ -201,7 +213,7 @@ function renewableKey(target: RenewalTarget): string | undefined {
 
 /**
  * The Renewer of `new LockClient({ redis, watchdog: durableObjectWatchdog(env.LOCK_WATCHDOG) })`:
- * locks acquired without `leaseMs` are renewed by the `LockWatchdog` object's alarms.
+ * locks and permits acquired without `leaseMs` are renewed by the `LockWatchdog` object's alarms.
  * @param namespace the Durable Object binding of the `LockWatchdog` class
  * @example
  * const watchdog = durableObjectWatchdog(env.LOCK_WATCHDOG, { heartbeatTimeoutMs: 60_000 });

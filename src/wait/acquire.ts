@@ -10,6 +10,7 @@ import type { LockRuntime } from "../locks/runtime.js";
 import { settleBy } from "../transport/call.js";
 import { checkCanPark } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
+import type { HoldKind } from "../watchdog/renewer.js";
 import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.js";
 import { confirmClaim } from "./parking.js";
 import { resolveWaitPolicy, type WaitOptions } from "./policy.js";
@@ -75,15 +76,14 @@ export function planWait(runtime: LockRuntime, options: unknown, defaultWaitMs: 
 }
 
 /**
- * What a watchdog renews: a reentrant lock hash (`lockKey`), which `lock.extend` can renew from
- * anywhere (the Durable Object watchdog does), or a hold only this process knows how to renew
+ * What a watchdog renews: a hold its kind's extend script can renew from anywhere (the Durable
+ * Object watchdog does) by its key, `lockKey` — a reentrant lock hash (`kind` "lock", the
+ * default) or a semaphore's leases ("semaphore") — or a hold only this process knows how to renew
  * (a read hold, a MultiLock, a RedLock), named by an id unique to that hold.
  */
-export type WatchTarget = { readonly lockKey: string } | { readonly localId: string };
-
-function registryKey(watch: WatchTarget): string {
-  return "lockKey" in watch ? `lock ${watch.lockKey}` : `local ${watch.localId}`;
-}
+export type WatchTarget =
+  | { readonly lockKey: string; readonly kind?: HoldKind; readonly localId?: never }
+  | { readonly localId: string; readonly lockKey?: never; readonly kind?: never };
 
 export interface AcquisitionSpec {
   readonly runtime: LockRuntime;
@@ -265,15 +265,18 @@ function watch(
   const { runtime, name } = spec;
   const leaseMs = runtime.watchdogTimeoutMs;
   const { fencingToken } = handle;
+  // A hold with a key can be renewed elsewhere, by its kind's script; one without, only here.
+  const { lockKey: key, kind, localId } = spec.watch;
   const leave = runtime.watchdogs.join(
-    registryKey(spec.watch),
+    key === undefined ? `local ${localId}` : `lock ${key}`,
     spec.holdId?.(fencingToken) ?? String(fencingToken),
     handle,
     {
       name,
       owner,
       fencingToken,
-      ...("lockKey" in spec.watch ? { key: spec.watch.lockKey } : {}),
+      key,
+      kind,
       leaseMs,
       ...(claimLeaseMs === undefined ? {} : { firstLeaseMs: claimLeaseMs }),
       renew: async () => {

@@ -1,5 +1,12 @@
 /** The seam between a held lock and what keeps its lease alive: timers or a Durable Object. */
 
+/**
+ * What a hold renewable from anywhere is, and so which extend script renews it: `"lock"`, the
+ * lock hash of a reentrant, fair or write lock (`lock.extend`); `"semaphore"`, a permit hold in a
+ * semaphore's leases (`semaphore.extend`).
+ */
+export type HoldKind = "lock" | "semaphore";
+
 export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
@@ -9,10 +16,16 @@ export interface RenewalTarget {
    */
   readonly fencingToken: number;
   /**
-   * The lock's Redis key, present only when `lock.extend` on it renews the hold (reentrant, fair
-   * and write locks): the Durable Object watchdog renews the others in process.
+   * The Redis key of the hold, present only when its kind's extend script renews it from
+   * anywhere (reentrant, fair and write locks; semaphore permits): the Durable Object watchdog
+   * renews the others in process.
    */
   readonly key?: string;
+  /**
+   * What `key` holds, and so the script that renews it.
+   * @default "lock"
+   */
+  readonly kind?: HoldKind;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
   readonly leaseMs: number;
   /**

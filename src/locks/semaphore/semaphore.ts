@@ -215,8 +215,9 @@ export class Semaphore {
     return {
       runtime,
       name,
-      // Every hold renews on its own: each has its own lease.
-      watch: { localId: `${keys.leases} ${newOperationId()}` },
+      // Renewable from anywhere by semaphore.extend (the Durable Object watchdog does); every
+      // hold renews on its own, as each has its own fencing token and lease.
+      watch: { lockKey: keys.leases, kind: "semaphore" },
       attempt,
       control: (owner, fencingToken) => ({
         extend: (ms) => extendPermits(ctx, keys, owner, fencingToken, ms),

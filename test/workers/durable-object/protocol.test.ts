@@ -1,8 +1,10 @@
 /**
  * The watchdog's edges: options and lock references are checked before any request, the object
- * refuses malformed or foreign-version messages without storing anything, and the host Worker's
- * routes hold a lock across requests through the object.
+ * refuses malformed or foreign-version messages without storing anything, registrations and
+ * stored rows from before hold kinds are renewed as locks, and the host Worker's routes hold a
+ * lock across requests through the object.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -12,7 +14,15 @@ import {
 } from "../../../src/durable-object/index.js";
 import { LockClient, LockInputError } from "../../../src/index.js";
 import { handleLockApi } from "../../../worker/index.js";
-import { countingNamespace, server, until, watchdogBed } from "./support.js";
+import {
+  countingNamespace,
+  objectOf,
+  renewals,
+  server,
+  sleepMs,
+  until,
+  watchdogBed,
+} from "./support.js";
 
 const OWNER = "0123456789abcdef0123456789abcdef";
 
@@ -37,6 +47,15 @@ const register = {
   maxHoldMs: 60_000,
   heartbeatTimeoutMs: null,
 };
+
+/** The leases table as objects deployed before hold kinds made it (protocol 2, no kind column). */
+const PRE_KIND_LEASES = `CREATE TABLE edgelock_watchdog_leases_v2 (
+  lock_key TEXT NOT NULL, owner TEXT NOT NULL, fencing_token INTEGER NOT NULL,
+  registration TEXT NOT NULL, lease_ms INTEGER NOT NULL, registered_at INTEGER NOT NULL,
+  hold_until INTEGER NOT NULL, heartbeat_timeout_ms INTEGER, last_heartbeat_at INTEGER NOT NULL,
+  confirmed_at INTEGER NOT NULL, renewals INTEGER NOT NULL, last_renewed_at INTEGER,
+  next_renewal_at INTEGER NOT NULL, failures INTEGER NOT NULL,
+  PRIMARY KEY (lock_key, owner, fencing_token))`;
 
 describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
   it("checks options and lock references before any request", async () => {
@@ -80,8 +99,11 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
     const refusals: [unknown, RegExp][] = [
       ["not json", /not JSON/],
       [{ ...register, v: 1 }, /protocol version 1/],
-      [{ ...register, kind: "fair-lock" }, /kind must be "lock"/],
+      [{ ...register, kind: "fair-lock" }, /kind must be "lock" or "semaphore"/],
       [{ ...register, key: "edgelock:protocol" }, /lock key/],
+      // The key is the kind's: a lock's key is no permit hold, a semaphore's no lock.
+      [{ ...register, kind: "semaphore" }, /semaphore key <prefix>:\{<name>\}:semaphore:leases/],
+      [{ ...register, key: "edgelock:{protocol}:semaphore:leases" }, /lock key/],
       [{ ...register, owner: "me" }, /owner/],
       [{ ...register, leaseMs: 5 }, /leaseMs/],
       [{ ...register, registration: "Z" }, /registration/],
@@ -105,7 +127,8 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
     };
     const queries: [string, unknown, RegExp][] = [
       [WATCHDOG_ROUTES.heartbeat, { ...hold, v: 1 }, /protocol version 1/],
-      [WATCHDOG_ROUTES.heartbeat, { ...hold, key: "x" }, /lock key/],
+      [WATCHDOG_ROUTES.heartbeat, { ...hold, key: "x" }, /lock key .* or a semaphore key/],
+      [WATCHDOG_ROUTES.status, { ...hold, key: "edgelock:{protocol}:semaphore" }, /semaphore key/],
       [WATCHDOG_ROUTES.heartbeat, { ...hold, fencingToken: undefined }, /fencingToken/],
       [WATCHDOG_ROUTES.status, { ...hold, fencingToken: -1 }, /fencingToken/],
       [WATCHDOG_ROUTES.status, { ...hold, registration: null }, /unknown option "registration"/],
@@ -164,6 +187,84 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
       registration: register.registration,
     });
     expect(await gone.json()).toMatchObject({ state: "unknown", fencingToken: 1 });
+  });
+
+  it("a permit hold's registration, re-sent, is one row under its semaphore key", async () => {
+    const key = "edgelock:{protocol-permits}:semaphore:leases";
+    const object = `lock:${key}`;
+    const permits = { ...register, kind: "semaphore", key };
+    for (const _copy of [1, 2]) {
+      const registered = await send(object, WATCHDOG_ROUTES.register, permits);
+      expect(registered.status).toBe(200);
+      expect(await registered.json()).toMatchObject({ state: "renewing", key, renewals: 0 });
+    }
+    const stub = env.LOCK_WATCHDOG.get(env.LOCK_WATCHDOG.idFromName(object));
+    expect(await (await stub.fetch(`https://watchdog${WATCHDOG_ROUTES.list}`)).json()).toHaveLength(
+      1,
+    );
+    // Later messages name the hold by the same key; a lock of the same name is another hold.
+    const hold = { v: WATCHDOG_PROTOCOL, key, owner: OWNER, fencingToken: 1 };
+    const lockOfSameName = { ...hold, key: "edgelock:{protocol-permits}" };
+    expect(await (await send(object, WATCHDOG_ROUTES.status, lockOfSameName)).json()).toMatchObject(
+      { state: "unknown" },
+    );
+    const gone = await send(object, WATCHDOG_ROUTES.deregister, {
+      ...hold,
+      registration: register.registration,
+    });
+    expect(await gone.json()).toMatchObject({ state: "unknown", key, fencingToken: 1 });
+  });
+
+  it("renews a registration without a kind, and a row stored before kinds, as a lock's", async () => {
+    const leaseMs = 600;
+    const bed = watchdogBed(leaseMs, { heartbeatIntervalMs: 0 });
+    // Lease mode: the client registers nothing; the messages below do, as older holders did.
+    const unkinded = bed.client.lock("unkinded");
+    const sent = await unkinded.acquire({ leaseMs });
+    const { kind: _, ...withoutKind } = register;
+    const key = `${bed.client.prefix}:{unkinded}`;
+    const registered = await send(`lock:${key}`, WATCHDOG_ROUTES.register, {
+      ...withoutKind,
+      key,
+      owner: sent.owner,
+      fencingToken: sent.fencingToken,
+      leaseMs,
+    });
+    expect(registered.status).toBe(200);
+
+    // An object deployed before kinds left a row in its table, which had no kind column.
+    const stored = bed.client.lock("stored");
+    const old = await stored.acquire({ leaseMs });
+    await runInDurableObject(objectOf(bed.client, "stored"), async (_object, state) => {
+      state.storage.sql.exec(PRE_KIND_LEASES);
+      const now = Date.now();
+      state.storage.sql.exec(
+        "INSERT INTO edgelock_watchdog_leases_v2 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, 0, NULL, ?, 0)",
+        `${bed.client.prefix}:{stored}`,
+        old.owner,
+        old.fencingToken,
+        "00112233445566778899aabb",
+        leaseMs,
+        now,
+        now + 60_000,
+        now,
+        now,
+        now + 100,
+      );
+      await state.storage.setAlarm(now + 100);
+    });
+
+    // Three leases: both locks would have expired after the first without lock.extend.
+    await sleepMs(3 * leaseMs);
+    expect(await unkinded.isHeldBy(sent.owner)).toBe(true);
+    expect(await stored.isHeldBy(old.owner)).toBe(true);
+    for (const { name, owner, fencingToken } of [sent, old]) {
+      const hold = { name, owner, fencingToken, prefix: bed.client.prefix };
+      const status = await bed.watchdog.status(hold);
+      expect(status).toMatchObject({ state: "renewing", fencingToken });
+      expect(renewals(status)).toBeGreaterThanOrEqual(3);
+      await bed.watchdog.forget(hold);
+    }
   });
 
   it("a heartbeat or deregistration of one hold never touches another hold of the same owner", async () => {

@@ -11,8 +11,9 @@ import {
   type WatchdogNamespace,
   type WatchdogStatus,
 } from "../../../src/durable-object/index.js";
+import { holdKeyOf } from "../../../src/durable-object/messages.js";
 import { objectNameFor } from "../../../src/durable-object/shard.js";
-import { LockClient, type RedisLike } from "../../../src/index.js";
+import { type HoldKind, LockClient, type RedisLike } from "../../../src/index.js";
 
 interface TestServer {
   kind: string;
@@ -106,9 +107,10 @@ export function plainClient(prefix: string): LockClient {
   return new LockClient({ redis: new Redis({ url: server.url, token: server.token }), prefix });
 }
 
-/** The stub of the object (sharded by lock) that renews lock `name` of `client`. */
-export function objectOf(client: LockClient, name: string) {
-  const id = env.LOCK_WATCHDOG.idFromName(objectNameFor("lock", `${client.prefix}:{${name}}`, ""));
+/** The stub of the object (sharded by lock) that renews lock (or semaphore) `name` of `client`. */
+export function objectOf(client: LockClient, name: string, kind: HoldKind = "lock") {
+  const key = holdKeyOf(kind, client.prefix, name);
+  const id = env.LOCK_WATCHDOG.idFromName(objectNameFor("lock", key, ""));
   return env.LOCK_WATCHDOG.get(id);
 }
 

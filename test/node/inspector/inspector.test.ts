@@ -11,6 +11,7 @@ import { type DevServer, findRedisServerBinary, startDevServer } from "../../../
 import { LockClient } from "../../../src/index.js";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import type { InspectorSnapshot } from "../../../src/inspector/types.js";
+import { type BackendKindUnderTest, withDevServer } from "../../support/backends.js";
 
 const kinds = findRedisServerBinary() === undefined ? ["embedded"] : ["redis-server", "embedded"];
 
@@ -21,11 +22,12 @@ function fresh(): string {
 }
 
 describe.each(kinds)("inspector (%s)", (kind) => {
+  // Its servers report to the script census: the read scripts run under per-key locking too.
+  const serverOf = withDevServer(kind as BackendKindUnderTest);
   let server: DevServer;
-  beforeAll(async () => {
-    server = await startDevServer({ backend: kind as "embedded" });
+  beforeAll(() => {
+    server = serverOf();
   });
-  afterAll(() => server.close());
 
   function clientOf(token = server.token, prefix = fresh()) {
     return new LockClient({ redis: new Redis({ url: server.url, token }), prefix });

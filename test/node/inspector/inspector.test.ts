@@ -106,6 +106,26 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     await waiting;
   });
 
+  it("offers no semaphore or latch action: such a force-release is a typed 400 and the lock of that name stays held", async () => {
+    const client = clientOf();
+    const held = await client.lock("shared").acquire({ leaseMs: 10_000 });
+    const permit = await client
+      .semaphore("shared", { initialPermits: 1 })
+      .acquire({ leaseMs: 10_000 });
+    const handle = handlerOf(client);
+    for (const kind of ["semaphore", "latch", "anything"]) {
+      const response = await post(handle, "force-release", { name: "shared", kind });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: string }).error).toMatch(
+        /kind must be "lock" or "read-write"/,
+      );
+    }
+    expect(await client.lock("shared").isLocked()).toBe(true);
+    expect(await client.semaphore("shared").availablePermits()).toBe(0);
+    await held.release();
+    await permit.release();
+  });
+
   it("force-releases a lock and removes a dead waiter, only with the action header and write access", async () => {
     const client = clientOf();
     const held = await client.lock("stuck").acquire({ leaseMs: 30_000 });

@@ -20,6 +20,12 @@ export function splitMember(member: string): { owner: string; operationId: strin
     : { owner: member.slice(0, space), operationId: member.slice(space + 1) };
 }
 
+/** The owner token a member starts with (owner tokens have no spaces: src/validate.ts). */
+export function ownerOf(member: string): string {
+  const space = member.indexOf(" ");
+  return space < 0 ? member : member.slice(0, space);
+}
+
 /** cjson writes an empty Lua table as `{}`: that is an empty list here. */
 export function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];

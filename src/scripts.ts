@@ -9,7 +9,9 @@
  */
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
+import { READ_LATCH } from "./inspector/read-latch.js";
 import { READ_LOCK } from "./inspector/read-lock.js";
+import { READ_SEMAPHORE } from "./inspector/read-semaphore.js";
 import { LATCH_COUNT } from "./locks/count-down-latch/count.js";
 import { LATCH_COUNT_DOWN, LATCH_SET_COUNT } from "./locks/count-down-latch/update.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "./locks/exclusive/acquire.js";
@@ -85,6 +87,8 @@ export const SCRIPTS: ReadonlyMap<string, CataloguedScript> = new Map<string, Ca
     LOOKUP,
     PUT,
     READ_LOCK,
+    READ_SEMAPHORE,
+    READ_LATCH,
   ].map((script): [string, CataloguedScript] => [script.name, script]),
 );
 

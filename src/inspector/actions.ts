@@ -8,8 +8,8 @@ import { LockInputError } from "../errors.js";
 import { readWriteLockKeys } from "../locks/keys.js";
 import { leaveQueue } from "../locks/queue/leave.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
-import { digest, splitMember } from "./read-lock.js";
 import type { ExecRedis } from "./redis.js";
+import { digest, splitMember } from "./reply.js";
 
 export type ActionResult =
   | { readonly done: true; readonly message: string }

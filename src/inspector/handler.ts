@@ -2,7 +2,7 @@
  * The inspector as a fetch handler for any runtime: the page and its JSON API. Routes match the
  * end of the path, so it works wherever it is mounted (the page at a path ending in `/`).
  */
-import { EdgelockError } from "../errors.js";
+import { EdgelockError, LockInputError } from "../errors.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
 import { checkLockName } from "../validate.js";
 import { forceReleaseLock, removeWaiter } from "./actions.js";
@@ -76,6 +76,19 @@ async function readAction(request: Request): Promise<Record<string, unknown>> {
 
 class ForbiddenAction extends Error {}
 
+/**
+ * The kind of lock a force-release names (none: a lock). Semaphores and latches have no action
+ * (docs/inspector.md says why): another kind must not release the lock of the same name.
+ */
+function lockKind(kind: unknown): "lock" | "read-write" {
+  if (kind === undefined || kind === "lock" || kind === "read-write") return kind ?? "lock";
+  throw new LockInputError(
+    'kind must be "lock" or "read-write": the inspector force-releases locks only (a ' +
+      "semaphore's permits come back by release or lease end, a latch opens by countDown() or " +
+      "its TTL).",
+  );
+}
+
 export function inspectorHandler(
   options: InspectorHandlerOptions,
 ): (request: Request) => Promise<Response> {
@@ -119,8 +132,7 @@ export function inspectorHandler(
       const body = await readAction(request);
       const name = checkLockName(body.name);
       if (path.endsWith("/api/force-release")) {
-        const kind = body.kind === "read-write" ? "read-write" : "lock";
-        return json(200, await forceReleaseLock(client, name, kind));
+        return json(200, await forceReleaseLock(client, name, lockKind(body.kind)));
       }
       if (path.endsWith("/api/remove-waiter")) {
         if (typeof body.waiter !== "string") return json(400, { error: "waiter is missing" });

@@ -31,7 +31,7 @@ export const PAGE_HTML = `<!doctype html>
     </select>
     <button type="button" id="refresh-now">Refresh now</button>
     <form id="watch-form">
-      <label for="watch-name">Watch a lock by name</label>
+      <label for="watch-name">Watch by name</label>
       <input id="watch-name" name="name" autocomplete="off" spellcheck="false">
       <button type="submit">Watch</button>
     </form>
@@ -59,6 +59,8 @@ export const PAGE_HTML = `<!doctype html>
     <tbody></tbody>
   </table>
   <div id="queues"></div>
+  <div id="semaphores"></div>
+  <div id="latches"></div>
   <details id="idle">
     <summary>Idle locks</summary>
     <ul></ul>
@@ -106,6 +108,8 @@ export const PAGE_JS = `"use strict";
     return node;
   }
   function seconds(ms) {
+    // A latch lives a day by default: hours read better there.
+    if (ms >= 7200000) return (ms / 3600000).toFixed(1) + " h";
     return ms >= 10000 ? Math.round(ms / 1000) + " s" : (ms / 1000).toFixed(1) + " s";
   }
   function ago(serverMs) {
@@ -115,6 +119,10 @@ export const PAGE_JS = `"use strict";
     if (leaseLeftMs === null) return "—";
     const left = leaseLeftMs - (performance.now() - state.receivedAt);
     return left > 0 ? seconds(left) : "expired";
+  }
+  // A countdown the tick keeps going down.
+  function leaseCell(leaseLeftMs) {
+    return el("td", leaseText(leaseLeftMs), { class: "num lease", "data-lease": String(leaseLeftMs) });
   }
 
   async function refresh() {
@@ -150,9 +158,10 @@ export const PAGE_JS = `"use strict";
     document.body.classList.toggle("read-only", !s.canWrite);
     $("#read-only").hidden = s.canWrite;
     $("#read-only").textContent = s.canWrite ? "" : "Read-only: " + (s.readOnlyReason || "no write access");
-    $("#status").textContent = s.locks.length + " lock(s) shown, updated " + new Date().toLocaleTimeString();
+    $("#status").textContent = s.locks.length + " lock(s), " + s.semaphores.length + " semaphore(s), " +
+      s.latches.length + " latch(es) shown, updated " + new Date().toLocaleTimeString();
     $("#cost").textContent = "Last refresh: " + s.cost.total + " command(s) (" + s.cost.scan + " SCAN, " +
-      s.cost.read + " lock read(s)); " + state.spent + " since this page opened.";
+      s.cost.read + " read(s)); " + state.spent + " since this page opened.";
     const scan = $("#scan");
     scan.replaceChildren();
     scan.append(s.scan.refused ? "Not scanned: " + s.scan.refused + ". " :
@@ -167,7 +176,7 @@ export const PAGE_JS = `"use strict";
       restart.addEventListener("click", () => { state.cursor = "0"; refresh(); });
       scan.append(restart);
     }
-    if (s.notShown > 0) scan.append(" " + s.notShown + " more active lock(s) not read (maxLocks).");
+    if (s.notShown > 0) scan.append(" " + s.notShown + " more in use not read (maxLocks).");
 
     const tbody = $("#locks tbody");
     tbody.replaceChildren();
@@ -180,7 +189,7 @@ export const PAGE_JS = `"use strict";
       row.append(el("td", lock.state));
       row.append(el("td", lock.holders.map((h) => h.owner + " × " + h.holds).join(", ") +
         (lock.heldSince ? " (held since " + ago(lock.heldSince) + ")" : "") || "—"));
-      row.append(el("td", leaseText(lock.leaseLeftMs), { class: "num lease", "data-lease": String(lock.leaseLeftMs) }));
+      row.append(leaseCell(lock.leaseLeftMs));
       row.append(el("td", lock.fencingToken === null ? "—" : lock.fencingToken, { class: "num" }));
       row.append(el("td", lock.readHoldCount, { class: "num" }));
       row.append(el("td", lock.waiterCount, { class: "num" }));
@@ -204,37 +213,63 @@ export const PAGE_JS = `"use strict";
       row.append(el("td", "No lock is held or waited for.", { colspan: "10" }));
       tbody.append(row);
     }
+    renderSemaphores(s.semaphores);
+    $("#latches").replaceChildren(...(s.latches.length === 0 ? [] : [detailTable("Count-down latches",
+      { "data-latches": "" }, ["Name", "Count", "Expires in"],
+      s.latches.map((latch) => [latch.name, latch.count, leaseCell(latch.ttlLeftMs)]))]));
     const idle = $("#idle ul");
     idle.replaceChildren(...s.idle.map((name) => el("li", name)));
-    $("#idle summary").textContent = "Idle locks (" + s.idleCount + "): only a fence or records left";
+    $("#idle summary").textContent = "Idle names (" + s.idleCount + "): nothing in use, only a fence, a capacity or records left";
+  }
+
+  // No actions: docs/inspector.md says why.
+  function renderSemaphores(semaphores) {
+    const tables = semaphores.length === 0 ? [] : [detailTable("Semaphores", { "data-semaphores": "" },
+      ["Name", "State", "Capacity", "Available", "Holds (permits)", "Waiters", "Fencing token", "Average hold"],
+      semaphores.map((sem) => [sem.name, sem.state, sem.capacity === null ? "not set" : sem.capacity, sem.available,
+        sem.holdCount + " (" + sem.heldPermits + ")", sem.waiterCount, sem.fencingToken === null ? "—" : sem.fencingToken,
+        sem.averageHoldMs === null ? "—" : Math.round(sem.averageHoldMs) + " ms"]))];
+    for (const sem of semaphores) {
+      if (sem.holds.length > 0) tables.push(detailTable("Holds of " + sem.name + " (" + sem.holdCount + ")",
+        { "data-holds": sem.name }, ["Owner", "Permits", "Fencing token", "Lease left", "Held since"],
+        sem.holds.map((hold) => [hold.owner, hold.permits, hold.fencingToken, leaseCell(hold.leaseLeftMs),
+          hold.heldSince === null ? "—" : ago(hold.heldSince)])));
+      if (sem.waiters.length > 0) tables.push(detailTable("Waiters of " + sem.name + " (" + sem.waiterCount + " waiting)",
+        { "data-waiters": sem.name }, ["Position", "Owner", "Permits", "Waiting since", "Dropped in"],
+        sem.waiters.map((waiter) => [waiter.position, waiter.owner, waiter.permits, ago(waiter.waitingSince),
+          seconds(waiter.deadlineInMs) + " unless it polls"])));
+    }
+    $("#semaphores").replaceChildren(...tables);
   }
 
   function queueTable(lock, canWrite) {
-    const table = el("table", null, { "data-queue": lock.name });
-    table.append(el("caption", "Queue of " + lock.name + " (" + lock.waiterCount + " waiting)"));
-    const head = el("tr");
-    for (const title of ["Position", "Owner", "Waiting since", "Mode", "Dropped in"]) head.append(el("th", title, { scope: "col" }));
-    if (canWrite) head.append(el("th", "Actions", { scope: "col" }));
-    const thead = el("thead");
-    thead.append(head);
-    table.append(thead);
+    return detailTable("Queue of " + lock.name + " (" + lock.waiterCount + " waiting)", { "data-queue": lock.name },
+      ["Position", "Owner", "Waiting since", "Mode", "Dropped in"].concat(canWrite ? ["Actions"] : []),
+      lock.waiters.map((waiter) => {
+        const cells = [waiter.position, waiter.owner, ago(waiter.waitingSince), waiter.mode,
+          waiter.deadlineInMs === null ? "—" : seconds(waiter.deadlineInMs) + " unless it polls"];
+        if (canWrite) {
+          const button = el("button", "Remove waiter", { type: "button", "aria-label": "Remove waiter " + waiter.position + " of " + lock.name });
+          button.addEventListener("click", () => act("remove-waiter", { name: lock.name, waiter: waiter.waiter },
+            "Remove waiter " + waiter.position + " from " + lock.name + "'s queue? Do so only for a waiter that is dead."));
+          const cell = el("td");
+          cell.append(button);
+          cells.push(cell);
+        }
+        return cells;
+      }));
+  }
+
+  // A captioned table with column titles; a row's first cell heads it, a node cell goes in as it is.
+  function detailTable(caption, attributes, titles, rows) {
+    const table = el("table", null, attributes);
+    table.append(el("caption", caption));
+    const head = table.appendChild(el("thead")).appendChild(el("tr"));
+    for (const title of titles) head.append(el("th", title, { scope: "col" }));
     const body = table.appendChild(el("tbody"));
-    for (const waiter of lock.waiters) {
-      const row = el("tr");
-      row.append(el("th", waiter.position, { scope: "row" }));
-      row.append(el("td", waiter.owner));
-      row.append(el("td", ago(waiter.waitingSince)));
-      row.append(el("td", waiter.mode));
-      row.append(el("td", waiter.deadlineInMs === null ? "—" : seconds(waiter.deadlineInMs) + " unless it polls"));
-      if (canWrite) {
-        const cell = el("td");
-        const button = el("button", "Remove waiter", { type: "button", "aria-label": "Remove waiter " + waiter.position + " of " + lock.name });
-        button.addEventListener("click", () => act("remove-waiter", { name: lock.name, waiter: waiter.waiter },
-          "Remove waiter " + waiter.position + " from " + lock.name + "'s queue? Do so only for a waiter that is dead."));
-        cell.append(button);
-        row.append(cell);
-      }
-      body.append(row);
+    for (const cells of rows) {
+      const row = body.appendChild(el("tr"));
+      cells.forEach((cell, i) => row.append(cell instanceof Node ? cell : el(i === 0 ? "th" : "td", cell, i === 0 ? { scope: "row" } : {})));
     }
     return table;
   }

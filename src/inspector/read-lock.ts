@@ -4,6 +4,7 @@
  */
 import { readWriteLockKeys } from "../locks/keys.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";
+import { decodeState, digest, list, msUntil, numberOrNull, splitMember } from "./reply.js";
 import type {
   InspectedHolder,
   InspectedLock,
@@ -57,23 +58,6 @@ return cjson.encode({
 })`,
 );
 
-/** First 12 hex digits of SHA-256: the owner shown without its token. */
-export async function digest(text: string): Promise<string> {
-  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  let hex = "";
-  for (const byte of new Uint8Array(bytes).subarray(0, 6))
-    hex += byte.toString(16).padStart(2, "0");
-  return hex;
-}
-
-/** A queue member `<owner> <operation id>` (src/locks/queue/lua.ts) split in two. */
-export function splitMember(member: string): { owner: string; operationId: string } {
-  const space = member.lastIndexOf(" ");
-  return space < 0
-    ? { owner: member, operationId: "" }
-    : { owner: member.slice(0, space), operationId: member.slice(space + 1) };
-}
-
 interface RawLockState {
   now: number;
   pttl: number;
@@ -90,26 +74,10 @@ interface RawLockState {
   writers: number;
 }
 
-/** cjson writes an empty Lua table as `{}`: that is an empty list here. */
-function list(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
-
-function numberOrNull(value: unknown): number | null {
-  if (value === "" || value === false || value === null || value === undefined) return null;
-  const number = Number(value);
-  return Number.isFinite(number) ? number : null;
-}
-
 function parseState(reply: unknown): RawLockState {
-  // @upstash/redis parses a JSON reply itself; another RedisLike may hand over the text.
-  const value: unknown = typeof reply === "string" ? JSON.parse(reply) : reply;
-  if (typeof value !== "object" || value === null || !("now" in value)) {
-    throw new Error("the lock read returned something that is not its state");
-  }
-  const raw = value as Record<string, unknown>;
+  const raw = decodeState(reply, "lock");
   return {
-    now: Number(raw.now),
+    now: raw.now,
     pttl: Number(raw.pttl),
     holders: list(raw.holders),
     fence: (raw.fence as string | number) ?? "",
@@ -156,7 +124,7 @@ export async function readLock(
       owner: await digest(splitMember(member).owner),
       waiter: await digest(member),
       waitingSince: Math.floor(Number(raw.queue[i + 1])),
-      deadlineInMs: deadline === null ? null : Math.max(0, Math.round(deadline - raw.now)),
+      deadlineInMs: deadline === null ? null : msUntil(deadline, raw.now),
       mode: Number(raw.parked[i / 2]) === 1 ? "parked" : "polling",
     });
   }
@@ -164,7 +132,7 @@ export async function readLock(
   for (let i = 0; i + 1 < raw.reads.length; i += 2) {
     readHolds.push({
       owner: await digest(splitMember(String(raw.reads[i])).owner),
-      leaseLeftMs: Math.max(0, Math.round(Number(raw.reads[i + 1]) - raw.now)),
+      leaseLeftMs: msUntil(raw.reads[i + 1], raw.now),
     });
   }
   const held = holders.length > 0 || raw.readCount > 0;

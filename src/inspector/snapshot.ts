@@ -1,11 +1,20 @@
 /**
- * One refresh: SCAN (never KEYS) edgelock's keys, then one read-only script per active lock,
- * within an explicit command budget since Upstash bills each; the snapshot says what it spent.
+ * One refresh: SCAN (never KEYS) edgelock's keys, then one read-only script per lock, semaphore
+ * or latch in use, within an explicit command budget since Upstash bills each; the snapshot says
+ * what it spent.
  */
 
+import { classifyKey, type InspectedKind, keyPattern } from "./keys.js";
+import { readLatch } from "./read-latch.js";
 import { readLock } from "./read-lock.js";
+import { readSemaphore } from "./read-semaphore.js";
 import { CommandCounter, type ExecRedis, isPermissionRefusal, scanPage } from "./redis.js";
-import type { InspectedLock, InspectorSnapshot } from "./types.js";
+import type {
+  InspectedLatch,
+  InspectedLock,
+  InspectedSemaphore,
+  InspectorSnapshot,
+} from "./types.js";
 
 /** How much one refresh may spend. */
 export interface RefreshBudget {
@@ -21,12 +30,14 @@ export interface RefreshBudget {
    */
   maxScanCalls?: number;
   /**
-   * Active locks read per refresh at most (one command each); the rest are counted, not read.
+   * Locks, semaphores and latches read per refresh at most (one command each); the rest are
+   * counted, not read.
    * @default 50
    */
   maxLocks?: number;
   /**
-   * Waiters and read holds listed per lock at most (all are counted).
+   * Waiters, read holds and semaphore holds listed per lock or semaphore at most (all are
+   * counted).
    * @default 20
    */
   maxListed?: number;
@@ -39,51 +50,14 @@ export const DEFAULT_BUDGET: Required<RefreshBudget> = {
   maxListed: 20,
 };
 
-/**
- * Key suffixes that exist only while a lock is held or waited for; a lock with none is idle (its
- * other keys say nothing about who holds it).
- */
-const ACTIVE_SUFFIXES = new Set([
-  "",
-  ":queue",
-  ":timeouts",
-  ":parked",
-  ":reads",
-  ":readers",
-  ":writers",
-]);
-
-/** A glob pattern matching `text` literally (SCAN's MATCH is a glob). */
-function globEscape(text: string): string {
-  return text.replace(/[*?[\]\\]/g, (special) => `\\${special}`);
-}
-
-/** The SCAN pattern of every key edgelock keeps under `prefix`. */
-export function keyPattern(prefix: string): string {
-  return `${globEscape(prefix)}:{*`;
-}
-
-/** Lock name and suffix of an edgelock key, or undefined for another key. */
-export function parseKey(
-  prefix: string,
-  key: string,
-): { name: string; suffix: string } | undefined {
-  const head = `${prefix}:{`;
-  if (!key.startsWith(head)) return undefined;
-  const close = key.indexOf("}", head.length);
-  if (close < 0) return undefined;
-  return { name: key.slice(head.length, close), suffix: key.slice(close + 1) };
-}
-
-function suffixKind(suffix: string): string {
-  return suffix.startsWith(":op:") || suffix.startsWith(":wake:") ? ":op" : suffix;
-}
-
 export interface SnapshotRequest extends RefreshBudget {
   readonly prefix: string;
   /** Where to continue the walk of the key space; "0" starts over. */
   readonly cursor?: string;
-  /** Locks read whatever SCAN finds: a read-only token refuses SCAN, so these are all it sees. */
+  /**
+   * Names read whatever SCAN finds (as a lock, and as a semaphore and a latch where one exists):
+   * a read-only token refuses SCAN, so these are all it sees.
+   */
   readonly names?: readonly string[];
   readonly canWrite: boolean;
   readonly readOnlyReason: string | null;
@@ -95,61 +69,165 @@ export async function takeSnapshot(
 ): Promise<InspectorSnapshot> {
   const budget = { ...DEFAULT_BUDGET, ...definedOnly(request) };
   const counter = new CommandCounter();
-  const active = new Set<string>();
+  const walk = await walkKeys(redis, request, budget, counter);
+  const tasks = readTasks(request.names ?? [], walk);
+  const toRead = tasks.all.slice(0, Math.max(budget.maxLocks, tasks.named));
+  // Issued in one tick, so @upstash/redis pipelines them into one request (each still billed).
+  const reads = await Promise.all(
+    toRead.map((task) => readOne(redis, request.prefix, task, budget.maxListed, counter)),
+  );
+  const locks: InspectedLock[] = [];
+  const semaphores: InspectedSemaphore[] = [];
+  const latches: InspectedLatch[] = [];
+  let takenAt: number | undefined;
+  for (const read of reads) {
+    takenAt ??= read.now;
+    if (read.lock) locks.push(read.lock);
+    if (read.semaphore) semaphores.push(read.semaphore);
+    if (read.latch) latches.push(read.latch);
+  }
+  const idleNames = [...walk.idle].sort();
+  return {
+    takenAt: takenAt ?? Date.now(),
+    prefix: request.prefix,
+    canWrite: request.canWrite && walk.refused === null,
+    readOnlyReason: walk.refused !== null ? "the Redis token is read-only" : request.readOnlyReason,
+    locks,
+    semaphores,
+    latches,
+    idle: idleNames.slice(0, budget.maxLocks),
+    idleCount: idleNames.length,
+    notShown: tasks.all.length - toRead.length,
+    scan: {
+      cursor: walk.cursor,
+      complete: walk.complete,
+      keysSeen: walk.keysSeen,
+      refused: walk.refused,
+    },
+    cost: { scan: counter.scan, read: counter.read, total: counter.scan + counter.read },
+  };
+}
+
+/** What one walk of the key space found, by kind. */
+interface Walk {
+  /** Names with a key in use, by kind. */
+  readonly active: Record<InspectedKind, Set<string>>;
+  /** Names with any key, by kind. */
+  readonly seen: Record<InspectedKind, Set<string>>;
+  /** Names with keys, none of them in use. */
+  readonly idle: Set<string>;
+  readonly cursor: string;
+  readonly complete: boolean;
+  /** Whether it went from the start to the end: a kind it did not see under a name is not there. */
+  readonly whole: boolean;
+  readonly keysSeen: number;
+  readonly refused: string | null;
+}
+
+const KINDS: readonly InspectedKind[] = ["lock", "semaphore", "latch"];
+
+function byKind(): Record<InspectedKind, Set<string>> {
+  return { lock: new Set(), semaphore: new Set(), latch: new Set() };
+}
+
+/** SCANs (never KEYS) within the budget, sorting each key by name, kind and use. */
+async function walkKeys(
+  redis: ExecRedis,
+  request: SnapshotRequest,
+  budget: Required<RefreshBudget>,
+  counter: CommandCounter,
+): Promise<Walk> {
+  const active = byKind();
+  const seen = byKind();
   const idle = new Set<string>();
-  let cursor = request.cursor ?? "0";
+  const start = request.cursor ?? "0";
+  let cursor = start;
   let keysSeen = 0;
-  let refused: string | null = null;
-  let complete = false;
+  let activeCount = 0;
   try {
     const pattern = keyPattern(request.prefix);
     for (let call = 0; call < budget.maxScanCalls; call += 1) {
       const page = await scanPage(redis, cursor, pattern, budget.scanCount, counter);
       keysSeen += page.keys.length;
       for (const key of page.keys) {
-        const parsed = parseKey(request.prefix, key);
-        if (parsed === undefined) continue;
-        if (ACTIVE_SUFFIXES.has(suffixKind(parsed.suffix))) active.add(parsed.name);
-        else idle.add(parsed.name);
+        const found = classifyKey(request.prefix, key);
+        if (found === undefined) continue;
+        seen[found.kind].add(found.name);
+        const inUse = active[found.kind];
+        if (!found.active) idle.add(found.name);
+        else if (!inUse.has(found.name)) {
+          inUse.add(found.name);
+          activeCount += 1;
+        }
       }
       cursor = page.cursor;
-      if (cursor === "0") {
-        complete = true;
-        break;
-      }
+      if (cursor === "0") break;
       // Enough found to fill the page: stop spending, the cursor says where to go on.
-      if (active.size >= budget.maxLocks) break;
+      if (activeCount >= budget.maxLocks) break;
     }
   } catch (error) {
     if (!isPermissionRefusal(error)) throw error;
-    refused =
-      "this token may not SCAN (Upstash's read-only token refuses it): only the locks named are shown";
-    cursor = "0";
-    complete = true;
+    const refused =
+      "this token may not SCAN (Upstash's read-only token refuses it): only the names given are shown";
+    return { active, seen, idle, cursor: "0", complete: true, whole: false, keysSeen, refused };
   }
-  for (const name of active) idle.delete(name);
-
-  const wanted = [...new Set([...(request.names ?? []), ...[...active].sort()])];
-  const toRead = wanted.slice(0, Math.max(budget.maxLocks, request.names?.length ?? 0));
-  // Issued in one tick, so @upstash/redis pipelines them into one request (each still billed).
-  const reads = await Promise.all(
-    toRead.map((name) => readLock(redis, request.prefix, name, budget.maxListed, counter)),
-  );
-  const locks: InspectedLock[] = reads.map((read) => read.lock);
-  const takenAt = reads[0]?.now;
-  const idleNames = [...idle].sort();
+  for (const kind of KINDS) for (const name of active[kind]) idle.delete(name);
+  const complete = cursor === "0";
   return {
-    takenAt: takenAt ?? Date.now(),
-    prefix: request.prefix,
-    canWrite: request.canWrite && refused === null,
-    readOnlyReason: refused !== null ? "the Redis token is read-only" : request.readOnlyReason,
-    locks,
-    idle: idleNames.slice(0, budget.maxLocks),
-    idleCount: idleNames.length,
-    notShown: wanted.length - toRead.length,
-    scan: { cursor, complete, keysSeen, refused },
-    cost: { scan: counter.scan, read: counter.read, total: counter.scan + counter.read },
+    active,
+    seen,
+    idle,
+    cursor,
+    complete,
+    whole: complete && start === "0",
+    keysSeen,
+    refused: null,
   };
+}
+
+/** One read: a kind under a name. */
+interface ReadTask {
+  readonly kind: InspectedKind;
+  readonly name: string;
+}
+
+/**
+ * What to read, named ones first: a name given is read as a lock (shown free if it is none) and
+ * as a semaphore and a latch unless a whole walk saw none there; then whatever is in use, by name.
+ */
+function readTasks(names: readonly string[], walk: Walk): { all: ReadTask[]; named: number } {
+  const tasks = new Map<string, ReadTask>();
+  const add = (kind: InspectedKind, name: string) => tasks.set(`${kind} ${name}`, { kind, name });
+  for (const name of names) {
+    for (const kind of KINDS) {
+      if (kind === "lock" || !walk.whole || walk.seen[kind].has(name)) add(kind, name);
+    }
+  }
+  const named = tasks.size;
+  const inUse = KINDS.flatMap((kind) => [...walk.active[kind]].map((name) => ({ kind, name })));
+  inUse.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const { kind, name } of inUse) add(kind, name);
+  return { all: [...tasks.values()], named };
+}
+
+/** What one read found; `now` is the server time where its script tells it. */
+interface ReadResult {
+  readonly lock?: InspectedLock;
+  readonly semaphore?: InspectedSemaphore | null;
+  readonly latch?: InspectedLatch | null;
+  readonly now?: number;
+}
+
+async function readOne(
+  redis: ExecRedis,
+  prefix: string,
+  { kind, name }: ReadTask,
+  maxListed: number,
+  counter: CommandCounter,
+): Promise<ReadResult> {
+  if (kind === "semaphore") return readSemaphore(redis, prefix, name, maxListed, counter);
+  if (kind === "latch") return { latch: await readLatch(redis, prefix, name, counter) };
+  return readLock(redis, prefix, name, maxListed, counter);
 }
 
 function definedOnly(budget: RefreshBudget): RefreshBudget {

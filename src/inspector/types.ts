@@ -65,10 +65,73 @@ export interface InspectedLock {
   readonly waitingWriters: number;
 }
 
+/** One live hold of a semaphore: an acquisition's permits, with their own lease and token. */
+export interface InspectedPermitHold {
+  /** First 12 hex digits of SHA-256 of the owner token, as for a lock's holder. */
+  readonly owner: string;
+  readonly permits: number;
+  /** This hold's fencing token (every hold has its own). */
+  readonly fencingToken: number;
+  /** ms left of this hold's lease when the snapshot was taken (server time). */
+  readonly leaseLeftMs: number;
+  /** Server time the hold was granted. */
+  readonly heldSince: number | null;
+}
+
+/** One live waiting acquisition of a semaphore (semaphore waiters poll; none parks). */
+export interface InspectedPermitWaiter {
+  /** 1 is the head of the queue (first come, first served). */
+  readonly position: number;
+  readonly owner: string;
+  /** Permits it asks for: reserved ahead of everyone behind it. */
+  readonly permits: number;
+  /** Server time (ms since the epoch) it joined the queue (its ticket). */
+  readonly waitingSince: number;
+  /** ms until its deadline passes unless it polls again (the next attempt drops it then). */
+  readonly deadlineInMs: number;
+}
+
+/** A counting semaphore (`client.semaphore(name)`): its capacity and who has its permits. */
+export interface InspectedSemaphore {
+  readonly name: string;
+  /** `held` (a live hold), `waiting` (waiters, no hold) or `free`. */
+  readonly state: "held" | "waiting" | "free";
+  /** Total permits; null when none is set (acquisitions fail until one is). */
+  readonly capacity: number | null;
+  /** Capacity less the permits of live holds, at least 0: what `state().available` answers. */
+  readonly available: number;
+  /** Permits of the live holds. */
+  readonly heldPermits: number;
+  /** Live holds, the soonest lease end first; a hold whose lease has passed is none. */
+  readonly holds: readonly InspectedPermitHold[];
+  /** Live holds in all (`holds` lists at most `maxListed`). */
+  readonly holdCount: number;
+  /** Live waiters in queue order; one past its deadline reserves nothing and is none. */
+  readonly waiters: readonly InspectedPermitWaiter[];
+  /** Live waiters in all (`waiters` lists at most `maxListed`). */
+  readonly waiterCount: number;
+  /** The last fencing token handed out; null if no hold was ever granted. */
+  readonly fencingToken: number | null;
+  /** The running average ms from grant to release, once releases recorded it. */
+  readonly averageHoldMs: number | null;
+}
+
+/** A count-down latch (`client.countDownLatch(name)`) that is not open yet. */
+export interface InspectedLatch {
+  readonly name: string;
+  /** What is left to count down (above 0: an open latch has no key and is not listed). */
+  readonly count: number;
+  /** ms until the latch expires (and reads as open) when the snapshot was taken; null: never. */
+  readonly ttlLeftMs: number | null;
+}
+
 /** What one refresh cost: every command is billed by Upstash. */
 export interface RefreshCost {
   readonly scan: number;
-  /** Per-lock reads: one read-only script each (two when Redis had lost the script). */
+  /**
+   * Reads of locks, semaphores and latches: one read-only script each (two when Redis had lost
+   * the script).
+   */
   readonly read: number;
   readonly total: number;
 }
@@ -82,10 +145,17 @@ export interface InspectorSnapshot {
   /** Why the actions are not offered, when they are not. */
   readonly readOnlyReason: string | null;
   readonly locks: readonly InspectedLock[];
-  /** Locks with no active keys left: names only, not read (a command each). */
+  /** Semaphores with a hold or a waiter, and those named (where they exist). */
+  readonly semaphores: readonly InspectedSemaphore[];
+  /** Latches not yet open. */
+  readonly latches: readonly InspectedLatch[];
+  /**
+   * Names with keys but none in use (only a fence, a semaphore's capacity, statistics or
+   * records left): names only, not read (a command each).
+   */
   readonly idle: readonly string[];
   readonly idleCount: number;
-  /** Locks found active but not read because of `maxLocks`. */
+  /** Locks, semaphores and latches found active but not read because of `maxLocks`. */
   readonly notShown: number;
   readonly scan: {
     /** The cursor to continue from (`?cursor=`), "0" when the walk of the key space ended. */

@@ -1,7 +1,8 @@
 /**
  * The inspector's Hono handler mounted in an app inside workerd, through
  * @upstash/redis/cloudflare, against the local server: behind the app's own auth, the page, the
- * snapshot of a held lock, a force-release, and "read" access refusing it.
+ * snapshot of a held lock, a semaphore's hold and a latch, a force-release, and "read" access
+ * refusing it.
  */
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -25,6 +26,10 @@ describe.each(servers)("the inspector's Hono handler in workerd on $kind", (serv
       prefix: freshPrefix(),
     });
     const held = await client.lock("orders:42").acquire({ leaseMs: 10_000 });
+    const permit = await client
+      .semaphore("exports", { initialPermits: 3 })
+      .acquire({ permits: 2, leaseMs: 10_000 });
+    await client.countDownLatch("import").trySetCount(2);
     const app = new Hono();
     // The app's own auth: a header here; the inspector decides read or write from it.
     app.use("/_edgelock/*", async (c, next) => {
@@ -57,7 +62,18 @@ describe.each(servers)("the inspector's Hono handler in workerd on $kind", (serv
       state: "held",
       fencingToken: held.fencingToken,
     });
+    expect(snapshot.semaphores).toMatchObject([
+      {
+        name: "exports",
+        capacity: 3,
+        available: 1,
+        holds: [{ permits: 2, fencingToken: permit.fencingToken }],
+      },
+    ]);
+    expect(snapshot.semaphores[0]?.holds[0]?.owner).toMatch(/^[0-9a-f]{12}$/);
+    expect(snapshot.latches).toMatchObject([{ name: "import", count: 2 }]);
     expect(JSON.stringify(snapshot)).not.toContain(held.owner);
+    expect(JSON.stringify(snapshot)).not.toContain(permit.owner);
 
     const action = (user: string) =>
       call("/_edgelock/api/force-release", user, {
@@ -70,5 +86,6 @@ describe.each(servers)("the inspector's Hono handler in workerd on $kind", (serv
     const done = await action("admin");
     expect(await done.json()).toMatchObject({ done: true });
     expect(await client.lock("orders:42").isLocked()).toBe(false);
+    await permit.release();
   });
 });

@@ -45,11 +45,14 @@ describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium
     held.push(await client.lock("orders:42").acquire({ leaseMs: 60_000 }));
     held.push(await client.lock("stuck-job").acquire({ leaseMs: 60_000 }));
     held.push(await client.readWriteLock("catalog").readLock().acquire({ leaseMs: 60_000 }));
-    waiting = client
-      .lock("orders:42")
-      .acquire({ waitMs: 120_000 })
-      .then((handle) => handle.release())
-      .catch(() => undefined);
+    const exports = client.semaphore("exports", { initialPermits: 3 });
+    held.push(await exports.acquire({ permits: 2, leaseMs: 60_000 }));
+    await client.countDownLatch("import:2026-11").trySetCount(4);
+    const release = (handle: LockHandle) => handle.release();
+    waiting = Promise.all([
+      client.lock("orders:42").acquire({ waitMs: 120_000 }).then(release),
+      exports.acquire({ permits: 2, waitMs: 120_000 }).then(release),
+    ]).catch(() => undefined);
     browser = await chromium.launch({ executablePath: executable, args: ["--no-sandbox"] });
   }, 60_000);
 
@@ -82,6 +85,18 @@ describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium
       .poll(() => page.locator('table[data-queue="orders:42"]').innerText(), { timeout: 10_000 })
       .toMatch(/1\s+[0-9a-f]{12}\s+.*polling/);
     await expect.poll(() => page.locator("#cost").innerText()).toMatch(/Last refresh: \d+ command/);
+    // The semaphore: state, capacity, available, holds (permits), waiters; its holds and queue.
+    await expect
+      .poll(() => page.locator("table[data-semaphores] tbody tr").innerText())
+      .toMatch(/exports\s+held\s+3\s+1\s+1 \(2\)\s+1/);
+    const hold = page.locator('table[data-holds="exports"] tbody tr');
+    await expect.poll(() => hold.innerText()).toMatch(/^[0-9a-f]{12}\s+2\s+\d+\s+\d+(\.\d)? s/);
+    await expect
+      .poll(() => page.locator('table[data-waiters="exports"] tbody tr').innerText())
+      .toMatch(/^1\s+[0-9a-f]{12}\s+2\s+/);
+    await expect
+      .poll(() => page.locator("table[data-latches] tbody tr").innerText())
+      .toMatch(/import:2026-11\s+4\s+24\.0 h/);
 
     const first = await leaseSeconds(page, "orders:42");
     await page.waitForTimeout(1_500);

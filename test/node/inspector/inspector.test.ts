@@ -3,6 +3,7 @@
  * and the embedded engine): what a snapshot shows, what it costs, what it never shows (owner
  * and REST tokens), its actions, and the read-only token's view.
  */
+import { createHash } from "node:crypto";
 import http from "node:http";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,8 +12,14 @@ import { type DevServer, findRedisServerBinary, startDevServer } from "../../../
 import { LockClient } from "../../../src/index.js";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import type { InspectorSnapshot } from "../../../src/inspector/types.js";
+import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
+import { type BackendKindUnderTest, withDevServer } from "../../support/backends.js";
 
 const kinds = findRedisServerBinary() === undefined ? ["embedded"] : ["redis-server", "embedded"];
+
+/** How the inspector shows an owner: the first 12 hex digits of SHA-256 of its token. */
+const shown = (owner: string) => createHash("sha256").update(owner).digest("hex").slice(0, 12);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let counter = 0;
 function fresh(): string {
@@ -21,11 +28,12 @@ function fresh(): string {
 }
 
 describe.each(kinds)("inspector (%s)", (kind) => {
+  // Its servers report to the script census: the read scripts run under per-key locking too.
+  const serverOf = withDevServer(kind as BackendKindUnderTest);
   let server: DevServer;
-  beforeAll(async () => {
-    server = await startDevServer({ backend: kind as "embedded" });
+  beforeAll(() => {
+    server = serverOf();
   });
-  afterAll(() => server.close());
 
   function clientOf(token = server.token, prefix = fresh()) {
     return new LockClient({ redis: new Redis({ url: server.url, token }), prefix });
@@ -104,6 +112,148 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     await waiting;
   });
 
+  it("shows a semaphore's capacity, available permits, live holds and FIFO waiters with their demand, and a latch's count and TTL", async () => {
+    const client = clientOf();
+    const upstream = client.semaphore("upstream");
+    await upstream.setPermits(5);
+    const longer = await upstream.acquire({ permits: 2, leaseMs: 20_000 });
+    const shorter = await upstream.acquire({ leaseMs: 10_000 });
+    // 2 free: the first waiter asks 4, the second only 1, yet waits behind it (FIFO).
+    const first = upstream.acquire({ permits: 4, waitMs: 5_000 }).catch((e: Error) => e);
+    await sleep(300);
+    const second = upstream.acquire({ waitMs: 5_000 }).catch((e: Error) => e);
+    const latch = client.countDownLatch("import", { ttlMs: 60_000 });
+    await latch.trySetCount(3);
+    await latch.countDown();
+    await sleep(300);
+
+    const { body, text } = await snapshot(handlerOf(client));
+    expect(body.cost.read).toBe(2); // one read-only script each, the semaphore and the latch
+    expect(body.locks).toEqual([]);
+    const semaphore = body.semaphores.find((entry) => entry.name === "upstream");
+    const state = await upstream.state();
+    expect(semaphore).toMatchObject({
+      state: "held",
+      capacity: 5,
+      available: 2,
+      heldPermits: 3,
+      holdCount: 2,
+      waiterCount: 2,
+      fencingToken: shorter.fencingToken,
+    });
+    expect(semaphore?.available).toBe(state.available);
+    expect(semaphore?.waiterCount).toBe(state.waiters);
+    // Holds: the soonest lease end first, owners shown as lock holders are.
+    expect(semaphore?.holds).toMatchObject([
+      { owner: shown(shorter.owner), permits: 1, fencingToken: shorter.fencingToken },
+      { owner: shown(longer.owner), permits: 2, fencingToken: longer.fencingToken },
+    ]);
+    expect(semaphore?.holds[0]?.leaseLeftMs).toBeGreaterThan(8_000);
+    expect(semaphore?.holds[0]?.leaseLeftMs).toBeLessThanOrEqual(10_000);
+    expect(semaphore?.holds[1]?.leaseLeftMs).toBeGreaterThan(18_000);
+    expect(semaphore?.holds[1]?.heldSince).toBeLessThanOrEqual(body.takenAt);
+    expect(semaphore?.waiters.map(({ position, permits }) => ({ position, permits }))).toEqual([
+      { position: 1, permits: 4 },
+      { position: 2, permits: 1 },
+    ]);
+    expect(semaphore?.waiters[0]?.owner).toMatch(/^[0-9a-f]{12}$/);
+    expect(semaphore?.waiters[0]?.deadlineInMs).toBeGreaterThan(0);
+    expect(body.latches).toEqual([
+      { name: "import", count: 2, ttlLeftMs: expect.any(Number) as number },
+    ]);
+    expect(body.latches[0]?.ttlLeftMs).toBeGreaterThan(50_000);
+    expect(body.latches[0]?.ttlLeftMs).toBeLessThanOrEqual(60_000);
+    expect(body.idle).toEqual([]);
+    expect(text).not.toContain(longer.owner);
+    expect(text).not.toContain(shorter.owner);
+
+    await longer.release();
+    await shorter.release();
+    for (const waiter of await Promise.all([first, second])) {
+      if (!(waiter instanceof Error)) await waiter.release();
+    }
+  });
+
+  it("shows no semaphore hold whose lease has passed, nor a waiter past its deadline", async () => {
+    const prefix = fresh();
+    const client = clientOf(server.token, prefix);
+    const pool = client.semaphore("pool");
+    await pool.setPermits(4);
+    const lasting = await pool.acquire({ permits: 1, leaseMs: 20_000 });
+    await pool.acquire({ permits: 2, leaseMs: 200 });
+    // A crashed waiter: queued, its deadline passed, not pruned yet (no attempt ran since).
+    const keys = semaphoreKeys(prefix, "pool");
+    const redis = new Redis({ url: server.url, token: server.token });
+    const gone = `${"d".repeat(32)} ${"0".repeat(24)} 3`;
+    await redis.zadd(keys.queue, { score: Date.now() - 5_000, member: gone });
+    await redis.zadd(keys.timeouts, { score: Date.now() - 1_000, member: gone });
+    await sleep(400);
+    expect(await redis.zcard(keys.leases)).toBe(2); // the expired hold is still in Redis
+
+    const semaphore = (await snapshot(handlerOf(client))).body.semaphores[0];
+    expect(semaphore).toMatchObject({
+      name: "pool",
+      state: "held",
+      heldPermits: 1,
+      holdCount: 1,
+      available: 3,
+      waiters: [],
+      waiterCount: 0,
+    });
+    expect(semaphore?.holds.map((hold) => hold.fencingToken)).toEqual([lasting.fencingToken]);
+    expect(await pool.state()).toMatchObject({ available: 3, holds: 1, waiters: 0 });
+    await lasting.release();
+  });
+
+  it("finds semaphores and latches as it finds locks: in use, read; a capacity only, idle and read when named", async () => {
+    const client = clientOf();
+    await client.semaphore("configured").setPermits(3);
+    const handle = handlerOf(client);
+    const walked = (await snapshot(handle)).body;
+    expect(walked.semaphores).toEqual([]);
+    expect(walked.idle).toEqual(["configured"]);
+    expect(walked.cost.read).toBe(0);
+
+    const named = (await snapshot(handle, "?name=configured")).body;
+    expect(named.semaphores).toMatchObject([
+      { name: "configured", state: "free", capacity: 3, available: 3, holds: [], waiters: [] },
+    ]);
+    // A name is read as a lock, and as a semaphore or latch only where the whole walk saw one.
+    expect(named.locks).toMatchObject([{ name: "configured", state: "free" }]);
+    expect(named.cost.read).toBe(2);
+    expect((await snapshot(handle, "?name=nothing-here")).body.cost.read).toBe(1);
+
+    // maxLocks counts every kind's reads.
+    const held = await client.semaphore("configured").acquire({ leaseMs: 10_000 });
+    await client.countDownLatch("batch").trySetCount(2);
+    const budgeted = inspectorHandler({ client, access: () => "read", maxLocks: 1 });
+    const capped = (await snapshot(budgeted)).body;
+    expect(capped.latches.map((latch) => latch.name)).toEqual(["batch"]);
+    expect(capped.semaphores).toEqual([]);
+    expect(capped.notShown).toBe(1);
+    await held.release();
+  });
+
+  it("offers no semaphore or latch action: such a force-release is a typed 400 and the lock of that name stays held", async () => {
+    const client = clientOf();
+    const held = await client.lock("shared").acquire({ leaseMs: 10_000 });
+    const permit = await client
+      .semaphore("shared", { initialPermits: 1 })
+      .acquire({ leaseMs: 10_000 });
+    const handle = handlerOf(client);
+    for (const kind of ["semaphore", "latch", "anything"]) {
+      const response = await post(handle, "force-release", { name: "shared", kind });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: string }).error).toMatch(
+        /kind must be "lock" or "read-write"/,
+      );
+    }
+    expect(await client.lock("shared").isLocked()).toBe(true);
+    expect(await client.semaphore("shared").availablePermits()).toBe(0);
+    await held.release();
+    await permit.release();
+  });
+
   it("force-releases a lock and removes a dead waiter, only with the action header and write access", async () => {
     const client = clientOf();
     const held = await client.lock("stuck").acquire({ leaseMs: 30_000 });
@@ -149,6 +299,23 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     expect(body.locks.map((l) => l.name)).toEqual(["seen"]);
     expect(body.locks[0]?.state).toBe("held");
     await held.release();
+  });
+
+  it("with the read-only token: a name is read as a lock, a semaphore and a latch", async () => {
+    const prefix = fresh();
+    const writer = clientOf(server.token, prefix);
+    const permit = await writer
+      .semaphore("jobs", { initialPermits: 2 })
+      .acquire({ permits: 2, leaseMs: 10_000 });
+    await writer.countDownLatch("jobs").trySetCount(4);
+    const readOnly = clientOf(server.readOnlyToken, prefix);
+    const { body } = await snapshot(handlerOf(readOnly, "read", ["jobs"]));
+    expect(body.scan.refused).toMatch(/read-only/);
+    expect(body.cost.read).toBe(3);
+    expect(body.locks).toMatchObject([{ name: "jobs", state: "free" }]);
+    expect(body.semaphores).toMatchObject([{ name: "jobs", capacity: 2, available: 0 }]);
+    expect(body.latches).toMatchObject([{ name: "jobs", count: 4 }]);
+    await permit.release();
   });
 
   it("serves the page without any token at /_edgelock/ of the dev server", async () => {

@@ -228,8 +228,9 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  return `-- The lock is free: the latest announced grant's hold is over, and so is its record.
-local previous = redis.call('HGET', ${parkedKey}, 'granted')
+  // The lock is free: the latest announced grant's hold is over, and so is its record. Under
+  // key locking only a subscribed waiter can be told (canTell).
+  return `local previous = redis.call('HGET', ${parkedKey}, 'granted')
 if previous then
   if string.match(redis.call('HGET', ${parkedKey}, previous) or '', '^granted ') then
     redis.call('HDEL', ${parkedKey}, previous)
@@ -242,7 +243,6 @@ local claim, lease, id, since, wakeBy
 if parked then
   claim, lease, id, since, wakeBy = string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)$')
 end
--- Under key locking only a subscribed waiter can be told.
 local canTell = wakeBy == 'sub'
 ${withoutKeyLocking("canTell = claim ~= nil")}
 if canTell then

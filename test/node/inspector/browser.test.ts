@@ -77,25 +77,31 @@ describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium
     await expect
       .poll(() => row.innerText(), { timeout: 10_000 })
       .toMatch(/orders:42\s+lock \(plain or fair\)\s+held/);
-    await expect.poll(() => row.innerText()).toMatch(/[0-9a-f]{12} × 1/);
+    await expect.poll(() => row.innerText(), { timeout: 10_000 }).toMatch(/[0-9a-f]{12} × 1/);
     await expect
-      .poll(() => page.locator('tr[data-lock="catalog"]').innerText())
+      .poll(() => page.locator('tr[data-lock="catalog"]').innerText(), { timeout: 10_000 })
       .toMatch(/read-write\s+held/);
     await expect
       .poll(() => page.locator('table[data-queue="orders:42"]').innerText(), { timeout: 10_000 })
       .toMatch(/1\s+[0-9a-f]{12}\s+.*polling/);
-    await expect.poll(() => page.locator("#cost").innerText()).toMatch(/Last refresh: \d+ command/);
+    await expect
+      .poll(() => page.locator("#cost").innerText(), { timeout: 10_000 })
+      .toMatch(/Last refresh: \d+ command/);
     // The semaphore: state, capacity, available, holds (permits), waiters; its holds and queue.
     await expect
-      .poll(() => page.locator("table[data-semaphores] tbody tr").innerText())
+      .poll(() => page.locator("table[data-semaphores] tbody tr").innerText(), { timeout: 10_000 })
       .toMatch(/exports\s+held\s+3\s+1\s+1 \(2\)\s+1/);
     const hold = page.locator('table[data-holds="exports"] tbody tr');
-    await expect.poll(() => hold.innerText()).toMatch(/^[0-9a-f]{12}\s+2\s+\d+\s+\d+(\.\d)? s/);
     await expect
-      .poll(() => page.locator('table[data-waiters="exports"] tbody tr').innerText())
+      .poll(() => hold.innerText(), { timeout: 10_000 })
+      .toMatch(/^[0-9a-f]{12}\s+2\s+\d+\s+\d+(\.\d)? s/);
+    await expect
+      .poll(() => page.locator('table[data-waiters="exports"] tbody tr').innerText(), {
+        timeout: 10_000,
+      })
       .toMatch(/^1\s+[0-9a-f]{12}\s+2\s+/);
     await expect
-      .poll(() => page.locator("table[data-latches] tbody tr").innerText())
+      .poll(() => page.locator("table[data-latches] tbody tr").innerText(), { timeout: 10_000 })
       .toMatch(/import:2026-11\s+4\s+24\.0 h/);
 
     const first = await leaseSeconds(page, "orders:42");
@@ -113,7 +119,7 @@ describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium
 
     await page.getByRole("button", { name: "Force-release stuck-job" }).click();
     await expect
-      .poll(() => page.locator("#confirm-text").innerText())
+      .poll(() => page.locator("#confirm-text").innerText(), { timeout: 10_000 })
       .toMatch(/Force-release stuck-job\?/);
     await page.getByRole("button", { name: "Confirm" }).click();
     await expect
@@ -162,7 +168,9 @@ describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium
       await page.goto(pageUrl);
       const row = page.locator('tr[data-lock="orders:42"]');
       await expect.poll(() => row.innerText(), { timeout: 10_000 }).toMatch(/orders:42.*held/);
-      await expect.poll(() => page.locator("#read-only").innerText()).toMatch(/Read-only/);
+      await expect
+        .poll(() => page.locator("#read-only").innerText(), { timeout: 10_000 })
+        .toMatch(/Read-only/);
       expect(await page.getByRole("button", { name: /Force-release|Remove waiter/ }).count()).toBe(
         0,
       );

@@ -7,12 +7,18 @@
  * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
  */
 import type { LockKeys } from "../locks/keys.js";
-import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
 import type { LockRuntime } from "../locks/runtime.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import type { AttemptOutcome, WaitPlan } from "./attempt.js";
 import type { SiblingWatch } from "./client-state.js";
-import { grantOutcome, NEVER, PARK_GRACE_MS, parkBoundMs } from "./parking.js";
+import {
+  behind,
+  grantOutcome,
+  NEVER,
+  PARK_GRACE_MS,
+  parkBoundMs,
+  type Registration,
+} from "./parking.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
 import type { TurnView } from "./turn.js";
 
@@ -20,12 +26,6 @@ import type { TurnView } from "./turn.js";
 const STREAMS_PER_ACQUISITION = 2;
 
 type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
-
-interface Registration {
-  readonly sentAt: number;
-  readonly boundAt: number;
-  readonly view: TurnView;
-}
 
 export class Listening {
   readonly wakeBy = "sub";
@@ -159,12 +159,7 @@ export class Listening {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };
     }
     if (word.kind === "behind") {
-      // Wait again until the claim window ahead ends (an unclaimed grant frees the lock then).
-      this.#registered = {
-        sentAt,
-        boundAt: Date.now() + word.leaseMs + PARK_PAST_LEASE_MS,
-        view: { ...view, position: 0, locked: true, holderTtlMs: word.leaseMs },
-      };
+      this.#registered = behind(registered, word.leaseMs);
       return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
     }
     return grantOutcome(word, sentAt);

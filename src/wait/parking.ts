@@ -51,12 +51,7 @@ export function parkBoundMs(view: TurnView, claimMs: number): number {
 
 /** "behind": the lock was handed to the waiter ahead, with a claim window of `leaseMs`. */
 type ParkEnd =
-  | {
-      readonly kind: "granted";
-      readonly fencingToken: number;
-      readonly leaseMs: number;
-      readonly sinceRegistrationMs: number;
-    }
+  | Grant
   | { readonly kind: "behind"; readonly leaseMs: number }
   | { readonly kind: "woken" }
   | { readonly kind: "failed"; readonly error: unknown }
@@ -66,7 +61,7 @@ type ParkEnd =
 type BlockingRedis = RedisLike & Required<Pick<RedisLike, "exec">>;
 
 /** The registering busy reply; a grant's lease counts from no earlier than `sentAt`. */
-interface Registration {
+export interface Registration {
   readonly sentAt: number;
   readonly boundAt: number;
   readonly view: TurnView;
@@ -238,13 +233,7 @@ export class Parking {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: 1 };
     }
     if (ended.kind === "behind") {
-      // Park again until the claim window ahead ends (an unclaimed grant frees the lock then);
-      // a grant still counts from the same registration.
-      this.#registered = {
-        sentAt,
-        boundAt: Date.now() + ended.leaseMs + PARK_PAST_LEASE_MS,
-        view: { ...view, position: 0, locked: true, holderTtlMs: ended.leaseMs },
-      };
+      this.#registered = behind(registered, ended.leaseMs);
       return { kind: "busy", holderTtlMs: ended.leaseMs, nextPollMs: 0 };
     }
     return grantOutcome(ended, sentAt);
@@ -289,15 +278,29 @@ export class Parking {
 
 export const NEVER: Promise<undefined> = new Promise(() => {});
 
+/**
+ * After word that the lock was handed to the waiter ahead with a claim window of `leaseMs`: wait
+ * again until that window ends (an unclaimed grant frees the lock then); a grant still counts
+ * from the same registration.
+ */
+export function behind(registered: Registration, leaseMs: number): Registration {
+  return {
+    sentAt: registered.sentAt,
+    boundAt: Date.now() + leaseMs + PARK_PAST_LEASE_MS,
+    view: { ...registered.view, position: 0, locked: true, holderTtlMs: leaseMs },
+  };
+}
+
+/** What a hand-off told a waiter: it holds the lock (see handOffToParkedHead). */
+export interface Grant {
+  readonly kind: "granted";
+  readonly fencingToken: number;
+  readonly leaseMs: number;
+  readonly sinceRegistrationMs: number;
+}
+
 /** A grant to a waiter registered by a request sent at `sentAt` (client clock). */
-export function grantOutcome(
-  grant: {
-    readonly fencingToken: number;
-    readonly leaseMs: number;
-    readonly sinceRegistrationMs: number;
-  },
-  sentAt: number,
-): AttemptOutcome {
+export function grantOutcome(grant: Grant, sentAt: number): AttemptOutcome {
   const grantedAt = grantedAtOrBefore(sentAt, grant);
   if (grantedAt + grant.leaseMs <= Date.now()) {
     // The claim window may have run out (a slow answer, a late word): the next attempt, same

@@ -5,15 +5,11 @@
  */
 import { shownSafely } from "../transport/failures.js";
 import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
+import type { Grant } from "./parking.js";
 
 /** A word from a release (see handOffToParkedHead), or the stream's end. */
 export type HandOffWord =
-  | {
-      readonly kind: "granted";
-      readonly fencingToken: number;
-      readonly leaseMs: number;
-      readonly sinceRegistrationMs: number;
-    }
+  | Grant
   | { readonly kind: "behind"; readonly leaseMs: number }
   /** The stream failed or closed: no word will come this way. */
   | { readonly kind: "lost" };

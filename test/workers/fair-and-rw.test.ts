@@ -6,18 +6,10 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockUpgradeError, LockWaitTimeoutError } from "../../src/index.js";
-import { clientOn, TEST_SERVERS, type TestServer } from "./clients.js";
+import { clientOn, TEST_SERVERS, type TestServer, until } from "./clients.js";
 
 const servers = TEST_SERVERS;
 const clientFor = (server: TestServer, prefix?: string) => clientOn(server, "fr", prefix);
-
-async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describe.each(servers)("fair lock in workerd on $kind", (server) => {
   it("serves waiters in the order they queued", async () => {

@@ -6,26 +6,14 @@
  * given up or not (a Worker's stream must not outlive the invocation that opened it).
  */
 
-import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockClient } from "../../src/index.js";
 import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
+import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
-const servers: { kind: string; url: string; token: string }[] = JSON.parse(
-  env.EDGELOCK_TEST_SERVERS,
-);
+const servers = TEST_SERVERS;
 let prefixes = 0;
-
-const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleepMs(10);
-  }
-}
 
 function contenders(server: { url: string; token: string }) {
   prefixes += 1;

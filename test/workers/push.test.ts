@@ -10,22 +10,11 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { durableObjectWatchdog } from "../../src/durable-object/index.js";
 import { LockClient, type LockClientOptions } from "../../src/index.js";
+import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 import { server as watchdogServer } from "./durable-object/support.js";
 
-const servers: { kind: string; url: string; token: string }[] = JSON.parse(
-  env.EDGELOCK_TEST_SERVERS,
-);
+const servers = TEST_SERVERS;
 let prefixes = 0;
-
-const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(predicate: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleepMs(10);
-  }
-}
 
 /** A holder (polling), a push-mode waiter with `waiterOptions`, and a raw view, on one prefix. */
 function contenders(

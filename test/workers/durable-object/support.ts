@@ -118,15 +118,4 @@ export function renewals(status: WatchdogStatus): number {
   return status.state === "unknown" ? 0 : status.renewals;
 }
 
-export async function until(
-  predicate: () => Promise<boolean> | boolean,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleepMs(10);
-  }
-}
-
-export const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleepMs, until } from "../clients.js";

@@ -12,7 +12,8 @@
  *    served-requests summary, exit 0);
  * 2. "Testing your Worker" (docs/testing.md): its vitest config and its test, extracted from the
  *    guide, run against a small Hono Worker inside workerd through `@cloudflare/vitest-plugin`;
- *    then the same test under the README's copy of the config;
+ *    then the same test under the README's copy of the config; beside it, the installed package's
+ *    semaphore, count-down latch and push hand-off over a subscription (KINDS_TEST);
  *    its strict test tsconfig and env.d.ts from the guide type-check the test (`cloudflare:test`);
  * 3. the watchdog Worker template from `node_modules/edgelock/templates`: type-checked under its
  *    own tsconfig and bundled by `wrangler deploy --dry-run`;
@@ -242,6 +243,58 @@ app.post(
   (c) => c.json({ fencingToken: c.get("lock").fencingToken }),
 );
 export default app;
+`;
+
+/**
+ * Beside the guide's test, in the same project and config: the installed package's semaphore,
+ * count-down latch and push hand-off over a subscription (the `upstash` profile's wake channel),
+ * inside workerd.
+ */
+const KINDS_TEST = `import { env } from "cloudflare:test";
+import { Redis } from "@upstash/redis/cloudflare";
+import { LockClient } from "edgelock";
+import { expect, it } from "vitest";
+
+const client = () => new LockClient({ redis: Redis.fromEnv(env), prefix: "installed" });
+
+it("limits concurrency with a semaphore", async () => {
+  const exports = client().semaphore("exports");
+  expect(await exports.trySetPermits(3)).toBe(true);
+  const held = await exports.acquire({ permits: 2, leaseMs: 10_000 });
+  expect(held.permits).toBe(2);
+  expect(await exports.availablePermits()).toBe(1);
+  expect(await exports.tryAcquire({ permits: 2, leaseMs: 10_000 })).toBeNull();
+  await held.release();
+  expect(await exports.availablePermits()).toBe(3);
+});
+
+it("opens a count-down latch when every part is done", async () => {
+  const parts = client().countDownLatch("import");
+  expect(await parts.trySetCount(2)).toBe(true);
+  await parts.countDown();
+  expect(await parts.await({ waitMs: 100 })).toBe(false);
+  await parts.countDown();
+  expect(await parts.await({ waitMs: 5_000 })).toBe(true);
+});
+
+it("hands a lock over by word on its channel (push mode)", async () => {
+  const holder = client();
+  const waiter = new LockClient({
+    redis: Redis.fromEnv(env),
+    prefix: "installed",
+    scriptKeyLocking: true,
+    wait: { mode: "push", wakeBy: "subscription" },
+  });
+  const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+  const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 8_000 });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const releasedAt = Date.now();
+  await held.release();
+  const handle = await waiting;
+  expect(Date.now() - releasedAt).toBeLessThan(2_000);
+  expect(handle.fencingToken).toBe(held.fencingToken + 1);
+  await handle.release();
+});
 `;
 
 /** The json block of a Markdown file that contains `marker`. */
@@ -494,6 +547,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         join(scratch, "test/worker.test.ts"),
         snippetOf("docs/testing.md", 'from "cloudflare:test"', "test"),
       );
+      writeFileSync(join(scratch, "test/kinds.test.ts"), KINDS_TEST);
       writeFileSync(
         join(scratch, "test/tsconfig.json"),
         jsonBlockOf("docs/testing.md", "@cloudflare/vitest-plugin/types", "test tsconfig"),
@@ -521,10 +575,13 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           scratch,
           { ...env, CI: "true", NO_COLOR: "1" },
         );
-        if (result.code !== 0 || !/Tests\s+1 passed/.test(result.output))
+        if (result.code !== 0 || !/Tests\s+4 passed/.test(result.output))
           throw new Error(`vitest with ${file}'s config exited ${result.code}:\n${result.output}`);
       }
-      return "the guide's test type-checks (strict, cloudflare:test) and passed under either config";
+      return (
+        "the guide's test type-checks (strict, cloudflare:test) and passed under either config, " +
+        "beside a semaphore, a latch and push over a subscription from the installed package"
+      );
     },
   ],
   [

@@ -25,8 +25,9 @@ export interface LockKeys {
   /**
    * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
    * of its latest registration> <server ms its park ends by>[ sub]`: what a release needs to hand
-   * it the lock (` sub`: it listens on `handOffs`); after a hand-off announced there,
-   * `granted <fence>` until its next attempt takes it, and the field `granted` names the latest.
+   * it the lock (` sub<n>`: it listens on `handOffs`, registered by its attempt number n); after a
+   * hand-off announced there, `granted <fence>` until its next attempt takes it or it expires
+   * (see `grants`).
    */
   readonly parked: string;
   /**
@@ -35,6 +36,11 @@ export interface LockKeys {
    * queue/hand-off.ts).
    */
   readonly handOffs: string;
+  /**
+   * List of `<server ms it expires> <waiter>`, oldest first: the announced grants whose
+   * `granted <fence>` records in `parked` are kept as long as an operation record.
+   */
+  readonly grants: string;
   /** One mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
   /**
@@ -57,6 +63,7 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     timeouts: `${base}:timeouts`,
     parked: `${base}:parked`,
     handOffs: `${base}:hand-offs`,
+    grants: `${base}:grants`,
     operation: (id) => `${base}:op:${id}`,
     wake: (id) => `${base}:wake:${id}`,
   };

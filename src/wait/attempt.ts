@@ -58,6 +58,8 @@ export interface WaiterTerms {
    * lock's hand-off channel it is subscribed to (see queue/hand-off.ts). Unset: a pop.
    */
   readonly wakeBy?: "pop" | "sub";
+  /** A subscribed waiter: this attempt's number, which a grant's word names to be timed from. */
+  readonly registration?: number;
 }
 
 export interface RenewedHold {

@@ -13,6 +13,7 @@ import type { AttemptOutcome, WaitPlan } from "./attempt.js";
 import type { SiblingWatch } from "./client-state.js";
 import {
   behind,
+  type Grant,
   grantOutcome,
   NEVER,
   PARK_GRACE_MS,
@@ -40,8 +41,10 @@ export class Listening {
   #listening = false;
   #registered: Registration | undefined;
   #siblings: SiblingWatch | undefined;
-  // The first send of the current operation id: any registration a grant counts from is later.
-  #operation: { readonly id: string; readonly firstSentAt: number } | undefined;
+  // Attempts sent listening, by number: a grant's word names the one it counts from, and is
+  // timed from that attempt's send (an earlier or later registration would time it wrongly).
+  readonly #sentAt = new Map<number, number>();
+  #attempts = 0;
 
   constructor(runtime: LockRuntime, redis: SubscribingRedis, keys: LockKeys, plan: WaitPlan) {
     this.#runtime = runtime;
@@ -74,9 +77,7 @@ export class Listening {
    * `parkBeside`: never, nothing is sent beside.
    */
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
-    if (this.#operation?.id !== operationId) {
-      this.#operation = { id: operationId, firstSentAt: sentAt };
-    }
+    this.#attempts += 1;
     this.#listening = false;
     const stream = this.#openStream(first);
     if (stream === undefined || !stream.open || last) return false;
@@ -85,7 +86,21 @@ export class Listening {
       this.#mailbox = { operationId, box: stream.mailbox(operationId) };
     }
     this.#listening = true;
+    this.#sentAt.set(this.#attempts, sentAt);
     return false;
+  }
+
+  /** ARGV `wakeBy`'s number: this attempt's. */
+  get registration(): number {
+    return this.#attempts;
+  }
+
+  /** A grant, timed from the attempt that registered the waiter for it. */
+  #granted(word: Grant): AttemptOutcome {
+    const sentAt = this.#sentAt.get(word.registration ?? -1);
+    // Unknown: not a registration of this acquisition's; its next attempt asks Redis instead.
+    if (sentAt === undefined) return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
+    return grantOutcome(word, sentAt);
   }
 
   #openStream(first: boolean): HandOffStream | undefined {
@@ -106,8 +121,7 @@ export class Listening {
   /** A grant heard before the answer of the attempt that registered this waiter. */
   async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
     const mailbox = this.#mailbox?.box;
-    const operation = this.#operation;
-    if (!this.#listening || mailbox === undefined || operation === undefined) return undefined;
+    if (!this.#listening || mailbox === undefined) return undefined;
     const answered = attempt.then(
       () => undefined,
       () => undefined,
@@ -120,7 +134,7 @@ export class Listening {
     }
     attempt.catch(() => {}); // its answer no longer matters
     this.#runtime.contention.saw(this.#keys.lock);
-    return grantOutcome(word, operation.firstSentAt);
+    return this.#granted(word);
   }
 
   registeredBy(view: TurnView, sentAt: number, owner: string): void {
@@ -146,7 +160,7 @@ export class Listening {
       throw new Error("awaitPark before a registering reply");
     }
     this.#registered = undefined;
-    const { view, sentAt, boundAt } = registered;
+    const { view, boundAt } = registered;
     // A sibling holding the lock, or the caller's signal, ends the wait early.
     const aborted = abortWatch(this.#plan.signal);
     const interrupted = Promise.race([this.#siblings?.held ?? NEVER, aborted.happened]);
@@ -162,7 +176,7 @@ export class Listening {
       this.#registered = behind(registered, word.leaseMs);
       return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
     }
-    return grantOutcome(word, sentAt);
+    return this.#granted(word);
   }
 
   held(owner: string): void {

@@ -75,6 +75,8 @@ interface ParkInFlight {
 
 export class Parking {
   readonly wakeBy = "pop";
+  /** Only a subscribed waiter's attempts are numbered (see Listening). */
+  readonly registration = undefined;
   readonly #ctx: OperationContext;
   readonly #redis: BlockingRedis;
   readonly #keys: LockKeys;
@@ -297,6 +299,8 @@ export interface Grant {
   readonly fencingToken: number;
   readonly leaseMs: number;
   readonly sinceRegistrationMs: number;
+  /** Over a subscription: the number of the registering attempt it counts from. */
+  readonly registration?: number;
 }
 
 /** A grant to a waiter registered by a request sent at `sentAt` (client clock). */

@@ -97,7 +97,9 @@ export function queuedAttempts(
       roundTripMs,
       claimMs: parking?.claimMs ?? 0,
       parkBeside,
-      ...(parking === undefined ? {} : { wakeBy: parking.wakeBy }),
+      ...(parking === undefined
+        ? {}
+        : { wakeBy: parking.wakeBy, registration: parking.registration }),
     });
     const granted = await parking?.grantBeforeAttempt(attempt);
     if (granted !== undefined) return granted;

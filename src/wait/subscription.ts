@@ -27,18 +27,18 @@ export const MAX_STREAMS_ON_WORKERS = 3;
 export const FAILED_OPENINGS_TO_GIVE_UP = 3;
 
 /**
- * `<operation id> grant <fence> <lease ms> <ms since registration>` or `<operation id> behind
- * <lease ms>`. Matched at the end: the client splits an SSE line at commas, so a lock name with
- * one would leave part of the channel in front of the message.
+ * `<operation id> grant <fence> <lease ms> <ms since registration> <registering attempt>` or
+ * `<operation id> behind <lease ms>`. Matched at the end: the client splits an SSE line at
+ * commas, so a lock name with one would leave part of the channel in front of the message.
  */
-const WORD = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) (\d+)|behind (\d+))$/;
+const WORD = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) (\d+) (\d+)|behind (\d+))$/;
 
 export function parseHandOffWord(
   message: string,
 ): { readonly operationId: string; readonly word: HandOffWord } | undefined {
   const match = WORD.exec(message);
   if (match === null) return undefined;
-  const [, operationId = "", fence, lease, since, behind] = match;
+  const [, operationId = "", fence, lease, since, registration, behind] = match;
   if (behind !== undefined) return { operationId, word: { kind: "behind", leaseMs: +behind } };
   return {
     operationId,
@@ -47,6 +47,7 @@ export function parseHandOffWord(
       fencingToken: Number(fence),
       leaseMs: Number(lease),
       sinceRegistrationMs: Number(since),
+      registration: Number(registration),
     },
   };
 }

@@ -38,7 +38,7 @@ function contenders(server: { url: string; token: string }) {
   };
   const subscribedWaiters = async (name: string) => {
     const parked = await view.hgetall<Record<string, string>>(`${prefix}:{${name}}:parked`);
-    return Object.values(parked ?? {}).filter((value) => String(value).endsWith(" sub")).length;
+    return Object.values(parked ?? {}).filter((value) => / sub\d+$/.test(String(value))).length;
   };
   return { holder, waiter, subscribers, subscribedWaiters };
 }

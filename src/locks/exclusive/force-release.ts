@@ -3,13 +3,14 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { handOffFreedLock } from "../queue/hand-off.js";
+import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
-//       5 timeouts, 6 parked waiters, 7 the hand-off channel; optional, the write lock's: 8 read
-//       holds (no hand-off while any is live), 9 waiting writers.
+//       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records;
+//       optional, the write lock's: 9 read holds (no hand-off while any is live), 10 waiting
+//       writers.
 // ARGV: 1 operation record ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
@@ -26,6 +27,7 @@ export const FORCE_RELEASE = defineScript({
     "timeoutsKey",
     "parkedKey",
     "handOffsKey",
+    "grantsKey",
     ...OPTIONAL_FORCE_RELEASE_KEYS,
   ],
   optionalKeys: OPTIONAL_FORCE_RELEASE_KEYS,
@@ -35,7 +37,7 @@ export const FORCE_RELEASE = defineScript({
 if replay then return {tonumber(replay)} end
 ${SERVER_NOW_MS}
 local deleted = redis.call('DEL', lockKey)
-${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { readsKey: "readsKey", writersKey: "writersKey" })}
+${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
 redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
 });
@@ -57,6 +59,7 @@ export async function forceRelease(
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
       handOffsKey: keys.handOffs,
+      grantsKey: keys.grants,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },

@@ -7,15 +7,16 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
-import { handOffFreedLock } from "../queue/hand-off.js";
+import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
-//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 a
-//       read-write lock's read holds (the write lock: no hand-off while any is live), 10 its
-//       waiting writers (a writer handed the lock stops waiting). 4–10 are optional, each only with the ones before it (see
+//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 the
+//       announced grants' records, 10 a read-write lock's read holds (the write lock: no
+//       hand-off while any is live), 11 its waiting writers (a writer handed the lock stops
+//       waiting). 4–11 are optional, each only with the ones before it (see
 //       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
 //       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
@@ -32,6 +33,7 @@ const OPTIONAL_RELEASE_KEYS = [
   "timeoutsKey",
   "parkedKey",
   "handOffsKey",
+  "grantsKey",
   "readsKey",
   "writersKey",
 ] as const;
@@ -48,7 +50,7 @@ export const RELEASE = defineScript({
   ${SERVER_NOW_MS}
   ${learnHold("holdStatsKey")}
   if queueKey then
-    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { readsKey: "readsKey", writersKey: "writersKey" })}
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true")}
@@ -93,6 +95,7 @@ export async function releaseHold(
       fenceKey: keys.fence,
       parkedKey: keys.parked,
       handOffsKey: keys.handOffs,
+      grantsKey: keys.grants,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },

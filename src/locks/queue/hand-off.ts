@@ -105,7 +105,7 @@ export function registerParked(parkedKey: string, statsKey: string): string {
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
   local registration = claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)}
-  if wakeBy == 'sub' then registration = registration .. ' sub' end
+  if string.sub(wakeBy, 1, 3) == 'sub' then registration = registration .. ' ' .. wakeBy end
   redis.call('HSET', ${parkedKey}, waiter, registration)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
 else
@@ -130,7 +130,7 @@ function noticeBehind(queueKey: string, parkedKey: string, handOffsKey: string):
   return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
   local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
   if behindParked then
-    local behindId, parkEnd, behindWakeBy = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)$')
+    local behindId, parkEnd, behindWakeBy = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)%d*$')
     if parkEnd and tonumber(parkEnd) > now + lease + ${BEHIND_NOTICE_MS} then
       if behindWakeBy == 'sub' then
         redis.call('PUBLISH', ${handOffsKey}, behindId .. ' behind ' .. lease)
@@ -154,20 +154,20 @@ export function handOffFreedLock(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
-  handOffsKey: string,
+  announce: Announcement,
   readWrite: { readonly readsKey?: string; readonly writersKey?: string } = {},
 ): string {
   const handOff = handOffToParkedHead(
     queueKey,
     timeoutsKey,
     parkedKey,
-    handOffsKey,
+    announce,
     readWrite.writersKey,
   );
   const { readsKey } = readWrite;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffFreedLock",
-    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, handOffsKey, readWrite),
+    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, announce, readWrite),
     needs: [readsKey, "now"],
     provides: ["handedOff"],
   });
@@ -196,25 +196,30 @@ end`
  * - subscribed to the lock's hand-off channel (`handOffsKey`, declared in KEYS): the grant is
  *   published there, prefixed with the waiter's operation id, and recorded as `granted <fence>`
  *   in its parked registration (a key every script of the lock declares), which its next
- *   attempt replays (takeAnnouncedGrant) should the word be lost. The record lasts until the
- *   lock is next freed (the field `granted` names it).
+ *   attempt, or a copy of an earlier one, replays (takeAnnouncedGrant) instead of taking the lock
+ *   again. The record lasts as long as an operation record (`operationTtlMs`): `grantsKey` lists
+ *   the records by expiry, and each hand-off prunes the expired ones (pruneGrantRecords). The
+ *   word ends with the number of the registering attempt the grant counts from (ARGV `wakeBy`
+ *   `sub<n>`, see registerParked), so that the waiter times the grant from that attempt's send.
  * Dead waiters must have been pruned.
  */
 export function handOffToParkedHead(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
-  handOffsKey: string,
+  announce: Announcement,
   writersKey?: string,
 ): string {
+  const { handOffsKey, grantsKey } = announce;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffToParkedHead",
-    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, handOffsKey, writersKey),
+    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, announce, writersKey),
     needs: [
       queueKey,
       timeoutsKey,
       parkedKey,
       handOffsKey,
+      grantsKey,
       writersKey,
       "lockKey",
       "fenceKey",
@@ -228,20 +233,14 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  // The lock is free: the latest announced grant's hold is over, and so is its record. Under
-  // key locking only a subscribed waiter can be told (canTell).
-  return `local previous = redis.call('HGET', ${parkedKey}, 'granted')
-if previous then
-  if string.match(redis.call('HGET', ${parkedKey}, previous) or '', '^granted ') then
-    redis.call('HDEL', ${parkedKey}, previous)
-  end
-  redis.call('HDEL', ${parkedKey}, 'granted')
-end
+  // Under key locking only a subscribed waiter can be told (canTell).
+  return `${pruneGrantRecords(parkedKey, grantsKey)}
 local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
-local claim, lease, id, since, wakeBy
+local claim, lease, id, since, wakeBy, registration
 if parked then
-  claim, lease, id, since, wakeBy = string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)$')
+  claim, lease, id, since, wakeBy, registration =
+    string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)$')
 end
 local canTell = wakeBy == 'sub'
 ${withoutKeyLocking("canTell = claim ~= nil")}
@@ -254,11 +253,12 @@ if canTell then
   redis.call('ZREM', ${timeoutsKey}, head)${leaveWriters}
   local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
   if wakeBy == 'sub' then
-    redis.call('HSET', ${parkedKey}, head, 'granted ' .. fence, 'granted', head)
-    if redis.call('PTTL', ${parkedKey}) < tonumber(operationTtlMs) then
-      redis.call('PEXPIRE', ${parkedKey}, operationTtlMs)
-    end
-    redis.call('PUBLISH', ${handOffsKey}, id .. ' ' .. grant)
+    local ttl = tonumber(operationTtlMs)
+    redis.call('HSET', ${parkedKey}, head, 'granted ' .. fence)
+    redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. head)
+    if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
+    redis.call('PEXPIRE', ${grantsKey}, ttl)
+    redis.call('PUBLISH', ${handOffsKey}, id .. ' ' .. grant .. ' ' .. registration)
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
     redis.call('HDEL', ${parkedKey}, head)
@@ -271,6 +271,33 @@ if canTell then
   end`)}
   handedOff = true
   ${noticeBehind(queueKey, parkedKey, handOffsKey)}
+end`;
+}
+
+/** The channel a hand-off is announced on, and the list of its grants' records (LockKeys). */
+export interface Announcement {
+  readonly handOffsKey: string;
+  readonly grantsKey: string;
+}
+
+/** Names of the scripts' keys for an Announcement. */
+export const ANNOUNCEMENT: Announcement = { handOffsKey: "handOffsKey", grantsKey: "grantsKey" };
+
+/** Drops the records of announced grants whose time is up (a few per call: one is added per call). */
+function pruneGrantRecords(parkedKey: string, grantsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "pruneGrantRecords",
+    lua: () => pruneGrantRecords(parkedKey, grantsKey),
+    needs: [parkedKey, grantsKey, "now"],
+  });
+  return `for _ = 1, 4 do
+  local oldest = redis.call('LINDEX', ${grantsKey}, 0)
+  local expiresAt, member = string.match(oldest or '', '^(%d+) (.+)$')
+  if not expiresAt or tonumber(expiresAt) > now then break end
+  redis.call('LPOP', ${grantsKey})
+  if string.match(redis.call('HGET', ${parkedKey}, member) or '', '^granted ') then
+    redis.call('HDEL', ${parkedKey}, member)
+  end
 end`;
 }
 

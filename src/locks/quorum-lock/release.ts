@@ -81,6 +81,7 @@ async function releaseOn(
       fenceKey: keys.fence,
       parkedKey: undefined,
       handOffsKey: undefined,
+      grantsKey: undefined,
       readsKey: undefined,
       writersKey: undefined,
     },

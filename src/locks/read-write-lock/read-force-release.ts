@@ -3,14 +3,14 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { handOffFreedLock } from "../queue/hand-off.js";
+import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 waiting writers (writer preference)
+//       channel, 10 the announced grants' records, 11 waiting writers (writer preference)
 // ARGV: 1 operation record ttl ms
 // Reply: {1} live read holds were dropped; {0} there were none. A re-send replays the first
 // answer instead of dropping holds taken in between.
@@ -28,7 +28,7 @@ local dropped = 0
 if redis.call('ZCOUNT', readsKey, now + 1, '+inf') > 0 then dropped = 1 end
 redis.call('DEL', readsKey, readersKey)
 if redis.call('EXISTS', lockKey) == 0 then
-  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { writersKey: "writersKey" })}
+  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
 end
 redis.call('SET', operationKey, dropped, 'PX', operationTtlMs)
 return {dropped}`,

@@ -6,7 +6,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { handOffFreedLock } from "../queue/hand-off.js";
+import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
@@ -14,7 +14,7 @@ import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 waiting writers (writer preference)
+//       channel, 10 the announced grants' records, 11 waiting writers (writer preference)
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
 // The release of the last live read hold, while nobody writes, hands the lock to the head of the
@@ -48,7 +48,7 @@ if left <= 0 then
   left = 0
 end
 if redis.call('ZCARD', readsKey) == 0 and redis.call('EXISTS', lockKey) == 0 then
-  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", "handOffsKey", { writersKey: "writersKey" })}
+  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,

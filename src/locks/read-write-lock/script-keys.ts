@@ -30,6 +30,7 @@ export const READ_ENDING_KEYS = [
   "timeoutsKey",
   "parkedKey",
   "handOffsKey",
+  "grantsKey",
   "writersKey",
 ] as const;
 
@@ -45,6 +46,7 @@ export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
     handOffsKey: keys.handOffs,
+    grantsKey: keys.grants,
     writersKey: keys.writers,
   } as const;
 }

@@ -14,6 +14,7 @@ import {
   type LockHandle,
   type RedisLike,
 } from "../../../src/index.js";
+import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../../src/transport/redis-like.js";
 import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/subscription.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
@@ -32,6 +33,8 @@ interface Tap {
   failing: boolean;
   /** Every script from now on hangs (the process died). */
   dead: boolean;
+  /** Every script sent, to send a copy later (as a re-send or a slow network would). */
+  sent: { script?: string; sha?: string; keys: string[]; args: string[] }[];
 }
 
 /** A Redis client (with `exec`, so that "auto" has to choose) whose streams can be tampered with. */
@@ -44,11 +47,18 @@ function tapped(redis: Redis): { redis: RedisLike; tap: Tap } {
     neverConfirm: false,
     failing: false,
     dead: false,
+    sent: [],
   };
   const hang = () => new Promise<never>(() => {});
   const client: RedisLike = {
-    eval: (script, keys, args) => (tap.dead ? hang() : redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => (tap.dead ? hang() : redis.evalsha(sha, keys, args)),
+    eval: (script, keys, args) => {
+      tap.sent.push({ script, keys, args });
+      return tap.dead ? hang() : redis.eval(script, keys, args);
+    },
+    evalsha: (sha, keys, args) => {
+      tap.sent.push({ sha, keys, args });
+      return tap.dead ? hang() : redis.evalsha(sha, keys, args);
+    },
     exec: (command) => redis.exec(command),
     subscribe(channel: string): ChannelSubscription {
       tap.subscribes += 1;
@@ -114,7 +124,7 @@ const KINDS = [
 /** Registrations in the parked hash that listen on the channel. */
 async function subscribedWaiters(bed: TestBed, prefix: string): Promise<number> {
   const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{job}:parked`);
-  return Object.values(parked ?? {}).filter((value) => String(value).endsWith(" sub")).length;
+  return Object.values(parked ?? {}).filter((value) => / sub\d+$/.test(String(value))).length;
 }
 
 describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s", (backend) => {
@@ -149,8 +159,9 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(tap.words).toBeGreaterThanOrEqual(1);
     await handle.release();
     expect(await kind.lockOf(holder).isLocked()).toBe(false);
-    // The grant's record went with the hold.
-    expect(await bed.redis().exists(`${prefix}:{job}:parked`)).toBe(0);
+    // Nobody is registered any more; the grant's record stays as long as an operation record.
+    const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{job}:parked`);
+    expect(Object.values(parked ?? {}).map(String)).toEqual([`granted ${handle.fencingToken}`]);
   });
 
   it("a force release hands the lock over by word", async () => {
@@ -254,6 +265,58 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(resolvedAt).toBeGreaterThanOrEqual(intruderReleasedAt);
     expect(handle.fencingToken).toBeGreaterThan(intruder?.fencingToken ?? 0);
     await handle.release();
+  });
+
+  it.each(KINDS)(
+    "$kind: a copy of the registering attempt that arrives after the hold ended takes nothing",
+    async (kind) => {
+      const { prefix, holder, waiter, tap } = pair();
+      const held = await kind.lockOf(holder).acquire({ leaseMs: 10_000 });
+      const waiting = kind.lockOf(waiter).acquire({ leaseMs: 10_000, waitMs: 20_000 });
+      await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+      await held.release();
+      const handle = await waiting;
+      await handle.release();
+      // The attempt that registered the waiter to be told, delivered once more.
+      const wakeBy = ACQUIRE_ARGS.indexOf("wakeBy");
+      const copy = tap.sent.filter(({ args }) => args[wakeBy]?.startsWith("sub")).at(-1);
+      if (copy === undefined) throw new Error("no registering attempt was sent");
+      const raw = bed.redis();
+      await (copy.script === undefined
+        ? raw.evalsha(copy.sha ?? "", copy.keys, copy.args)
+        : raw.eval(copy.script, copy.keys, copy.args));
+      expect(await kind.lockOf(holder).holdCount(handle.owner)).toBe(0);
+      expect(await kind.lockOf(holder).isLocked()).toBe(false);
+    },
+  );
+
+  it("a word timed from a later registration than its own is not trusted", async () => {
+    const { prefix, holder, waiter, tap } = pair({ claimMs: 200, parkMs: 500 });
+    tap.delayMs = 600;
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    let trusted: LockHandle | undefined;
+    const waiting = waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 5_000 })
+      .then((handle) => {
+        trusted = handle;
+        return handle;
+      });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await held.release(); // a 200 ms grant, whose word comes 600 ms late
+    await sleepMs(250);
+    // The grant lapsed; another owner takes the lock, frees it (a release prunes grant records)
+    // and takes it again, while the waiter asks again and registers anew.
+    await (await holder.lock("job").tryAcquire({ leaseMs: 10_000 }))?.release();
+    const intruder = await holder.lock("job").tryAcquire({ leaseMs: 10_000 });
+    expect(intruder).not.toBeNull();
+    await sleepMs(1_500);
+    if (trusted !== undefined) {
+      // Whatever it holds, the server must hold it for it.
+      expect(await holder.lock("job").holdCount(trusted.owner)).toBeGreaterThan(0);
+    }
+    await intruder?.release();
+    await (await waiting).release();
   });
 
   it("a stream never confirmed: the waiter never registers to be told, and polls", async () => {

@@ -56,8 +56,9 @@ export interface SubscriptionCounts {
   listening: number;
   /** Of those, sent while the isolate's latest stream on that lock had ended silently. */
   listeningOnSilentStream: number;
-  /** Hand-off words the server pushed on the isolates' open streams. */
+  /** Hand-off words the server pushed on the isolates' open streams, and of them grants. */
   words: number;
+  grants: number;
   /** Faults on them: lost; late (and of those, later than the grant's claim window). */
   lost: number;
   late: number;
@@ -66,7 +67,7 @@ export interface SubscriptionCounts {
   toKilled: number;
   /** Late words still on their way when their stream ended mid-way. */
   cutOff: number;
-  /** Holds whose fencing token is that of a grant whose word the waiter heard. */
+  /** Grants held (by the acquisition told, or a sibling task) whose word the waiter heard. */
   heldByWord: number;
   /**
    * Holds whose token is that of a grant whose word was lost or came past its claim window (the
@@ -120,6 +121,7 @@ export class SubscriptionFaults {
     listening: 0,
     listeningOnSilentStream: 0,
     words: 0,
+    grants: 0,
     lost: 0,
     late: 0,
     lateBeyondClaim: 0,
@@ -196,11 +198,14 @@ export class SubscriptionFaults {
     addTo(this.#lost, owner, fence);
   }
 
-  /** `owner`'s acquisition returned a hold with `fencingToken`. */
+  /**
+   * `owner`'s acquisition returned a hold with `fencingToken`: a grant's, counted once (sibling
+   * tasks of the owner that join that hold return it too).
+   */
   acquired(owner: string, fencingToken: number | undefined): void {
     if (fencingToken === undefined) return;
-    if (this.#heard.get(owner)?.has(fencingToken)) this.counts.heldByWord += 1;
-    else if (this.#lost.get(owner)?.has(fencingToken)) this.counts.heldAfterLostWord += 1;
+    if (this.#heard.get(owner)?.delete(fencingToken)) this.counts.heldByWord += 1;
+    else if (this.#lost.get(owner)?.delete(fencingToken)) this.counts.heldAfterLostWord += 1;
   }
 }
 
@@ -317,6 +322,7 @@ export class IsolateSubscriptions {
         return;
       }
       counts.words += 1;
+      if (word.fence !== undefined) counts.grants += 1;
       if (this.#crashed.has(owner)) {
         counts.toKilled += 1;
         return;

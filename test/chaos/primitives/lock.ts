@@ -107,6 +107,7 @@ export function subscriptionWaiting(env: ChaosEnvironment, config: ChaosConfig):
       "attempts sent listening": counts.listening,
       "  on a stream that had ended silently": counts.listeningOnSilentStream,
       "hand-off words pushed to the isolates": counts.words,
+      "  grants (the rest: behind)": counts.grants,
       "  lost": counts.lost,
       "  late": counts.late,
       "    grants late past their claim window": counts.lateBeyondClaim,

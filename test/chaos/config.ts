@@ -1,4 +1,5 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
+import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
 export type ChaosBackend = "auto" | "redis-server" | "embedded";
 
@@ -82,6 +83,12 @@ export interface ChaosConfig {
   };
   /** Push kinds: fraction of sections whose waiter is killed as soon as it parks. */
   readonly killParkedRate: number;
+  /**
+   * The subscription kinds (`wait.wakeBy: "subscription"`): faults on the words and streams the
+   * isolates' lock clients read (subscription-faults.ts). A late word comes up to `lateMaxMs`
+   * late: past the claim window (`push.claimMs`) about half the time.
+   */
+  readonly subscription: SubscriptionFaultOptions;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -119,6 +126,17 @@ export const SHORT_RUN: ChaosConfig = {
   // Short delays: pending copies are dropped at the end, and the run waits for those in flight.
   lateCopies: { rate: 0.04, minDelayMs: 50, maxDelayMs: 1_500 },
   killParkedRate: 0.08,
+  // Higher than the long run's: 120 operations must meet every fault.
+  subscription: {
+    lostRate: 0.35,
+    lateRate: 0.3,
+    lateMaxMs: 600,
+    neverConfirmRate: 0.12,
+    silentEndRate: 0.15,
+    errorEndRate: 0.15,
+    endWithinMs: 800,
+    killRate: 0.25,
+  },
 };
 
 /**
@@ -145,4 +163,14 @@ export const LONG_RUN: ChaosConfig = {
   forceReleaseEveryMs: 1_500,
   lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
   killParkedRate: 0.03,
+  subscription: {
+    lostRate: 0.05,
+    lateRate: 0.05,
+    lateMaxMs: 400,
+    neverConfirmRate: 0.03,
+    silentEndRate: 0.04,
+    errorEndRate: 0.04,
+    endWithinMs: 5_000,
+    killRate: 0.05,
+  },
 };

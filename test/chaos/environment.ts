@@ -4,7 +4,13 @@
  * same Redis (the observer, which checks state without being lied to); and the isolates.
  */
 import { Redis } from "@upstash/redis";
-import { type DevServer, FaultController, ServerStats, startDevServer } from "../../dev/index.js";
+import {
+  type DevServer,
+  FaultController,
+  type ServerProfile,
+  ServerStats,
+  startDevServer,
+} from "../../dev/index.js";
 import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
@@ -12,6 +18,11 @@ import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js
 import { type ArmingRequest, KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
 import { copyArmingRequest, LateCopies, type LateCopyOptions } from "./late-copies.js";
 import type { ChaosIsolate } from "./primitive.js";
+import {
+  type IsolateSubscriptions,
+  type SubscriptionFaultOptions,
+  SubscriptionFaults,
+} from "./subscription-faults.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
 export interface Observer {
@@ -43,6 +54,11 @@ export interface ChaosEnvironment {
   readonly parks: ParkCounts;
   /** The client layer that delivers copies of the isolates' requests late. */
   readonly lateCopies: LateCopies;
+  /**
+   * The faults on the isolates' hand-off streams, where they subscribe (the `*-sub` kinds): the
+   * isolates' Redis clients offer `subscribe` only then.
+   */
+  readonly subscriptions: SubscriptionFaults | undefined;
   close(): Promise<void>;
 }
 
@@ -67,6 +83,13 @@ export interface EnvironmentOptions {
   readonly databases?: number;
   /** Late copies of the isolates' requests. Default: none. */
   readonly lateCopies?: LateCopyOptions;
+  /** The faulty servers' profile. Default `redis` (blocking pops block there). */
+  readonly profile?: ServerProfile;
+  /**
+   * The isolates subscribe (push hand-off over a subscription), with these faults on their
+   * streams. Default: their Redis clients cannot subscribe.
+   */
+  readonly subscriptionFaults?: SubscriptionFaultOptions;
 }
 
 async function startDatabase(
@@ -78,8 +101,9 @@ async function startDatabase(
   const seed = (options.seed + index * 7_919) | 0;
   const server = await startDevServer({
     backend: options.backend,
-    // The push kinds park on blocking pops, which only a Redis behind a REST proxy serves.
-    profile: "redis",
+    // The push kinds park on blocking pops, which only a Redis behind a REST proxy serves; the
+    // subscription kinds run on Upstash's (scripts under per-key locking, pops that never block).
+    profile: options.profile ?? "redis",
     faults: {
       failBeforeExecute: options.faultRate / 2,
       dropAfterExecute: options.faultRate / 2,
@@ -133,6 +157,10 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     options.lateCopies ?? { rate: 0, minDelayMs: 0, maxDelayMs: 0 },
     options.seed,
   );
+  const subscriptions =
+    options.subscriptionFaults === undefined
+      ? undefined
+      : new SubscriptionFaults(options.subscriptionFaults, options.seed);
   return {
     server: first.server,
     observer: first.observer,
@@ -140,6 +168,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     prefix,
     parks: { settled: 0, woken: 0 },
     lateCopies,
+    subscriptions,
     hangs() {
       const sum = { requests: 0, hungBeforeExecute: 0, hungAfterExecute: 0 };
       for (const { proxy } of databases) {
@@ -152,6 +181,7 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     },
     async close() {
       await lateCopies.stop();
+      subscriptions?.closeAll();
       await close();
     },
   };
@@ -174,6 +204,10 @@ export function createIsolate(
   };
   const hooks: TransportHooks = {
     counts: env.parks,
+    subscriptions:
+      env.subscriptions === undefined
+        ? undefined
+        : { faults: env.subscriptions, streams: env.subscriptions.forIsolate(id, crashed) },
     crashed,
     requests,
     lateCopies: env.lateCopies,
@@ -236,8 +270,15 @@ interface TransportHooks {
   readonly lateCopies: LateCopies;
   /** Operation ids (24 hex digits) seen in a tracked owner's scripts → that owner. */
   readonly operationOwners: Map<string, string>;
-  /** A blocking pop (a park) of `owner`'s acquisition is leaving. */
+  /**
+   * A blocking pop (a park) of `owner`'s acquisition is leaving, or (subscribing) the answer to
+   * one of its attempts sent listening came back: it is parked.
+   */
   parked(owner: string): void;
+  /** The tampering of this isolate's hand-off streams, where it subscribes. */
+  readonly subscriptions:
+    | { readonly faults: SubscriptionFaults; readonly streams: IsolateSubscriptions }
+    | undefined;
 }
 
 /** Operation ids as `newOperationId()` makes them. */
@@ -249,10 +290,16 @@ const OPERATION_ID = /^[0-9a-f]{24}$/;
  * — a claim, a renewal — die with it, so nothing it would still send reaches Redis), and hands
  * every request that leaves to the late-copy layer, which may deliver it again later (a copy of
  * a tracked owner's script counts as one more of its requests, sent when the original was).
+ * Where the isolates subscribe, `subscribe` is the Redis client's with the run's faults on the
+ * stream (subscription-faults.ts), and an attempt sent listening counts as a park.
  */
 function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
-  const { counts, crashed, requests, lateCopies, operationOwners } = hooks;
-  const timed = async <T>(args: readonly unknown[], send: () => Promise<T>): Promise<T> => {
+  const { counts, crashed, requests, lateCopies, operationOwners, subscriptions } = hooks;
+  const timed = async <T>(
+    keys: readonly string[],
+    args: readonly unknown[],
+    send: () => Promise<T>,
+  ): Promise<T> => {
     const owners = args.filter(
       (arg): arg is string => typeof arg === "string" && requests.has(arg),
     );
@@ -273,15 +320,21 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
     for (const owner of owners) requests.get(owner)!.push(request);
     const copy = copyArmingRequest(lateCopies, request, send);
     if (copy) for (const owner of owners) requests.get(owner)!.push(copy);
+    const listening = subscriptions?.faults.attemptSent(args, keys, subscriptions.streams);
     try {
       return await send();
     } finally {
       request.settledAt = Date.now();
+      // Answered, the attempt registered its waiter if the lock was busy: it listens now.
+      if (listening !== undefined) hooks.parked(listening.owner);
     }
   };
   return {
-    eval: (script, keys, args) => timed(args, () => redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => timed(args, () => redis.evalsha(sha, keys, args)),
+    eval: (script, keys, args) => timed(keys, args, () => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => timed(keys, args, () => redis.evalsha(sha, keys, args)),
+    ...(subscriptions === undefined
+      ? {}
+      : { subscribe: (channel: string) => subscriptions.streams.subscribe(redis, channel) }),
     async exec(command) {
       const parking = command[0] === "BLPOP";
       let settled = false;

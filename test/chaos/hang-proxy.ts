@@ -3,7 +3,9 @@
  * requests, never answers until the client gives up (its request timeout aborts the fetch). Half
  * of the hung requests are never forwarded (nothing ran), half are forwarded and their answer is
  * withheld (the command ran). The dev server itself is not changed: its faults (refusals, lost
- * answers, latency) apply behind this proxy.
+ * answers, latency) apply behind this proxy. A subscription's stream (`text/event-stream`) is
+ * piped event by event, unbuffered, and ends upstream when its client leaves; a hung subscribe
+ * is one never confirmed (before: never subscribed; after: subscribed, nothing passed on).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -107,6 +109,14 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
       },
       (answer) => {
         settled();
+        if (isEventStream(answer)) {
+          // A subscription's stream lasts until its client leaves: then the stream to the dev
+          // server ends too (else the server would keep the subscription, and push to it, for
+          // as long as the proxy runs). Its events are piped as they come (no buffering).
+          outgoing.once("close", () => {
+            if (!answer.complete) forwarded.destroy();
+          });
+        }
         if (hangs) {
           hungAfterExecute += 1;
           answer.resume();
@@ -141,4 +151,9 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A `text/event-stream` answer: a subscription's server-sent events (`POST /subscribe/…`). */
+function isEventStream(answer: IncomingMessage): boolean {
+  return String(answer.headers["content-type"] ?? "").startsWith("text/event-stream");
 }

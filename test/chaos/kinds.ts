@@ -8,6 +8,7 @@ import {
   pushWaiting,
   readWriteLockPrimitive,
   reentrantLockPrimitive,
+  subscriptionWaiting,
 } from "./primitives/lock.js";
 import { multiLockPrimitive } from "./primitives/multi-lock.js";
 import { redLockPrimitive } from "./primitives/red-lock.js";
@@ -21,6 +22,12 @@ export interface ChaosKind {
   readonly fair?: boolean;
   /** Its all-or-none check applies (a hold spans several keys). */
   readonly multi?: boolean;
+  /**
+   * Push hand-off over a subscription: its databases run the `upstash` profile (as production:
+   * scripts under per-key locking, pops that never block), its isolates can subscribe, and the
+   * run's subscription faults apply to their streams.
+   */
+  readonly subscribes?: boolean;
   create(env: ChaosEnvironment, config: ChaosConfig): ChaosPrimitive;
 }
 
@@ -48,6 +55,21 @@ export const KINDS = {
     fair: true,
     create: (env, config) => fairLockPrimitive(env.prefix, env.observer, pushWaiting(env, config)),
   },
+  "lock-sub": {
+    name: "lock (push, subscription)",
+    databases: 1,
+    subscribes: true,
+    create: (env, config) =>
+      reentrantLockPrimitive(env.prefix, env.observer, subscriptionWaiting(env, config)),
+  },
+  "fair-sub": {
+    name: "fair lock (push, subscription)",
+    databases: 1,
+    fair: true,
+    subscribes: true,
+    create: (env, config) =>
+      fairLockPrimitive(env.prefix, env.observer, subscriptionWaiting(env, config)),
+  },
   rw: {
     name: "read-write lock",
     databases: 1,
@@ -58,6 +80,14 @@ export const KINDS = {
     databases: 1,
     create: (env, config) =>
       readWriteLockPrimitive(env.prefix, env.observer, pushWaiting(env, config)),
+  },
+  "rw-sub": {
+    name: "read-write lock (push, subscription)",
+    databases: 1,
+    subscribes: true,
+    create: (env, config) =>
+      // Fewer read holds than rw-push's 60 %: readers poll, the words are for writers.
+      readWriteLockPrimitive(env.prefix, env.observer, subscriptionWaiting(env, config), 0.2),
   },
   multi: {
     name: "multi-lock",

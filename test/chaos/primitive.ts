@@ -105,6 +105,8 @@ export interface ChaosPrimitive {
   readonly sharedRate?: number;
   /** Its waiters park (push mode): some are killed while parked. */
   readonly parks?: boolean;
+  /** The fraction of sections whose waiter is killed once parked. Default: the run's. */
+  readonly killParkedRate?: number;
   /**
    * Sibling tasks of one owner all take the section's key (a multi-lock: the owner → members
    * plan is per owner; RedLock: holds are told apart by key only). Default: some take others.

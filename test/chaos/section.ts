@@ -123,7 +123,7 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
     ctx.primitive.parks === true &&
     script.crash === "no" &&
     !script.plan.tryOnly &&
-    ctx.random() < ctx.config.killParkedRate;
+    ctx.random() < (ctx.primitive.killParkedRate ?? ctx.config.killParkedRate);
   await runScript(ctx, isolate, script, { killParked });
 }
 

@@ -8,7 +8,12 @@ import { createPrng } from "../../dev/rest/faults.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
-import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";
+import {
+  type ChaosEnvironment,
+  createIsolate,
+  type EnvironmentOptions,
+  startEnvironment,
+} from "./environment.js";
 import { FencedStore } from "./fenced-store.js";
 import { checkAll, type InvariantResult } from "./invariants.js";
 import { Journal, type OperationKind, type PatternCounts } from "./journal.js";
@@ -116,6 +121,7 @@ export async function runChaos(
     maxHangMs: config.requestTimeoutMs * 4,
     databases: (options.kind ?? KINDS.lock).databases,
     lateCopies: config.lateCopies,
+    ...subscribingOf(options.kind ?? KINDS.lock, config),
   });
   try {
     return await runIn(env, config, options);
@@ -391,6 +397,15 @@ function startForceReleases(
       await Promise.all([...pending]);
     },
   };
+}
+
+/** A kind woken over a subscription: its servers' profile, and the faults on its streams. */
+function subscribingOf(
+  kind: ChaosKind,
+  config: ChaosConfig,
+): Pick<EnvironmentOptions, "profile" | "subscriptionFaults"> {
+  if (kind.subscribes !== true) return {};
+  return { profile: "upstash", subscriptionFaults: config.subscription };
 }
 
 function countBy(values: readonly string[]): Record<string, number> {

@@ -1,8 +1,9 @@
 /**
  * The chaos adapters of the kinds whose handles are LockHandles: the reentrant lock
  * (`client.lock`), the fair lock (`client.fairLock`) and the read-write lock (`readWriteLock`:
- * a section asks for a read hold with probability `sharedRate`, else for the write lock). The
- * plain and fair locks also run with push hand-off (`wait.mode: "push"`, given as `wait`).
+ * a section asks for a read hold with probability `sharedRate`, else for the write lock). They
+ * also run with push hand-off (`wait.mode: "push"`, given as `wait`): woken by a blocking pop,
+ * or over a subscription (`wakeBy: "subscription"`).
  */
 import type { LockClient, WaitOptions } from "../../../src/index.js";
 import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
@@ -10,7 +11,7 @@ import type { ChaosConfig } from "../config.js";
 import type { ChaosEnvironment, Observer } from "../environment.js";
 import type { ChaosIsolate, ChaosPrimitive, ForceReleaseTarget } from "../primitive.js";
 import { type KeyLayout, readKeys } from "../server-state.js";
-import { acquireHold, type Opener, type OpenerFactory } from "./hold.js";
+import { acquireHold, type HeldHandle, type Opener, type OpenerFactory } from "./hold.js";
 
 export type { Observer };
 
@@ -25,13 +26,14 @@ function lockFamily(
   { sharedRate = 0, push }: { sharedRate?: number; push?: PushWaiting | undefined } = {},
 ): ChaosPrimitive {
   const opener: OpenerFactory = push
-    ? (isolate, key, plan) => waitingWith(open(isolate, key, plan), push.wait)
+    ? (isolate, key, plan) => waitingWith(open(isolate, key, plan), push)
     : open;
   return {
-    name: push ? `${name} (push)` : name,
+    name: push ? `${name} (${push.label})` : name,
     capacity: 1,
     sharedRate,
     ...(push ? { figures: push.figures, parks: true } : {}),
+    ...(push?.killParkedRate === undefined ? {} : { killParkedRate: push.killParkedRate }),
     acquire: (isolate, key, plan) => acquireHold(opener, isolate, key, plan),
     forceRelease(isolate, key, random, heldAs) {
       const { holds, run } = forceRelease(isolate, key, random, heldAs);
@@ -58,16 +60,21 @@ type ForceRelease = (
 ) => { holds: ForceReleaseTarget["holds"]; run: () => Promise<boolean> };
 
 /** A lock's acquisitions with `wait` (push mode) over the client's polling policy. */
-function waitingWith(lock: Opener, wait: WaitOptions): Opener {
+function waitingWith(lock: Opener, { wait, acquired }: PushWaiting): Opener {
+  const seen = <H extends HeldHandle | null>(handle: H): H => {
+    if (handle !== null) acquired?.(handle);
+    return handle;
+  };
   return {
-    acquire: (options) => lock.acquire({ ...options, wait }),
-    tryAcquire: (options) => lock.tryAcquire({ ...options, wait }),
+    acquire: async (options) => seen(await lock.acquire({ ...options, wait })),
+    tryAcquire: async (options) => seen(await lock.tryAcquire({ ...options, wait })),
   };
 }
 
 /** Push mode: the run's park and claim windows; its parks and wake-ups among the figures. */
 export function pushWaiting(env: ChaosEnvironment, config: ChaosConfig): PushWaiting {
   return {
+    label: "push",
     wait: { mode: "push", ...config.push },
     figures: () => ({
       "parks (blocking pops settled)": env.parks.settled,
@@ -76,8 +83,49 @@ export function pushWaiting(env: ChaosEnvironment, config: ChaosConfig): PushWai
   };
 }
 
+/**
+ * Push mode woken over a subscription to the lock's hand-off channel (the `upstash` profile,
+ * where pops never block): the run's park and claim windows; its streams, the faults on them and
+ * what came of the hand-offs among the figures (subscription-faults.ts). Every figure must be
+ * met by the short run (test/node/chaos).
+ */
+export function subscriptionWaiting(env: ChaosEnvironment, config: ChaosConfig): PushWaiting {
+  const faults = env.subscriptions;
+  if (faults === undefined) throw new Error("a subscription kind needs subscriptionFaults");
+  const { counts } = faults;
+  return {
+    label: "push, subscription",
+    wait: { mode: "push", wakeBy: "subscription", ...config.push },
+    killParkedRate: config.subscription.killRate,
+    acquired: (handle) => faults.acquired(handle.owner, handle.fencingToken),
+    figures: () => ({
+      "streams opened (subscriptions)": counts.streams,
+      "  confirmed": counts.confirmed,
+      "  confirmation withheld (never confirmed)": counts.neverConfirmed,
+      "  ended mid-way silently (no event)": counts.endedSilently,
+      "  ended mid-way with an error event": counts.endedWithError,
+      "attempts sent listening": counts.listening,
+      "  on a stream that had ended silently": counts.listeningOnSilentStream,
+      "hand-off words pushed to the isolates": counts.words,
+      "  grants (the rest: behind)": counts.grants,
+      "  lost": counts.lost,
+      "  late": counts.late,
+      "    grants late past their claim window": counts.lateBeyondClaim,
+      "  for a killed subscriber (never read)": counts.toKilled,
+      "hand-offs held after their word was heard": counts.heldByWord,
+      "hand-offs held after their word was lost or too late (replayed)": counts.heldAfterLostWord,
+    }),
+  };
+}
+
 export interface PushWaiting {
+  /** In the primitive's name: `lock (<label>)`. */
+  readonly label: string;
   readonly wait: WaitOptions;
+  /** Overrides the run's `killParkedRate`. */
+  readonly killParkedRate?: number;
+  /** Told of every hold an acquisition returned. */
+  readonly acquired?: (handle: HeldHandle) => void;
   figures(): Readonly<Record<string, number>>;
 }
 

@@ -11,7 +11,7 @@ import { progressBar } from "../dev/progress.js";
 import { parseBenchArgs, USAGE, UsageError } from "./args.js";
 import { startBenchBackend } from "./backend/backend.js";
 import type { LatencyModel } from "./backend/protocol.js";
-import { edgelockPeer, PUSH_WAIT } from "./peers/edgelock.js";
+import { edgelockPeer, PUSH_SUBSCRIPTION_WAIT, PUSH_WAIT } from "./peers/edgelock.js";
 import type { Peer, PeerEnv, Transport } from "./peers/peer.js";
 import { redisSemaphorePeer } from "./peers/redis-semaphore.js";
 import { redlockPeer } from "./peers/redlock.js";
@@ -47,13 +47,14 @@ const env: PeerEnv = {
   token: backend.token,
   tcpPort: backend.tcpPort,
   leaseMs: args.leaseMs,
+  pushWait: args.profile === "upstash" ? PUSH_SUBSCRIPTION_WAIT : PUSH_WAIT,
 };
 const peers: Peer[] = [];
 for (const id of args.peers) {
   if (id === "edgelock") {
     peers.push(edgelockPeer(env));
     if (args.blind) peers.push(edgelockPeer(env, undefined, true));
-    if (args.push) peers.push(edgelockPeer(env, PUSH_WAIT));
+    if (args.push) peers.push(edgelockPeer(env, env.pushWait ?? PUSH_WAIT));
     for (const variant of args.variants) peers.push(edgelockPeer(env, variant));
   } else if (id === "upstash-lock") {
     peers.push(upstashLockPeer(env));

@@ -8,6 +8,9 @@ import type { Contender, HoldMode, Peer, PeerEnv } from "./peer.js";
 /** The push hand-off at its defaults, as `edgelock push` (and `edgelock fair push`) runs it. */
 export const PUSH_WAIT: WaitOptions = { mode: "push" };
 
+/** Push over a subscription, the wake channel of the `upstash` profile (named: "auto" polls there). */
+export const PUSH_SUBSCRIPTION_WAIT: WaitOptions = { mode: "push", wakeBy: "subscription" };
+
 /**
  * `wait` overrides the polling policy (for tuning runs); the default peer runs the library's
  * defaults. `blind` hides the pace hints of busy replies from the client (see blind-redis.ts), so

@@ -1,3 +1,4 @@
+import type { WaitOptions } from "../../src/wait/policy.js";
 /**
  * The common shape of every library under test. A peer makes contenders; a contender is one
  * "isolate": its own client (HTTP client or TCP connection), acquiring and releasing locks one at
@@ -40,4 +41,6 @@ export interface PeerEnv {
   readonly tcpPort: number;
   /** Lease of every lock, in ms, the same for every library. */
   readonly leaseMs: number;
+  /** The `edgelock push` peers' wait: over a subscription on the `upstash` profile, else a pop. */
+  readonly pushWait?: WaitOptions;
 }

@@ -92,7 +92,10 @@ export async function runFairAndReadWrite(
   if (available.fairLock) {
     for (const n of settings.contenderCounts) {
       fair.push(await run(edgelockFairPeer(env), n, `fair-n${n}`));
-      if (fairPush) fair.push(await run(edgelockFairPeer(env, PUSH_WAIT), n, `fair-push-n${n}`));
+      if (fairPush)
+        fair.push(
+          await run(edgelockFairPeer(env, env.pushWait ?? PUSH_WAIT), n, `fair-push-n${n}`),
+        );
       if (plainLock !== undefined) fair.push(await run(plainLock, n, `fair-baseline-n${n}`));
     }
   } else {

@@ -1,6 +1,6 @@
 /**
- * Push hand-off over a subscription (`wait.wakeBy` "subscription", or "auto" where pops do not
- * block, as on Upstash): the waiter registers as parked only once its stream to the lock's
+ * Push hand-off over a subscription (`wait.wakeBy: "subscription"`, the channel Upstash serves):
+ * the waiter registers as parked only once its stream to the lock's
  * hand-off channel is confirmed, so no word can be published before it listens; a release hands
  * it the lock inside Redis and publishes the grant (queue/hand-off.ts). A word that never comes
  * (lost, a stream that died silently) costs the park's bound: then the waiter asks again, and its

@@ -9,10 +9,11 @@ export type WaitMode = "poll" | "push";
 
 /**
  * Push mode: how a hand-off reaches a parked waiter. `"pop"`: a blocking pop on a list of its
- * own (`BLPOP` through the Redis client's `exec`). `"subscription"`: the lock's hand-off channel,
- * subscribed to over server-sent events (`redis.subscribe`; Upstash's REST API streams pub/sub
- * this way). `"auto"`: a pop while the backend's pops block and scripts run without Upstash's
- * key-locking flag, else a subscription where the client can subscribe, else polling.
+ * own (`BLPOP` through the Redis client's `exec`). `"subscription"` (experimental): the lock's
+ * hand-off channel, subscribed to over server-sent events (`redis.subscribe`; Upstash's REST API
+ * streams pub/sub this way). `"auto"`: a pop while the backend's pops block and scripts run
+ * without Upstash's key-locking flag, else polling; it will choose a subscription where pops do
+ * not block once that channel's chaos run is clean (docs/push.md).
  */
 export type WakeBy = "auto" | "pop" | "subscription";
 

@@ -25,7 +25,7 @@ function contenders(server: { url: string; token: string }) {
     redis: redis(),
     prefix,
     scriptKeyLocking: true,
-    wait: { mode: "push" },
+    wait: { mode: "push", wakeBy: "subscription" },
   });
   const view = redis();
   const subscribers = async (name: string) => {

@@ -37,7 +37,7 @@ interface Tap {
   sent: { script?: string; sha?: string; keys: string[]; args: string[] }[];
 }
 
-/** A Redis client (with `exec`, so that "auto" has to choose) whose streams can be tampered with. */
+/** A Redis client (with `exec` too, as @upstash/redis has) whose streams can be tampered with. */
 function tapped(redis: Redis): { redis: RedisLike; tap: Tap } {
   const tap: Tap = {
     subscribes: 0,
@@ -131,7 +131,9 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
   const bed = useTestBed(backend, { profile: "upstash" });
 
   /** A holder's client and a push-mode waiter's, on one prefix. */
-  function pair(wait: { parkMs?: number; claimMs?: number } = {}) {
+  function pair(
+    wait: { parkMs?: number; claimMs?: number; wakeBy?: "auto" | "subscription" } = {},
+  ) {
     const prefix = freshPrefix();
     const holder = bed.client({ prefix, scriptKeyLocking: true });
     const waiterRedis = tapped(bed.redis());
@@ -139,7 +141,7 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
       prefix,
       redis: waiterRedis.redis,
       scriptKeyLocking: true,
-      wait: { mode: "push", ...wait },
+      wait: { mode: "push", wakeBy: "subscription", ...wait },
     });
     return { prefix, holder, waiter, tap: waiterRedis.tap };
   }
@@ -162,6 +164,16 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     // Nobody is registered any more; the grant's record stays as long as an operation record.
     const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{job}:parked`);
     expect(Object.values(parked ?? {}).map(String)).toEqual([`granted ${handle.fencingToken}`]);
+  });
+
+  it('"auto" does not choose a subscription yet: where pops do not block it polls', async () => {
+    const { holder, waiter, tap } = pair({ wakeBy: "auto" });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await sleepMs(300);
+    await held.release();
+    await (await waiting).release();
+    expect(tap.subscribes).toBe(0);
   });
 
   it("a force release hands the lock over by word", async () => {
@@ -217,7 +229,7 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
       prefix,
       redis: behindRedis.redis,
       scriptKeyLocking: true,
-      wait: { mode: "push", claimMs, parkMs: 30_000 },
+      wait: { mode: "push", wakeBy: "subscription", claimMs, parkMs: 30_000 },
     });
     const held = await holder.lock("job").acquire({ leaseMs: 20_000 });
     tap.dropWords = true;

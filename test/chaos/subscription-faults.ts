@@ -88,19 +88,25 @@ const WAKE_BY = ACQUIRE_ARGS.indexOf("wakeBy");
 export function listeningAttempt(
   args: readonly unknown[],
 ): { readonly owner: string; readonly operationId: string } | undefined {
-  if (args[WAKE_BY] !== "sub" || !(Number(args[CLAIM_MS]) > 0)) return undefined;
+  const wakeBy = args[WAKE_BY];
+  if (typeof wakeBy !== "string" || !wakeBy.startsWith("sub") || !(Number(args[CLAIM_MS]) > 0)) {
+    return undefined;
+  }
   const owner = args[OWNER];
   const operationId = args[PARK_ID];
   if (typeof owner !== "string" || typeof operationId !== "string") return undefined;
   return { owner, operationId };
 }
 
-/** `<operation id> grant <fence> <lease> <ms>` / `<operation id> behind <lease>`. */
+/**
+ * `<operation id> grant <fence> <lease> <ms> <registering attempt>` / `<operation id> behind
+ * <lease>`.
+ */
 function parseWord(
   message: unknown,
 ): { operationId: string; fence: number | undefined; leaseMs: number } | undefined {
   if (typeof message !== "string") return undefined;
-  const match = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) \d+|behind (\d+))$/.exec(message);
+  const match = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) \d+ \d+|behind (\d+))$/.exec(message);
   if (match === null) return undefined;
   const [, operationId = "", fence, lease, behind] = match;
   return fence === undefined

@@ -17,8 +17,9 @@ export interface PermitView {
 }
 
 /**
- * How long a busy waiter sleeps: the next in line (one permit short) asks again within the
- * first steps of the backoff; one further back sleeps until about when it will be next in line
+ * How long a busy waiter sleeps (after its `polls`-th request): the next in line (one permit
+ * short) backs off as blind polling does, from the first step (so a wait on long holds does not
+ * spend its poll budget in a second); one further back sleeps until about when it will be next in line
  * (the permits it still lacks, less one, times how far apart permits come back: the learnt
  * average hold over the capacity; the second backoff step before that is known). Never past
  * the soonest lease end (a permit returns then at the latest), and at least every third of the
@@ -28,12 +29,13 @@ export function permitPollDelay(
   outcome: PermitView,
   policy: WaitPolicy,
   waiterTimeoutMs: number,
+  polls = 1,
   random: () => number = Math.random,
 ): number {
   const missing = Math.max(1, outcome.missing);
   let delay = nextPollDelay(
     policy,
-    Math.min(2, missing),
+    Math.max(polls, Math.min(2, missing)),
     outcome.soonestLeaseEndMs,
     Number.POSITIVE_INFINITY,
     random,

@@ -209,7 +209,7 @@ export class Semaphore {
         initialPermits,
       });
       open = outcome.kind === "busy" && timeoutMs > 0;
-      return this.#outcome(outcome, permits, plan.mayWait ? plan.policy : undefined);
+      return this.#outcome(outcome, permits, plan.mayWait ? plan.policy : undefined, polls);
     };
 
     return {
@@ -248,6 +248,7 @@ export class Semaphore {
     outcome: PermitAttempt,
     permits: number,
     policy: WaitPolicy | undefined,
+    polls: number,
   ): AttemptOutcome {
     switch (outcome.kind) {
       case "acquired":
@@ -268,7 +269,7 @@ export class Semaphore {
         return {
           kind: "busy",
           holderTtlMs,
-          nextPollMs: permitPollDelay(outcome, policy, this.waiterTimeoutMs),
+          nextPollMs: permitPollDelay(outcome, policy, this.waiterTimeoutMs, polls),
         };
       }
     }

@@ -17,20 +17,34 @@ const top = () => 0.999;
 
 describe("a semaphore waiter's pace", () => {
   it("asks again within the first backoff step when it is next in line", () => {
-    expect(pollDelay(busy(1, 50, null), DEFAULT_WAIT_POLICY, 5_000, top)).toBeLessThanOrEqual(10);
+    expect(pollDelay(busy(1, 50, null), DEFAULT_WAIT_POLICY, 5_000, 1, top)).toBeLessThanOrEqual(
+      10,
+    );
   });
 
   it("sleeps until about its turn when further back, once the holds' pace is known", () => {
     // Nine permits must come back before it is next in line, one about every 50 ms.
-    expect(pollDelay(busy(10, 50, null), DEFAULT_WAIT_POLICY, 5_000, top)).toBe(360);
+    expect(pollDelay(busy(10, 50, null), DEFAULT_WAIT_POLICY, 5_000, 1, top)).toBe(360);
     // Before any hold was learnt: the second backoff step.
-    expect(pollDelay(busy(10, null, null), DEFAULT_WAIT_POLICY, 5_000, top)).toBeLessThanOrEqual(
+    expect(pollDelay(busy(10, null, null), DEFAULT_WAIT_POLICY, 5_000, 1, top)).toBeLessThanOrEqual(
       20,
     );
   });
 
+  it("next in line on long holds, backs off with each poll instead of spending its budget at once", () => {
+    const delays = [1, 2, 3, 4, 5, 6, 10].map((polls) =>
+      pollDelay(busy(1, null, 60_000), DEFAULT_WAIT_POLICY, 5_000, polls, top),
+    );
+    expect(delays).toEqual([10, 20, 40, 80, 160, 250, 250]);
+    // 100 polls last at least 20 s, not a second.
+    const total = Array.from({ length: 100 }, (_, i) =>
+      pollDelay(busy(1, null, 60_000), DEFAULT_WAIT_POLICY, 5_000, i + 1, top),
+    ).reduce((sum, ms) => sum + ms, 0);
+    expect(total).toBeGreaterThan(20_000);
+  });
+
   it("never sleeps past the soonest lease end, nor a third of the waiter timeout", () => {
-    expect(pollDelay(busy(10, 50, 100), DEFAULT_WAIT_POLICY, 5_000, top)).toBe(101);
-    expect(pollDelay(busy(1_000, 50, null), DEFAULT_WAIT_POLICY, 3_000, top)).toBe(1_000);
+    expect(pollDelay(busy(10, 50, 100), DEFAULT_WAIT_POLICY, 5_000, 1, top)).toBe(101);
+    expect(pollDelay(busy(1_000, 50, null), DEFAULT_WAIT_POLICY, 3_000, 1, top)).toBe(1_000);
   });
 });

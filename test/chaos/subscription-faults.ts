@@ -20,6 +20,7 @@ import type { Redis } from "@upstash/redis";
 import { createPrng } from "../../dev/rest/faults.js";
 import { ACQUIRE_ARGS } from "../../src/locks/exclusive/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../src/transport/redis-like.js";
+import { parseHandOffWord } from "../../src/wait/subscription.js";
 
 export interface SubscriptionFaultOptions {
   /** Fraction of words never passed on. */
@@ -98,20 +99,19 @@ export function listeningAttempt(
   return { owner, operationId };
 }
 
-/**
- * `<operation id> grant <fence> <lease> <ms> <registering attempt>` / `<operation id> behind
- * <lease>`.
- */
+/** A hand-off word as the library reads it (parseHandOffWord), in the harness's terms. */
 function parseWord(
   message: unknown,
 ): { operationId: string; fence: number | undefined; leaseMs: number } | undefined {
   if (typeof message !== "string") return undefined;
-  const match = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) \d+ \d+|behind (\d+))$/.exec(message);
-  if (match === null) return undefined;
-  const [, operationId = "", fence, lease, behind] = match;
-  return fence === undefined
-    ? { operationId, fence: undefined, leaseMs: Number(behind) }
-    : { operationId, fence: Number(fence), leaseMs: Number(lease) };
+  const parsed = parseHandOffWord(message);
+  if (parsed === undefined || parsed.word.kind === "lost") return undefined;
+  const { operationId, word } = parsed;
+  return {
+    operationId,
+    fence: word.kind === "granted" ? word.fencingToken : undefined,
+    leaseMs: word.leaseMs,
+  };
 }
 
 type StreamEnd = "client" | "silent" | "error";

@@ -229,7 +229,7 @@ export class LockWatchdog {
   }
 
   /**
-   * The holder's release removes its own registration (of its hold) without a record; `forget()`
+   * The holder's release removes its own registration (of its hold) and keeps no record; `forget()`
    * removes hold `fencingToken`, or every hold of the owner, and records them as released.
    */
   async #deregister(message: DeregisterMessage): Promise<WatchdogStatus> {
@@ -246,7 +246,14 @@ export class LockWatchdog {
       fencingToken === null
         ? this.#store.leasesOf(key, owner).map((lease) => lease.fencingToken)
         : [fencingToken];
-    for (const hold of holds) this.#store.remove(key, owner, hold, registration, ending);
+    for (const hold of holds) {
+      this.#store.remove(key, owner, hold, registration, ending);
+      // The holder released: a renewal sent between its release and this message found the hold
+      // gone and recorded that. It was the release, so nothing of the hold is kept.
+      if (registration !== null && !this.#store.get(key, owner, hold)) {
+        this.#store.forgetEnding(key, owner, hold);
+      }
+    }
     const status = this.#store.status(key, owner, fencingToken);
     await this.#tidy();
     return status;

@@ -367,6 +367,16 @@ export class LeaseStore {
     return lease;
   }
 
+  /** Forgets the ending of hold `fencingToken` of (key, owner), if one was recorded. */
+  forgetEnding(key: string, owner: string, fencingToken: number): void {
+    this.#write(
+      `DELETE FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? AND fencing_token = ?`,
+      key,
+      owner,
+      fencingToken,
+    );
+  }
+
   /** Forgets endings older than `retentionMs`. */
   prune(now: number, retentionMs: number): void {
     this.#write(`DELETE FROM ${ENDINGS} WHERE ended_at <= ?`, now - retentionMs);

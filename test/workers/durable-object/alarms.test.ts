@@ -145,6 +145,33 @@ describe(`LockWatchdog alarm delivery on ${server.kind}`, () => {
     await held.release();
   });
 
+  it("a renewal between the holder's release and its deregistration leaves nothing behind", async () => {
+    const { bed, held } = await heldWithoutAlarm("released-mid-renewal");
+    await sleepMs(1_100);
+    // The release reaches Redis; its deregistration is still on the way to the object.
+    const deregistration = bed.namespace.pause("deregister");
+    await held.release();
+    await runAlarm(bed, "released-mid-renewal", { retryCount: 0, isRetry: false });
+    // The renewal found the released hold gone and recorded it.
+    expect(await bed.watchdog.status(held)).toMatchObject({ state: "ended", reason: "gone" });
+
+    deregistration.resume();
+    await bed.watchdog.settled();
+    expect(bed.namespace.calls).toMatchObject({ register: 1, deregister: 1 });
+    // It was the holder's release: the object forgets the hold and keeps nothing, no alarm.
+    expect(await bed.watchdog.status(held)).toMatchObject({ state: "unknown" });
+    const left = await runInDurableObject(
+      objectOf(bed.client, "released-mid-renewal"),
+      async (_: LockWatchdog, state) => ({
+        alarm: await state.storage.getAlarm(),
+        tables: state.storage.sql
+          .exec("SELECT name FROM sqlite_master WHERE name LIKE 'edgelock_%'")
+          .toArray().length,
+      }),
+    );
+    expect(left).toEqual({ alarm: null, tables: 0 });
+  });
+
   it("a very late alarm never revives a lock whose lease already ran out", async () => {
     const bed = watchdogBed(300, { heartbeatIntervalMs: 0 });
     const held = await bed.client.lock("late").acquire();

@@ -34,20 +34,39 @@ export const server: TestServer = (() => {
 export interface CountingNamespace extends WatchdogNamespace {
   readonly calls: Record<string, number>;
   total(): number;
+  /** Holds back calls of `route` (counted when made, sent when resumed) until `resume()`. */
+  pause(route: string): { resume(): void };
 }
 
 export function countingNamespace(inner: WatchdogNamespace = env.LOCK_WATCHDOG): CountingNamespace {
   const calls: Record<string, number> = {};
+  const paused = new Map<string, Promise<void>>();
   return {
     calls,
     total: () => Object.values(calls).reduce((sum, n) => sum + n, 0),
+    pause(route) {
+      let resume = () => {};
+      paused.set(
+        route,
+        new Promise<void>((resolve) => {
+          resume = resolve;
+        }),
+      );
+      return {
+        resume: () => {
+          paused.delete(route);
+          resume();
+        },
+      };
+    },
     idFromName: (name) => inner.idFromName(name),
     get: (id) => {
       const stub = inner.get(id);
       return {
-        fetch(input, init) {
+        async fetch(input, init) {
           const route = new URL(input).pathname.split("/").pop() ?? "?";
           calls[route] = (calls[route] ?? 0) + 1;
+          await paused.get(route);
           return stub.fetch(input, init);
         },
       };

@@ -5,8 +5,9 @@
  * once keeps its place and its parked registration. And it closes its operation: a copy of one
  * of its attempts that reaches Redis later (re-sent by the Redis client after edgelock gave up
  * on it) finds the record `left` and takes nothing; a hold such a copy (or a hand-off) took
- * before is reported, to be released. Removing a member twice is harmless, so a re-send needs no
- * operation id.
+ * before is reported, to be released. Removing a member twice is harmless; a hand-off announced
+ * by word, whose record the leave takes, stays in the operation record (`left <fence>`), so a
+ * re-sent leave still reports it.
  */
 
 import type { OperationContext } from "../context.js";
@@ -21,7 +22,8 @@ import { defineScript, runScript } from "../script.js";
 //       operation record's ttl ms
 // Reply: {1} was waiting; {0} was not; {2, token} it holds the lock by this operation (a
 //        hand-off, or a late copy of an attempt) with that fencing token, still the owner's
-//        current hold; else the record now says `left`.
+//        current hold; else the record now says `left` (`left <fence>` when it took the record
+//        of a grant: a re-sent leave reports that hold again).
 export const LEAVE_QUEUE = defineScript({
   name: "queue.leave",
   keys: [
@@ -48,8 +50,11 @@ if parkedKey then
 end
 if operationKey then
   local recorded = redis.call('GET', operationKey)
-  local taken = recorded or granted
-  if not recorded then redis.call('SET', operationKey, 'left', 'PX', operationTtlMs) end
+  -- 'left <fence>': an earlier copy of this leave took a grant's record; its answer may be lost.
+  local taken = string.match(recorded or '', '^left (%d+)$') or recorded or granted
+  if not recorded then
+    redis.call('SET', operationKey, granted and ('left ' .. granted) or 'left', 'PX', operationTtlMs)
+  end
   if tonumber(taken) and redis.call('HEXISTS', lockKey, owner) == 1
       and ${fenceStillAt("fenceKey", "tonumber(taken)")} then
     return {2, tonumber(taken)}

@@ -33,6 +33,8 @@ interface Tap {
   failing: boolean;
   /** Every script from now on hangs (the process died). */
   dead: boolean;
+  /** The next this many scripts run, but their answers are lost on the way back. */
+  loseAnswers: number;
   /** Every script sent, to send a copy later (as a re-send or a slow network would). */
   sent: { script?: string; sha?: string; keys: string[]; args: string[] }[];
 }
@@ -47,17 +49,24 @@ function tapped(redis: Redis): { redis: RedisLike; tap: Tap } {
     neverConfirm: false,
     failing: false,
     dead: false,
+    loseAnswers: 0,
     sent: [],
   };
   const hang = () => new Promise<never>(() => {});
+  const answered = async <T>(reply: Promise<T>): Promise<T> => {
+    const value = await reply;
+    if (tap.loseAnswers === 0) return value;
+    tap.loseAnswers -= 1;
+    throw new TypeError("fetch failed");
+  };
   const client: RedisLike = {
     eval: (script, keys, args) => {
       tap.sent.push({ script, keys, args });
-      return tap.dead ? hang() : redis.eval(script, keys, args);
+      return tap.dead ? hang() : answered(redis.eval(script, keys, args));
     },
     evalsha: (sha, keys, args) => {
       tap.sent.push({ sha, keys, args });
-      return tap.dead ? hang() : redis.evalsha(sha, keys, args);
+      return tap.dead ? hang() : answered(redis.evalsha(sha, keys, args));
     },
     exec: (command) => redis.exec(command),
     subscribe(channel: string): ChannelSubscription {
@@ -105,7 +114,7 @@ function failingSubscription(): ChannelSubscription {
 }
 
 interface ExclusiveLock {
-  acquire(options: { leaseMs: number; waitMs?: number }): Promise<LockHandle>;
+  acquire(options: { leaseMs: number; waitMs?: number; signal?: AbortSignal }): Promise<LockHandle>;
   tryAcquire(options: { leaseMs: number }): Promise<LockHandle | null>;
   holdCount(owner: string): Promise<number>;
   isLocked(): Promise<boolean>;
@@ -220,6 +229,31 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     // Its leave found the grant and released it: the lock is free long before the window ends.
     expect(await holder.lock("job").isLocked()).toBe(false);
   });
+
+  it.each(KINDS)(
+    "$kind: a leave whose answer was lost, re-sent, still passes on the grant it found",
+    async ({ lockOf }) => {
+      const { prefix, holder, waiter, tap } = pair({ parkMs: 60_000, claimMs: 15_000 });
+      const held = await lockOf(holder).acquire({ leaseMs: 20_000 });
+      tap.dropWords = true;
+      const cancel = new AbortController();
+      const waiting = lockOf(waiter).acquire({
+        leaseMs: 10_000,
+        waitMs: 20_000,
+        signal: cancel.signal,
+      });
+      await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+      await held.release(); // granted, with a 15 s claim window, but the word is lost
+      await until(async () => tap.words >= 1);
+      const sentBefore = tap.sent.length;
+      tap.loseAnswers = 1; // the leave runs (and takes the grant's record); its answer is lost
+      cancel.abort();
+      await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+      // The leave was sent twice: the re-send found the grant the first took, and released it.
+      expect(tap.sent.length - sentBefore).toBeGreaterThanOrEqual(3);
+      expect(await lockOf(holder).isLocked()).toBe(false);
+    },
+  );
 
   it("a grantee that died before claiming: the waiter behind it gets the lock within the claim window", async () => {
     const claimMs = 1_000;

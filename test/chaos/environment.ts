@@ -321,8 +321,17 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
     const copy = copyArmingRequest(lateCopies, request, send);
     if (copy) for (const owner of owners) requests.get(owner)!.push(copy);
     const listening = subscriptions?.faults.attemptSent(args, keys, subscriptions.streams);
+    const shown = (value: unknown) =>
+      typeof value === "string" && value.length > 30 ? `${value.slice(0, 8)}…` : String(value);
+    const what = `${keys.map((key) => key.slice(key.lastIndexOf("}") + 1) || "lock").join(",")} [${args.map(shown).join(" ")}]`;
     try {
-      return await send();
+      const reply = await send();
+      request.trace = `${what} → ${JSON.stringify(reply)?.slice(0, 80)}`;
+      return reply;
+    } catch (error) {
+      request.failed = true;
+      request.trace = `${what} → ${error instanceof Error ? error.name : "error"}`;
+      throw error;
     } finally {
       request.settledAt = Date.now();
       // Answered, the attempt registered its waiter if the lock was busy: it listens now.

@@ -20,6 +20,10 @@ export interface ArmingRequest {
   readonly leaseMs: number;
   /** True once it settled confirming the hold (re-armed it). */
   confirmed: boolean;
+  /** True once it settled with an error (it may or may not have executed). */
+  failed?: boolean;
+  /** What it was and what came back, for a violation's report. */
+  trace?: string;
   /** A late copy of an earlier request (see late-copies.ts): sent with it, settled later. */
   readonly copy?: boolean;
 }

@@ -15,7 +15,7 @@ import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
 import type { FencedStore, WriteResult } from "./fenced-store.js";
 import type { DeathCause, Journal } from "./journal.js";
-import { settledBefore } from "./killable-renewer.js";
+import { type ArmingRequest, settledBefore } from "./killable-renewer.js";
 import type { OperationRunner } from "./operations.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive, HoldPlan } from "./primitive.js";
 
@@ -235,16 +235,28 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
       continue;
     }
     const copies = isolate.requestsOf(owner).filter((request) => request.copy === true).length;
+    const failed = isolate
+      .requestsOf(owner)
+      .filter((request) => request.failed === true)
+      .map((request) => `${request.sentAt}–${request.settledAt}`);
     journal.releaseChecks.push({
       key,
       owner,
       stillHeld,
       context:
         `scope of ${count} tasks on ${[...group.keys].join(", ")}, checked at ${Date.now()}; ` +
-        `${group.gaveUp ? "an acquisition gave up" : "no acquisition gave up"}, ${copies} late copies; ` +
-        group.log.join("; "),
+        `${group.gaveUp ? "an acquisition gave up" : "no acquisition gave up"}, ${copies} late copies, ` +
+        `${failed.length} failed requests${failed.length > 0 ? ` (${failed.join(", ")})` : ""}; ` +
+        group.log.join("; ") +
+        (stillHeld ? `; requests: ${isolate.requestsOf(owner).map(traced).join(" | ")}` : ""),
     });
   }
+}
+
+/** One request of a scope, as a violation's report shows it. */
+function traced(request: ArmingRequest): string {
+  const copy = request.copy ? " (copy)" : "";
+  return `${request.sentAt}–${request.settledAt}${copy} ${request.trace ?? ""}`;
 }
 
 /** How long a hold a late copy (or a dead parked waiter's registration) takes may last, in ms. */

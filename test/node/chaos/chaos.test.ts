@@ -16,6 +16,7 @@ import {
 } from "../../chaos/invariants.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
 import { type LatchUnderTest, runLatchChaos } from "../../chaos/latch.js";
+import { LoopLag } from "../../chaos/loop-lag.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive } from "../../chaos/primitive.js";
 import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
 import { formatReport } from "../../chaos/report.js";
@@ -457,6 +458,50 @@ describe("the chaos checks fail when what they guard is broken", () => {
     };
     expect(checkLostSignals([hold], samples, 10).violations).toBe(1);
     expect(checkLostSignals([{ ...hold, abortedAt: () => 65 }], samples, 10).violations).toBe(0);
+  });
+
+  it("excuses a late signal by the loop's measured lateness, and by no more", () => {
+    // Ticks every 10 ms. From 1000 the loop is blocked three times in a row: each tick fires
+    // 100 ms late, so a timer due at 1000 waits until the first tick on time, at 1330.
+    const lag = new LoopLag();
+    for (let due = 0; due < 1_000; due += 10) lag.record(due, due + 1);
+    lag.record(1_000, 1_100);
+    lag.record(1_110, 1_210);
+    lag.record(1_220, 1_320);
+    lag.record(1_330, 1_331);
+    for (let due = 1_341; due < 2_000; due += 10) lag.record(due, due + 1);
+    expect(lag.lateness(1_000, 1_010)).toBe(331);
+    expect(lag.lateness(500, 510)).toBeLessThanOrEqual(11);
+    const hold = {
+      keys: ["k"],
+      owner: "a",
+      shared: false,
+      token: 7,
+      mode: "watchdog" as const,
+      start: 0,
+      end: 2_000,
+      deadline: () => 1_000,
+    };
+    const samples = [reading(900, "a", 7), reading(1_050, "b", 8)];
+    const check = (abortedAt: number, deadline = 1_000) =>
+      checkLostSignals(
+        [{ ...hold, abortedAt: () => abortedAt, deadline: () => deadline }],
+        samples,
+        10,
+        (from, to) => lag.lateness(from, to),
+      ).violations;
+    expect(check(1_335)).toBe(0);
+    expect(check(1_345)).toBe(1);
+    // Due where the loop was free: only the fixed slack and a tick's wait are excused.
+    const quiet = [reading(400, "a", 7), reading(550, "b", 8)];
+    expect(
+      checkLostSignals(
+        [{ ...hold, abortedAt: () => 600, deadline: () => 500 }],
+        quiet,
+        10,
+        (from, to) => lag.lateness(from, to),
+      ).violations,
+    ).toBe(1);
   });
 
   it("cuts a section at a force release that may have met it, and only there", () => {

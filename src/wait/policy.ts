@@ -9,11 +9,11 @@ export type WaitMode = "poll" | "push";
 
 /**
  * Push mode: how a hand-off reaches a parked waiter. `"pop"`: a blocking pop on a list of its
- * own (`BLPOP` through the Redis client's `exec`). `"subscription"` (experimental): the lock's
- * hand-off channel, subscribed to over server-sent events (`redis.subscribe`; Upstash's REST API
- * streams pub/sub this way). `"auto"`: a pop while the backend's pops block and scripts run
- * without Upstash's key-locking flag, else polling; it will choose a subscription where pops do
- * not block once that channel's chaos run is clean (docs/push.md).
+ * own (`BLPOP` through the Redis client's `exec`). `"subscription"`: the lock's hand-off
+ * channel, subscribed to over server-sent events (`redis.subscribe`; Upstash's REST API streams
+ * pub/sub this way). `"auto"`: a pop while the backend's pops block and scripts run without
+ * Upstash's key-locking flag, else a subscription where the Redis client has `subscribe`, else
+ * polling (also once streams keep failing). docs/push.md.
  */
 export type WakeBy = "auto" | "pop" | "subscription";
 

@@ -23,11 +23,10 @@ export function parkingFor(runtime: LockRuntime, keys: LockKeys, plan: WaitPlan)
   // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
   // park, and pops that answer at once turn the next wait away from pops (BlockingPops).
   const popsServe = canBlock(redis) && runtime.blockingPops.served && !runsUnderKeyLocking(redis);
-  // "auto" does not choose a subscription yet: its long chaos run still reports violations
-  // (docs/push.md, "Status"); it is there for whoever asks for it by name.
-  if (wakeBy !== "subscription") {
+  if (wakeBy === "pop" || (wakeBy === "auto" && popsServe)) {
     return popsServe ? new Parking(ctx, redis, keys, plan, runtime) : undefined;
   }
+  // A subscription where pops do not serve (Upstash): polling once streams keep failing.
   if (!canSubscribe(redis) || !runtime.subscriptions.usable) return undefined;
   return new Listening(runtime, redis, keys, plan);
 }

@@ -175,11 +175,32 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(Object.values(parked ?? {}).map(String)).toEqual([`granted ${handle.fencingToken}`]);
   });
 
-  it('"auto" does not choose a subscription yet: where pops do not block it polls', async () => {
-    const { holder, waiter, tap } = pair({ wakeBy: "auto" });
+  it('"auto" chooses the subscription where pops do not block (key locking)', async () => {
+    const { prefix, holder, waiter, tap } = pair({ wakeBy: "auto" });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await held.release();
+    await (await waiting).release();
+    expect(tap.subscribes).toBe(1);
+    expect(tap.words).toBeGreaterThanOrEqual(1);
+  });
+
+  it('"auto" without subscribe in the Redis client polls where pops do not block', async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix, scriptKeyLocking: true });
+    const { redis: tappedRedis, tap } = tapped(bed.redis());
+    const { subscribe: _, ...withoutSubscribe } = tappedRedis;
+    const waiter = bed.client({
+      prefix,
+      redis: withoutSubscribe,
+      scriptKeyLocking: true,
+      wait: { mode: "push" },
+    });
     const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
     const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
     await sleepMs(300);
+    expect(await subscribedWaiters(bed, prefix)).toBe(0);
     await held.release();
     await (await waiting).release();
     expect(tap.subscribes).toBe(0);

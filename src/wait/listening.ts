@@ -167,7 +167,8 @@ export class Listening {
     // Like a pop, one wait lasts `parkMs` at most: a word lost costs no more than that.
     const deadline = Math.min(boundAt, Date.now() + this.#plan.policy.parkMs, this.#plan.deadline);
     const word = await mailbox.next(deadline - Date.now(), interrupted).finally(aborted.stop);
-    if (word === undefined || word.kind === "lost") {
+    // `opened` is a latch's word: a lock's channel never carries it.
+    if (word === undefined || word.kind === "lost" || word.kind === "opened") {
       // Past the bound, a sibling holds the lock, or the stream ended: ask again (a grant made
       // meanwhile is replayed by the attempt).
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };

@@ -1,16 +1,21 @@
 /**
  * A client's subscriptions to locks' hand-off channels (push mode over pub/sub, docs/push.md): one
  * stream per channel, shared by the client's acquisitions waiting on that lock, each reading the
- * words addressed to its operation id. The scripts' side is queue/hand-off.ts.
+ * words addressed to its operation id. The scripts' side is queue/hand-off.ts. A count-down
+ * latch's channel carries one word, `opened`, for every reader (opening.ts).
  */
 import { shownSafely } from "../transport/failures.js";
 import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
 import type { Grant } from "./parking.js";
 
-/** A word from a release (see handOffToParkedHead), or the stream's end. */
+/** A word to one waiter from a release (see handOffToParkedHead). */
+type AddressedWord = Grant | { readonly kind: "behind"; readonly leaseMs: number };
+
+/** A word from a release, a latch's opening (to every reader), or the stream's end. */
 export type HandOffWord =
-  | Grant
-  | { readonly kind: "behind"; readonly leaseMs: number }
+  | AddressedWord
+  /** A count-down latch reached 0 (see LATCH_COUNT_DOWN). */
+  | { readonly kind: "opened" }
   /** The stream failed or closed: no word will come this way. */
   | { readonly kind: "lost" };
 
@@ -32,10 +37,12 @@ export const FAILED_OPENINGS_TO_GIVE_UP = 3;
  * commas, so a lock name with one would leave part of the channel in front of the message.
  */
 const WORD = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) (\d+) (\d+)|behind (\d+))$/;
+/** A latch's channel: `opened`, for every reader. */
+const OPENED = /(?:^|[\s,])opened$/;
 
 export function parseHandOffWord(
   message: string,
-): { readonly operationId: string; readonly word: HandOffWord } | undefined {
+): { readonly operationId: string; readonly word: AddressedWord } | undefined {
   const match = WORD.exec(message);
   if (match === null) return undefined;
   const [, operationId = "", fence, lease, since, registration, behind] = match;
@@ -178,7 +185,12 @@ export class HandOffStream {
 
   #deliver(message: unknown): void {
     // @upstash/redis parses JSON where it can; a word is never JSON, but be lenient.
-    const parsed = parseHandOffWord(typeof message === "string" ? message : shownSafely(message));
+    const text = typeof message === "string" ? message : shownSafely(message);
+    if (OPENED.test(text)) {
+      for (const mailbox of this.#mailboxes.values()) mailbox.deliver({ kind: "opened" });
+      return;
+    }
+    const parsed = parseHandOffWord(text);
     if (parsed !== undefined) this.#mailboxes.get(parsed.operationId)?.deliver(parsed.word);
   }
 }

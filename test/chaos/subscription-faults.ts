@@ -105,7 +105,7 @@ function parseWord(
 ): { operationId: string; fence: number | undefined; leaseMs: number } | undefined {
   if (typeof message !== "string") return undefined;
   const parsed = parseHandOffWord(message);
-  if (parsed === undefined || parsed.word.kind === "lost") return undefined;
+  if (parsed === undefined) return undefined;
   const { operationId, word } = parsed;
   return {
     operationId,

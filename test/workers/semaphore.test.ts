@@ -4,11 +4,12 @@
  * embedded engine).
  */
 
+import { Redis } from "@upstash/redis/cloudflare";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { concurrencyLimit } from "../../src/hono/index.js";
-import { SemaphoreNotInitializedError } from "../../src/index.js";
-import { clientOn, TEST_SERVERS, type TestServer } from "./clients.js";
+import { LockClient, type RedisLike, SemaphoreNotInitializedError } from "../../src/index.js";
+import { clientOn, sleepMs, TEST_SERVERS, type TestServer } from "./clients.js";
 
 const servers = TEST_SERVERS;
 const clientFor = (server: TestServer, prefix?: string) => clientOn(server, "sem", prefix);
@@ -40,6 +41,37 @@ describe.each(servers)("semaphore in workerd on $kind", (server) => {
     await latch.countDown();
     await clientFor(server, client.prefix).countDownLatch("chunks").countDown();
     expect(await opened).toBe(true);
+  });
+
+  it("in push mode a latch's await is told over the latch's channel", async () => {
+    const client = clientFor(server);
+    await client.countDownLatch("told").trySetCount(1);
+    const redis = new Redis({ url: server.url, token: server.token });
+    let reads = 0;
+    const counted: RedisLike = {
+      eval: (script, keys, args) => {
+        reads += 1;
+        return redis.eval(script, keys, args);
+      },
+      evalsha: (sha, keys, args) => {
+        reads += 1;
+        return redis.evalsha(sha, keys, args);
+      },
+      subscribe: (channel) => redis.subscribe(channel),
+    };
+    const listening = new LockClient({
+      redis: counted,
+      prefix: client.prefix,
+      wait: { mode: "push", parkMs: 60_000 },
+    });
+    const opened = listening.countDownLatch("told").await({ waitMs: 30_000 });
+    await sleepMs(1_500);
+    // Listening, not polling: a read before the stream, one or two while it opened, then none.
+    expect(reads).toBeLessThanOrEqual(4);
+    const countedAt = Date.now();
+    await client.countDownLatch("told").countDown();
+    expect(await opened).toBe(true);
+    expect(Date.now() - countedAt).toBeLessThan(2_000);
   });
 
   it("limits concurrent requests with concurrencyLimit()", async () => {

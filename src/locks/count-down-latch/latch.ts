@@ -3,7 +3,8 @@
  * and `await()` waits to reach 0, across every isolate. It is a plain counter with a TTL: an
  * abandoned latch vanishes after `ttlMs`, and a vanished latch reads as open (count 0), as in
  * Redisson, where a latch that was never set is open too. Waiting is polling with the shared
- * wait policy's backoff, bounded by the latch's expiry.
+ * wait policy's backoff, bounded by the latch's expiry; in push mode it listens on the latch's
+ * channel instead, where the countDown that opens it publishes (wait/opening.ts).
  */
 import { newOperationId } from "../../ids.js";
 import {
@@ -13,6 +14,7 @@ import {
   checkOptions,
   checkSignal,
 } from "../../validate.js";
+import { OpeningWatch } from "../../wait/opening.js";
 import { resolveWaitPolicy, type WaitOptions } from "../../wait/policy.js";
 import { pollForLock } from "../../wait/poll.js";
 import type { LockRuntime } from "../runtime.js";
@@ -40,8 +42,10 @@ export interface LatchAwaitOptions {
   /** Stops waiting when aborted (LockAbortedError). @default none */
   signal?: AbortSignal;
   /**
-   * Overrides the client's polling policy; each poll is a request. Long waits want a larger
-   * `maxDelayMs` and `maxPolls`.
+   * Overrides the client's wait policy; each read of the count is a request. Polling, long
+   * waits want a larger `maxDelayMs` and `maxPolls`. With `mode: "push"` (and `wakeBy` not
+   * `"pop"`) the await subscribes to the latch's channel and is told when the count reaches 0,
+   * reading the count again only after `parkMs` without a word (docs/semaphore.md).
    * @default the client's
    */
   wait?: WaitOptions;
@@ -104,17 +108,34 @@ export class CountDownLatch {
       given.wait === undefined
         ? this.#runtime.waitPolicy
         : resolveWaitPolicy(given.wait, this.#runtime.waitPolicy);
-    const result = await pollForLock({
-      lockName: this.name,
-      waitMs,
-      signal,
-      policy,
-      attempt: async () => {
-        const { count, ttlMs } = await readLatch(this.#runtime.ctx, this.#keys);
-        // The latch opens at its expiry at the latest: never sleep past it.
-        return count === 0 ? { done: true, value: true } : { done: false, holderTtlMs: ttlMs };
-      },
-    });
-    return result.acquired;
+    const deadline = Date.now() + waitMs;
+    const watch = OpeningWatch.for(this.#runtime, this.#keys.opened, policy);
+    try {
+      const result = await pollForLock({
+        lockName: this.name,
+        waitMs,
+        signal,
+        policy,
+        attempt: async () => {
+          const covered = watch?.covers === true;
+          const { count, ttlMs } = await readLatch(this.#runtime.ctx, this.#keys);
+          if (count === 0) return { done: true, value: true };
+          if (watch === undefined || !covered) {
+            watch?.listen();
+            // The latch opens at its expiry at the latest: never sleep past it.
+            return { done: false, holderTtlMs: ttlMs };
+          }
+          // Heard, or read again after a park (a lost word, the expiry, an abort: the loop ends).
+          const parkMs = Math.min(policy.parkMs, ttlMs ?? Number.POSITIVE_INFINITY);
+          if (await watch.opened(Math.min(parkMs, deadline - Date.now()), signal)) {
+            return { done: true, value: true };
+          }
+          return { done: false, holderTtlMs: ttlMs, nextPollMs: 0 };
+        },
+      });
+      return result.acquired;
+    } finally {
+      watch?.close();
+    }
   }
 }

@@ -24,20 +24,23 @@ redis.call('SET', operationKey, set, 'PX', operationTtlMs)
 return {set}`,
 });
 
-// KEYS: 1 count, 2 operation record. ARGV: 1 operation ttl ms
-// Reply: {1, count left}. At 0 the key is deleted; counting down an open latch does nothing.
+// KEYS: 1 count, 2 operation record, 3 the opened channel. ARGV: 1 operation ttl ms
+// Reply: {1, count left}. At 0 the key is deleted and `opened` published (awaits in push mode
+// listen); counting down an open latch does nothing.
 export const LATCH_COUNT_DOWN = defineScript({
   name: "countDownLatch.countDown",
-  keys: ["countKey", "operationKey"],
+  keys: ["countKey", "operationKey", "openedChannel"],
   args: ["operationTtlMs"],
   replies: { 1: [2] },
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return {1, tonumber(replay)} end
+local before = tonumber(redis.call('GET', countKey) or '0')
 local left = 0
-if tonumber(redis.call('GET', countKey) or '0') > 0 then left = redis.call('DECR', countKey) end
+if before > 0 then left = redis.call('DECR', countKey) end
 if left <= 0 then
   redis.call('DEL', countKey)
   left = 0
+  if before > 0 then redis.call('PUBLISH', openedChannel, 'opened') end
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,
@@ -67,7 +70,7 @@ export async function countLatchDown(
   const [, left] = await runScript(
     ctx,
     LATCH_COUNT_DOWN,
-    { countKey: keys.count, operationKey: keys.operation(operationId) },
+    { countKey: keys.count, operationKey: keys.operation(operationId), openedChannel: keys.opened },
     { operationTtlMs: ctx.operationTtlMs },
   );
   return left ?? 0;

@@ -4,7 +4,7 @@
  * loop), an expiry that lets an abandoned latch vanish.
  */
 import { describe, expect, it } from "vitest";
-import { LockAbortedError, LockInputError } from "../../../src/index.js";
+import { LockAbortedError, LockInputError, type RedisLike } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
@@ -83,6 +83,102 @@ describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
     await expect(latch.await({ waitMs: -1 })).rejects.toBeInstanceOf(LockInputError);
     await expect(latch.await({ timeout: 1 } as never)).rejects.toBeInstanceOf(LockInputError);
     expect(bed.requests()).toBe(before);
+  });
+
+  describe("await in push mode: told over the latch's channel", () => {
+    /** The bed's Redis, counting reads and subscriptions; its words can be dropped. */
+    function listened() {
+      const inner = bed.redis();
+      const tap = { scripts: 0, subscribes: 0, words: 0, dropWords: false };
+      const redis: RedisLike = {
+        eval: (script, keys, args) => {
+          tap.scripts += 1;
+          return inner.eval(script, keys, args);
+        },
+        evalsha: (sha, keys, args) => {
+          tap.scripts += 1;
+          return inner.evalsha(sha, keys, args);
+        },
+        subscribe(channel) {
+          tap.subscribes += 1;
+          const subscription = inner.subscribe<unknown>(channel);
+          return {
+            on(type, listener) {
+              if (type !== "message") {
+                subscription.on(type, listener as (event: unknown) => void);
+                return;
+              }
+              subscription.on("message", (event) => {
+                tap.words += 1;
+                if (!tap.dropWords) (listener as (heard: typeof event) => void)(event);
+              });
+            },
+            unsubscribe: () => subscription.unsubscribe(),
+          };
+        },
+      };
+      return { redis, tap };
+    }
+
+    it("reads the count a few times however long the wait, and opens at the word", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      const waiter = bed.client({ prefix, redis, wait: { mode: "push", parkMs: 60_000 } });
+      await bed.client({ prefix }).countDownLatch("told").trySetCount(1);
+      const opened = waiter.countDownLatch("told").await({ waitMs: 30_000 });
+      await sleepMs(1_500);
+      // One read before listening, one or two while the stream opened, none while told.
+      expect(tap.scripts).toBeLessThanOrEqual(4);
+      expect(tap.subscribes).toBe(1);
+      const countedAt = Date.now();
+      await bed.client({ prefix }).countDownLatch("told").countDown();
+      expect(await opened).toBe(true);
+      expect(Date.now() - countedAt).toBeLessThan(1_000);
+      expect(tap.words).toBe(1);
+    });
+
+    it("a lost word costs one park: the count is read again after parkMs", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      const waiter = bed.client({ prefix, redis, wait: { mode: "push", parkMs: 500 } });
+      await bed.client({ prefix }).countDownLatch("lost").trySetCount(1);
+      tap.dropWords = true;
+      const opened = waiter.countDownLatch("lost").await({ waitMs: 30_000 });
+      await sleepMs(300);
+      await bed.client({ prefix }).countDownLatch("lost").countDown();
+      const countedAt = Date.now();
+      expect(await opened).toBe(true);
+      expect(Date.now() - countedAt).toBeLessThan(500 + 1_500);
+      expect(tap.words).toBe(1);
+    });
+
+    it("never parks past the latch's expiry, which opens it without a word", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      const waiter = bed.client({ prefix, redis, wait: { mode: "push", parkMs: 60_000 } });
+      await bed.client({ prefix }).countDownLatch("expiring", { ttlMs: 1_000 }).trySetCount(1);
+      const started = Date.now();
+      expect(await waiter.countDownLatch("expiring").await({ waitMs: 30_000 })).toBe(true);
+      expect(Date.now() - started).toBeLessThan(1_000 + 1_500);
+      expect(tap.words).toBe(0);
+    });
+
+    it("an abort ends a parked await at once, and its timeout answers false", async () => {
+      const prefix = freshPrefix();
+      const { redis } = listened();
+      const waiter = bed.client({ prefix, redis, wait: { mode: "push", parkMs: 60_000 } });
+      await bed.client({ prefix }).countDownLatch("stopped").trySetCount(1);
+      const cancel = new AbortController();
+      const waiting = waiter.countDownLatch("stopped").await({ signal: cancel.signal });
+      await sleepMs(500);
+      const abortedAt = Date.now();
+      cancel.abort();
+      await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+      expect(Date.now() - abortedAt).toBeLessThan(300);
+      const started = Date.now();
+      expect(await waiter.countDownLatch("stopped").await({ waitMs: 700 })).toBe(false);
+      expect(Date.now() - started).toBeLessThan(700 + 500);
+    });
   });
 
   describe("under a server that refuses and loses a fifth of its requests", () => {

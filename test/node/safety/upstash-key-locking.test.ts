@@ -57,6 +57,26 @@ describe.each(backendKindsUnderTest())("scripts under per-key locking on %s", (b
       client.readWriteLock("busy-rw").readLock().acquire({ leaseMs: 5_000, waitMs: 0 }),
     ).resolves.toBeDefined();
     await busy.release();
+    // A semaphore waited on, and a latch awaited in push mode (its countDown publishes on the
+    // latch's channel, which it declares).
+    const semaphore = client.semaphore("sem", { initialPermits: 1 });
+    const permit = await semaphore.acquire({ leaseMs: 5_000 });
+    const queued = bed.client({ prefix, scriptKeyLocking: true }).semaphore("sem").acquire({
+      leaseMs: 5_000,
+      waitMs: 10_000,
+    });
+    await sleepMs(50);
+    await permit.release();
+    await (await queued).release();
+    const latch = client.countDownLatch("latch");
+    await latch.trySetCount(1);
+    const awaited = bed
+      .client({ prefix, scriptKeyLocking: true, wait: { mode: "push" } })
+      .countDownLatch("latch")
+      .await({ waitMs: 10_000 });
+    await sleepMs(300);
+    await latch.countDown();
+    expect(await awaited).toBe(true);
     const quorum = new RedLock(
       [0, 1, 2].map(() => bed.client({ prefix: freshPrefix(), scriptKeyLocking: true })),
     );

@@ -8,6 +8,7 @@
  */
 import type { LockKeys } from "../locks/keys.js";
 import type { LockRuntime } from "../locks/runtime.js";
+import { currentScopeOwner } from "../scope.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import type { AttemptOutcome, WaitPlan } from "./attempt.js";
 import type { SiblingWatch } from "./client-state.js";
@@ -45,6 +46,8 @@ export class Listening {
   // timed from that attempt's send (an earlier or later registration would time it wrongly).
   readonly #sentAt = new Map<number, number>();
   #attempts = 0;
+  // The owner scope (a request) whose stream budget this acquisition's stream counts against.
+  readonly #scope = currentScopeOwner();
 
   constructor(runtime: LockRuntime, redis: SubscribingRedis, keys: LockKeys, plan: WaitPlan) {
     this.#runtime = runtime;
@@ -110,7 +113,7 @@ export class Listening {
     // An uncontended first ask costs no stream.
     if (first && !contention.likely(this.#keys.lock)) return undefined;
     this.#leaveStream();
-    const stream = subscriptions.stream(this.#redis, this.#keys.handOffs);
+    const stream = subscriptions.stream(this.#redis, this.#keys.handOffs, this.#scope);
     if (stream === undefined) return undefined;
     stream.join();
     this.#streamsOpened += 1;

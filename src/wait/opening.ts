@@ -7,6 +7,7 @@
  */
 import { newOperationId } from "../ids.js";
 import type { LockRuntime } from "../locks/runtime.js";
+import { currentScopeOwner } from "../scope.js";
 import { canSubscribe } from "../transport/redis-like.js";
 import type { WaitPolicy } from "./policy.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
@@ -21,6 +22,7 @@ export class OpeningWatch {
   #stream: HandOffStream | undefined;
   #mailbox: Mailbox | undefined;
   #streamsOpened = 0;
+  readonly #scope = currentScopeOwner();
 
   /** Undefined where the await polls: poll mode, `wakeBy: "pop"`, or no usable `subscribe`. */
   static for(runtime: LockRuntime, channel: string, policy: WaitPolicy): OpeningWatch | undefined {
@@ -46,7 +48,7 @@ export class OpeningWatch {
     if (this.#streamsOpened >= STREAMS_PER_AWAIT || !canSubscribe(redis)) return;
     if (!this.#runtime.subscriptions.usable) return;
     this.close();
-    const stream = this.#runtime.subscriptions.stream(redis, this.#channel);
+    const stream = this.#runtime.subscriptions.stream(redis, this.#channel, this.#scope);
     if (stream === undefined) return;
     stream.join();
     this.#streamsOpened += 1;

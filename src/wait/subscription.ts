@@ -24,8 +24,10 @@ type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
 /** A stream kept this long after its last reader, for the next wait on the lock (not on Workers). */
 export const STREAM_LINGER_MS = 1_000;
 /**
- * Workers: streams one client keeps open at once. An invocation has six connections; requests
- * beyond them queue, so streams must leave room for the attempts and releases that end waits.
+ * Workers: streams one invocation keeps open at once through a client. An invocation has six
+ * connections; requests beyond them queue, so streams must leave room for the attempts and
+ * releases that end waits. An owner scope (`client.scope()`, hono's `withLock()`) is one request;
+ * acquisitions outside any scope share one budget per client, as they may all be one request's.
  */
 export const MAX_STREAMS_ON_WORKERS = 3;
 /** After this many streams in a row lost before they opened, the client stops subscribing. */
@@ -210,26 +212,34 @@ export class HandOffSubscriptions {
   readonly #streams = new Map<string, HandOffStream>();
   readonly #shared = streamsOutliveInvocations();
   #failedOpenings = 0;
-  // Streams open now (Workers: each acquisition's own).
-  #open = 0;
+  // Workers: streams open now, by owner scope ("": outside any scope).
+  readonly #open = new Map<string, number>();
 
   /** False once streams kept failing before they opened: push mode then polls. */
   get usable(): boolean {
     return this.#failedOpenings < FAILED_OPENINGS_TO_GIVE_UP;
   }
 
-  /** The open or opening stream of `channel`, or a new one; undefined: none now (poll). */
-  stream(redis: SubscribingRedis, channel: string): HandOffStream | undefined {
+  /**
+   * The open or opening stream of `channel`, or a new one; undefined: none now (poll). On
+   * Workers `scope` is the owner scope the acquisition runs in (undefined: none), whose budget
+   * (MAX_STREAMS_ON_WORKERS) the stream counts against.
+   */
+  stream(redis: SubscribingRedis, channel: string, scope?: string): HandOffStream | undefined {
     const known = this.#shared ? this.#streams.get(channel) : undefined;
     if (known !== undefined && !known.lost) return known;
-    if (!this.#shared && this.#open >= MAX_STREAMS_ON_WORKERS) return undefined;
-    this.#open += 1;
+    const budget = scope ?? "";
+    const open = this.#open.get(budget) ?? 0;
+    if (!this.#shared && open >= MAX_STREAMS_ON_WORKERS) return undefined;
+    this.#open.set(budget, open + 1);
     const stream = new HandOffStream(
       redis,
       channel,
       this.#shared ? STREAM_LINGER_MS : 0,
       (ended, failedOpening) => {
-        this.#open -= 1;
+        const left = (this.#open.get(budget) ?? 1) - 1;
+        if (left > 0) this.#open.set(budget, left);
+        else this.#open.delete(budget);
         if (this.#streams.get(channel) === ended) this.#streams.delete(channel);
         this.#failedOpenings = failedOpening ? this.#failedOpenings + 1 : 0;
       },

@@ -67,7 +67,30 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
     },
   );
 
-  it(`one client keeps at most ${MAX_STREAMS_ON_WORKERS} streams open; more waits poll`, async () => {
+  it(`each owner scope (a request) keeps its own ${MAX_STREAMS_ON_WORKERS} streams of a shared client`, async () => {
+    const { holder, waiter, subscribers } = contenders(server);
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    // Two requests through one client kept by the isolate, each waiting four times at once.
+    const requests = [0, 1].map(() =>
+      waiter.scope(() =>
+        Promise.all(
+          // Each passes the lock on as soon as it holds it.
+          Array.from({ length: MAX_STREAMS_ON_WORKERS + 1 }, async () =>
+            (await waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 15_000 })).release(),
+          ),
+        ),
+      ),
+    );
+    await until(async () => (await subscribers("job")) === 2 * MAX_STREAMS_ON_WORKERS);
+    await sleepMs(300);
+    expect(await subscribers("job")).toBe(2 * MAX_STREAMS_ON_WORKERS);
+    await held.release();
+    await Promise.all(requests);
+    expect(await holder.lock("job").isLocked()).toBe(false);
+    await until(async () => (await subscribers("job")) === 0);
+  });
+
+  it(`outside any scope one client keeps at most ${MAX_STREAMS_ON_WORKERS} streams open; more waits poll`, async () => {
     const { holder, waiter, subscribers } = contenders(server);
     const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
     const waits = Array.from({ length: MAX_STREAMS_ON_WORKERS + 2 }, () =>

@@ -28,10 +28,10 @@ export const USAGE = `npm run bench -- [options]
   --no-blind           leave out "edgelock blind" (pace hints hidden: the backoff alone)
   --no-push            leave out "edgelock push" ("edgelock fair push" in scenario 4, the
                        /edgelock-push route in 6): the push hand-off, waiters parked on
-                       BLPOP and woken by the release
+                       on a blocking pop or a subscription and woken by the release
   --profile P          the REST server behaves as production Upstash (upstash, the default:
-                       pops answer at once, so push mode polls) or as a Redis behind a REST
-                       proxy (redis: pops block, push mode parks)
+                       pops answer at once, so push mode waits over a subscription) or as a
+                       Redis behind a REST proxy (redis: pops block, push mode parks on them)
   --upstash-delays LIST  extra @upstash/lock retry delays in ms, e.g. 10,50
   --json PATH          results (default bench/results/latest.json; --quick: quick.tmp.json)
   --svg PATH           chart (default docs/bench-contention.svg; --quick: none)

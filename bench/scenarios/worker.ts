@@ -51,6 +51,8 @@ export interface WorkerResult {
   /** Every command the server ran for the lock: all commands − the counter's GET and SET. */
   readonly lockCommands: number;
   readonly lockCommandsPerIncrement: number;
+  /** Hand-off words pushed to subscribed waiters (push over a subscription), per increment. */
+  readonly pushedPerIncrement: number;
   /** The lock's commands as the Worker counted them (LOCK_COMMANDS_HEADER): should match. */
   readonly lockCommandsSeenByWorker: number;
   /** The most lock commands one invocation (one HTTP request to the Worker) sent. */
@@ -164,7 +166,9 @@ export async function runWorkerScenario(
       const increments = latencies.length;
       // Each increment ran exactly one GET and one SET of the counter; the rest is the lock's.
       const counterGets = wire.commandsByName.get ?? 0;
-      const commands = Object.values(wire.commandsByName).reduce((sum, n) => sum + n, 0);
+      // Words pushed on hand-off streams are listed beside the commands, but are none.
+      const { pushed = 0, ...byCommand } = wire.commandsByName;
+      const commands = Object.values(byCommand).reduce((sum, n) => sum + n, 0);
       const lockCommands = commands - 2 * counterGets;
       const idealMs = increments * 3 * roundTripMs;
       results.push({
@@ -185,6 +189,7 @@ export async function runWorkerScenario(
         efficiency: idealMs / elapsedMs,
         lockCommands,
         lockCommandsPerIncrement: lockCommands / increments,
+        pushedPerIncrement: pushed / increments,
         lockCommandsSeenByWorker: lockCommandsPerInvocation.reduce((sum, n) => sum + n, 0),
         maxLockCommandsPerInvocation: Math.max(0, ...lockCommandsPerInvocation),
         invocationsOverSubrequestLimit: invocationsOverLimit,

@@ -48,9 +48,16 @@ const countLockCommand = () => {
   if (store !== undefined) store.lockCommands += 1;
 };
 
-/** Counts the commands edgelock sends (EVAL and EVALSHA; push mode's BLPOP through exec). */
+/**
+ * Counts the commands edgelock sends (EVAL and EVALSHA; push mode's BLPOP through exec, or its
+ * subscription to a lock's hand-off channel: one request).
+ */
 function countedRedis(redis: Redis): RedisLike {
   return {
+    subscribe: (channel) => {
+      countLockCommand();
+      return redis.subscribe(channel);
+    },
     exec: (command) => {
       countLockCommand();
       return redis.exec(command);

@@ -420,6 +420,19 @@ describe("the chaos checks fail when what they guard is broken", () => {
     ).toBe(1);
   });
 
+  /** A watchdog hold of owner "a" on `k` (token 7), its section to `end`. */
+  const watchedHold = (end: number, deadline: number, abortedAt: number) => ({
+    keys: ["k"],
+    owner: "a",
+    shared: false,
+    token: 7,
+    mode: "watchdog" as const,
+    start: 0,
+    end,
+    abortedAt: () => abortedAt,
+    deadline: () => deadline,
+  });
+
   /** One reading of key `k`: who holds it and the lock's latest fencing token. */
   const reading = (at: number, holder: string | null, fence: number): Sample => ({
     sentAt: at,
@@ -445,19 +458,9 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(checkOwnHold([trusted], samples).violations).toBe(1);
     expect(checkOwnHold([{ ...trusted, validEnd: 40 }], samples).violations).toBe(0);
     // The signal check sees that hold lost at 51 too.
-    const hold = {
-      keys: ["k"],
-      owner: "a",
-      shared: false,
-      token: 7,
-      mode: "watchdog" as const,
-      start: 0,
-      end: 200,
-      abortedAt: () => Number.POSITIVE_INFINITY,
-      deadline: () => 60,
-    };
+    const hold = watchedHold(200, 60, Number.POSITIVE_INFINITY);
     expect(checkLostSignals([hold], samples, 10).violations).toBe(1);
-    expect(checkLostSignals([{ ...hold, abortedAt: () => 65 }], samples, 10).violations).toBe(0);
+    expect(checkLostSignals([watchedHold(200, 60, 65)], samples, 10).violations).toBe(0);
   });
 
   it("excuses a late signal by the loop's measured lateness, and by no more", () => {
@@ -472,34 +475,18 @@ describe("the chaos checks fail when what they guard is broken", () => {
     for (let due = 1_341; due < 2_000; due += 10) lag.record(due, due + 1);
     expect(lag.lateness(1_000, 1_010)).toBe(331);
     expect(lag.lateness(500, 510)).toBeLessThanOrEqual(11);
-    const hold = {
-      keys: ["k"],
-      owner: "a",
-      shared: false,
-      token: 7,
-      mode: "watchdog" as const,
-      start: 0,
-      end: 2_000,
-      deadline: () => 1_000,
-    };
     const samples = [reading(900, "a", 7), reading(1_050, "b", 8)];
-    const check = (abortedAt: number, deadline = 1_000) =>
-      checkLostSignals(
-        [{ ...hold, abortedAt: () => abortedAt, deadline: () => deadline }],
-        samples,
-        10,
-        (from, to) => lag.lateness(from, to),
+    const check = (abortedAt: number) =>
+      checkLostSignals([watchedHold(2_000, 1_000, abortedAt)], samples, 10, (from, to) =>
+        lag.lateness(from, to),
       ).violations;
     expect(check(1_335)).toBe(0);
     expect(check(1_345)).toBe(1);
     // Due where the loop was free: only the fixed slack and a tick's wait are excused.
     const quiet = [reading(400, "a", 7), reading(550, "b", 8)];
     expect(
-      checkLostSignals(
-        [{ ...hold, abortedAt: () => 600, deadline: () => 500 }],
-        quiet,
-        10,
-        (from, to) => lag.lateness(from, to),
+      checkLostSignals([watchedHold(2_000, 500, 600)], quiet, 10, (from, to) =>
+        lag.lateness(from, to),
       ).violations,
     ).toBe(1);
   });

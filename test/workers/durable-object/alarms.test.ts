@@ -9,6 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { LockWatchdog } from "../../../src/durable-object/index.js";
 import type { LockHandle } from "../../../src/index.js";
 import {
+  objectLeft,
   objectOf,
   plainClient,
   renewals,
@@ -160,16 +161,10 @@ describe(`LockWatchdog alarm delivery on ${server.kind}`, () => {
     expect(bed.namespace.calls).toMatchObject({ register: 1, deregister: 1 });
     // It was the holder's release: the object forgets the hold and keeps nothing, no alarm.
     expect(await bed.watchdog.status(held)).toMatchObject({ state: "unknown" });
-    const left = await runInDurableObject(
-      objectOf(bed.client, "released-mid-renewal"),
-      async (_: LockWatchdog, state) => ({
-        alarm: await state.storage.getAlarm(),
-        tables: state.storage.sql
-          .exec("SELECT name FROM sqlite_master WHERE name LIKE 'edgelock_%'")
-          .toArray().length,
-      }),
-    );
-    expect(left).toEqual({ alarm: null, tables: 0 });
+    expect(await objectLeft(bed.client, "released-mid-renewal")).toEqual({
+      alarm: null,
+      tables: 0,
+    });
   });
 
   it("a very late alarm never revives a lock whose lease already ran out", async () => {

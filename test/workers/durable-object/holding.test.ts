@@ -3,10 +3,16 @@
  * Object request on acquire and one on release (and no extra Redis request), and frees at once
  * when released. Real alarms, real Redis (through the local server), real time.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { LockWatchdog } from "../../../src/durable-object/index.js";
-import { objectOf, plainClient, renewals, server, sleepMs, until, watchdogBed } from "./support.js";
+import {
+  objectLeft,
+  plainClient,
+  renewals,
+  server,
+  sleepMs,
+  until,
+  watchdogBed,
+} from "./support.js";
 
 describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
   it("keeps the lock through several watchdogTimeoutMs with no timers in the holder", async () => {
@@ -39,16 +45,7 @@ describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
     expect(bed.namespace.calls).toEqual({ register: 1, status: 1, deregister: 1 });
 
     // The object forgot the lease and holds nothing, not even an alarm.
-    const left = await runInDurableObject(
-      objectOf(bed.client, "held"),
-      async (_instance: LockWatchdog, state) => ({
-        alarm: await state.storage.getAlarm(),
-        tables: state.storage.sql
-          .exec("SELECT name FROM sqlite_master WHERE name LIKE 'edgelock_%'")
-          .toArray().length,
-      }),
-    );
-    expect(left).toEqual({ alarm: null, tables: 0 });
+    expect(await objectLeft(bed.client, "held")).toEqual({ alarm: null, tables: 0 });
 
     // Nobody renews any more: the next holder's short lease runs out on its own.
     const next = await observer.acquire({ leaseMs: 200 });

@@ -5,14 +5,20 @@
  * holder's signal at the next heartbeat, never re-created (redis-semaphore#175). Real alarms,
  * real Redis (through the local server), real time.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import type { LockWatchdog } from "../../../src/durable-object/index.js";
 import { type LockEvent, LockLostError, type PermitHandle } from "../../../src/index.js";
 import { holdMember } from "../../../src/locks/semaphore/extend.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
-import { objectOf, plainClient, renewals, server, sleepMs, until, watchdogBed } from "./support.js";
+import {
+  objectLeft,
+  plainClient,
+  renewals,
+  server,
+  sleepMs,
+  until,
+  watchdogBed,
+} from "./support.js";
 
 const LEASE_MS = 600;
 const HEARTBEAT_MS = 150;
@@ -86,16 +92,10 @@ describe(`Durable Object watchdog holding semaphore permits on ${server.kind}`, 
     expect(await semaphore.availablePermits()).toBe(1);
     expect(await bed.watchdog.status(held)).toMatchObject({ state: "unknown" });
     // The object forgot the hold and holds nothing, not even an alarm.
-    const left = await runInDurableObject(
-      objectOf(bed.client, "released", "semaphore"),
-      async (_instance: LockWatchdog, state) => ({
-        alarm: await state.storage.getAlarm(),
-        tables: state.storage.sql
-          .exec("SELECT name FROM sqlite_master WHERE name LIKE 'edgelock_%'")
-          .toArray().length,
-      }),
-    );
-    expect(left).toEqual({ alarm: null, tables: 0 });
+    expect(await objectLeft(bed.client, "released", "semaphore")).toEqual({
+      alarm: null,
+      tables: 0,
+    });
   });
 
   it.each(losses)(

@@ -2,6 +2,7 @@
  * Shared by the Durable Object watchdog tests: the server the LockWatchdog renews on, LockClients
  * that use it through counting wrappers (Durable Object calls, Redis script calls), and waits.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import {
@@ -131,6 +132,16 @@ export function objectOf(client: LockClient, name: string, kind: HoldKind = "loc
   const key = holdKeyOf(kind, client.prefix, name);
   const id = env.LOCK_WATCHDOG.idFromName(objectNameFor("lock", key, ""));
   return env.LOCK_WATCHDOG.get(id);
+}
+
+/** What the object of lock (or semaphore) `name` still keeps: its alarm and edgelock's tables. */
+export function objectLeft(client: LockClient, name: string, kind: HoldKind = "lock") {
+  return runInDurableObject(objectOf(client, name, kind), async (_instance: unknown, state) => ({
+    alarm: await state.storage.getAlarm(),
+    tables: state.storage.sql
+      .exec("SELECT name FROM sqlite_master WHERE name LIKE 'edgelock_%'")
+      .toArray().length,
+  }));
 }
 
 export function renewals(status: WatchdogStatus): number {

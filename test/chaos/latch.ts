@@ -6,6 +6,12 @@
  * others `await()` it and read `count()`. One round in ten is abandoned: a short-lived latch
  * (ttl 1 s) counted down part-way, then left to expire.
  *
+ * With `push` (the `latch-sub` kind) every `await()` waits in push mode over a subscription to
+ * the latch's channel, where the countDown that reaches 0 publishes `opened`: the server runs the
+ * `upstash` profile and the run's subscription faults apply to the isolates' streams (words lost
+ * or late, streams never confirmed or ending mid-way, subscription-faults.ts). The checks are the
+ * same.
+ *
  * The observer never trusts the client: it reads the latch's key straight from Redis through the
  * fault-free connection (a sampler while the round runs, a reading right after each `await()`
  * that answered true, and a final one once every request of the round, re-sends included, is
@@ -26,6 +32,7 @@
 import { createPrng } from "../../dev/rest/faults.js";
 import { latchKeys } from "../../src/locks/count-down-latch/keys.js";
 import { Script } from "../../src/transport/script.js";
+import type { WaitOptions } from "../../src/wait/policy.js";
 import type { ChaosConfig } from "./config.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";
 import { type InvariantResult, Tally } from "./invariants.js";
@@ -33,14 +40,16 @@ import type { LateCopyCounts } from "./late-copies.js";
 import { textOf } from "./operations.js";
 import type { ChaosIsolate } from "./primitive.js";
 import { startSpikes } from "./spikes.js";
-import type { RequestCounts } from "./workload.js";
+import type { SubscriptionCounts } from "./subscription-faults.js";
+import { type RequestCounts, subscriptionEnvironment } from "./workload.js";
 
 /** What the workload calls: the latch, or a sabotaged stand-in. */
 export interface LatchUnderTest {
   trySetCount(count: number): Promise<boolean>;
   countDown(): Promise<number>;
   count(): Promise<number>;
-  await(options: { waitMs: number }): Promise<boolean>;
+  /** `wait`: push mode over a subscription (the `push` option), else the client's policy. */
+  await(options: { waitMs: number; wait?: WaitOptions }): Promise<boolean>;
 }
 
 export interface LatchChaosOptions {
@@ -52,10 +61,29 @@ export interface LatchChaosOptions {
     ttlMs: number,
   ) => LatchUnderTest;
   readonly onProgress?: (operationsStarted: number) => void;
+  /**
+   * Every `await()` in push mode (`parkMs` of the run's `push`), over a subscription: the server
+   * on the `upstash` profile, the run's subscription faults on the isolates' streams.
+   */
+  readonly push?: boolean;
 }
 
+/** What the latch's streams met (`push`): the subscription faults' counts that apply to it. */
+export type LatchSubscriptionCounts = Pick<
+  SubscriptionCounts,
+  | "streams"
+  | "confirmed"
+  | "neverConfirmed"
+  | "endedSilently"
+  | "endedWithError"
+  | "latchWords"
+  | "latchWordsLost"
+  | "latchWordsLate"
+  | "cutOff"
+>;
+
 export interface LatchChaosResult {
-  readonly primitive: "count-down latch";
+  readonly primitive: "count-down latch" | "count-down latch (push, subscription)";
   readonly backend: string;
   readonly seed: number;
   readonly startedAt: string;
@@ -82,6 +110,8 @@ export interface LatchChaosResult {
   };
   readonly requests: RequestCounts;
   readonly lateCopies: LateCopyCounts;
+  /** With `push`: the isolates' streams and the `opened` words on them, with their faults. */
+  readonly subscriptions?: LatchSubscriptionCounts;
   /** Observer readings (sampler, after-await and final). */
   readonly samples: number;
   readonly invariants: readonly InvariantResult[];
@@ -96,6 +126,12 @@ const SHORT_TTL_MS = 1_000;
 const ABANDON_RATE = 0.1;
 /** Clock granularity between the harness and the server, in ms. */
 const TOLERANCE_MS = 25;
+/**
+ * Count downs start within this long of the awaits, in ms. In push mode longer: an await's
+ * stream takes a few round trips to be confirmed, and a latch that opened before that is found
+ * open by a read, the word unheard; spread out, most awaits are told by word.
+ */
+const COUNT_DOWN_SPREAD_MS = { poll: 60, push: 400 };
 
 // KEYS: latch count keys. Reply: {seconds, microseconds, GET or '', PTTL, GET or '', PTTL, ...}.
 const READ_LATCHES = new Script(
@@ -165,6 +201,7 @@ export async function runLatchChaos(
     ...config,
     maxHangMs: config.requestTimeoutMs * 4,
     lateCopies: config.lateCopies,
+    ...(options.push === true ? subscriptionEnvironment(config) : {}),
   });
   try {
     return await runIn(env, config, operations, options);
@@ -188,6 +225,8 @@ async function runIn(
     ((_env: ChaosEnvironment, isolate: ChaosIsolate, name: string, ttlMs: number) =>
       isolate.client.countDownLatch(name, { ttlMs }));
   const anyIsolate = () => isolates[Math.floor(random() * isolates.length)]!;
+  const wait: WaitOptions | undefined =
+    options.push === true ? { mode: "push", parkMs: config.push.parkMs } : undefined;
   const byKind: Record<OperationName, number> = {
     trySetCount: 0,
     countDown: 0,
@@ -357,7 +396,7 @@ async function runIn(
     const opens = !abandoned && downs >= n;
     const work: Promise<unknown>[] = [];
     for (let i = 0; i < downs; i++) {
-      const delay = random() * 60;
+      const delay = random() * COUNT_DOWN_SPREAD_MS[wait === undefined ? "poll" : "push"];
       const crashes = random() < config.crashRate * 4;
       work.push(
         pause(delay).then(() => {
@@ -380,13 +419,13 @@ async function runIn(
       );
       const record: AwaitCall = { sentAt: Date.now(), settledAt: 0, waitMs };
       work.push(
-        call("await", record, round.awaits, round, () => latch().await({ waitMs })).then(
-          async (done) => {
-            if (done.outcome?.ok === true && done.outcome.value) {
-              done.after = (await observe([round]))[0];
-            }
-          },
-        ),
+        call("await", record, round.awaits, round, () =>
+          latch().await(wait === undefined ? { waitMs } : { waitMs, wait }),
+        ).then(async (done) => {
+          if (done.outcome?.ok === true && done.outcome.value) {
+            done.after = (await observe([round]))[0];
+          }
+        }),
       );
     }
     if (random() < 0.5) {
@@ -462,7 +501,7 @@ async function runIn(
     hangs.after;
   const invariants = Object.values(tallies).map((tally) => tally.result());
   return {
-    primitive: "count-down latch",
+    primitive: options.push === true ? "count-down latch (push, subscription)" : "count-down latch",
     backend: env.server.backendDescription,
     seed: config.seed,
     startedAt: startedAt.toISOString(),
@@ -484,9 +523,28 @@ async function runIn(
       faultedFraction: hangs.requests === 0 ? 0 : faulted / hangs.requests,
     },
     lateCopies: env.lateCopies.counts(),
+    ...(env.subscriptions === undefined
+      ? {}
+      : { subscriptions: latchSubscriptionCounts(env.subscriptions.counts) }),
     samples,
     invariants,
     violations: invariants.reduce((sum, invariant) => sum + invariant.violations, 0),
+  };
+}
+
+function latchSubscriptionCounts(counts: SubscriptionCounts): LatchSubscriptionCounts {
+  const { streams, confirmed, neverConfirmed, endedSilently, endedWithError } = counts;
+  const { latchWords, latchWordsLost, latchWordsLate, cutOff } = counts;
+  return {
+    streams,
+    confirmed,
+    neverConfirmed,
+    endedSilently,
+    endedWithError,
+    latchWords,
+    latchWordsLost,
+    latchWordsLate,
+    cutOff,
   };
 }
 

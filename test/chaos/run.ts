@@ -25,7 +25,7 @@ import {
 } from "./report.js";
 import { type ChaosResult, runChaos } from "./workload.js";
 
-const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${[...KIND_NAMES, "latch", "idempotency"].join("|")}]...
+const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${[...KIND_NAMES, "latch", "latch-sub", "idempotency"].join("|")}]...
        [--ops N (total over the kinds)] [--seed N] [--fault-rate R] [--hang-rate R]
        [--backend auto|redis-server|embedded] [--isolates N] [--holders N] [--keys N] [--out FILE]`;
 
@@ -80,14 +80,19 @@ if (!(hangRate >= 0 && hangRate <= 1)) fail("--hang-rate must be between 0 and 1
 const IDEMPOTENCY = "idempotency";
 /** The count-down latch: rounds of set / count down / await, checked by the observer (latch.ts). */
 const LATCH = "latch";
-const ALL_NAMES = [...KIND_NAMES, LATCH, IDEMPOTENCY];
+/** The latch with every await() in push mode over a subscription, under subscription faults. */
+const LATCH_SUB = "latch-sub";
+const ALL_NAMES = [...KIND_NAMES, LATCH, LATCH_SUB, IDEMPOTENCY];
 const chosen = values.kind ?? ALL_NAMES;
 for (const name of chosen) {
   if (!ALL_NAMES.includes(name)) fail(`--kind must be one of ${ALL_NAMES.join(", ")}`);
 }
 const kinds = chosen.filter((name): name is ChaosKindName => name in KINDS);
 const withIdempotency = chosen.includes(IDEMPOTENCY);
-const withLatch = chosen.includes(LATCH);
+const latchRuns = [
+  ...(chosen.includes(LATCH) ? [{ push: false }] : []),
+  ...(chosen.includes(LATCH_SUB) ? [{ push: true }] : []),
+];
 const config: ChaosConfig = {
   ...preset,
   operations: integer("ops", values.ops, preset.operations),
@@ -121,14 +126,17 @@ for (const name of kinds) {
   results.push(result);
   rows.push(kindRowOf(result));
 }
-let latchResult: Awaited<ReturnType<typeof runLatchChaos>> | undefined;
-if (withLatch) {
-  const progress = progressBar("count-down latch", perKind);
-  latchResult = await runLatchChaos(config, perKind, {
+const latchResults: Awaited<ReturnType<typeof runLatchChaos>>[] = [];
+for (const { push } of latchRuns) {
+  const label = push ? "count-down latch (push, subscription)" : "count-down latch";
+  const progress = progressBar(label, perKind);
+  const latchResult = await runLatchChaos(config, perKind, {
+    push,
     onProgress: (done) => progress.update(Math.min(done, perKind)),
   });
   progress.finish();
-  console.log(`\ncount-down latch: ${JSON.stringify(latchResult, null, 2)}\n`);
+  console.log(`\n${label}: ${JSON.stringify(latchResult, null, 2)}\n`);
+  latchResults.push(latchResult);
   rows.push({
     kind: latchResult.primitive,
     operations: latchResult.operations.total,
@@ -155,7 +163,8 @@ console.log(formatKindTable(rows));
 const out = values.out ?? defaultReportPath(new Date().toISOString());
 await writeReport(out, {
   kinds: results,
-  latch: latchResult,
+  latch: latchResults.find((result) => result.subscriptions === undefined),
+  latchSub: latchResults.find((result) => result.subscriptions !== undefined),
   idempotency: idempotencyResult,
   table: rows,
 });

@@ -3,7 +3,8 @@
  * `*-sub` kinds), done on the isolates' side of the stream: the server subscribes, decides and
  * publishes for real; what the library hears through `redis.subscribe()` is tampered with, at
  * seeded rates (each isolate its own draws from the run's seed):
- * - a word (`<operation id> grant …` or `<operation id> behind …`) lost;
+ * - a word (`<operation id> grant …` or `<operation id> behind …`, or a count-down latch's
+ *   `opened`, the `latch-sub` kind) lost;
  * - a word late, by up to `lateMaxMs` (some past the grant's claim window); a stream keeps its
  *   order, so the words after a late one wait for it (a stalled connection);
  * - a stream whose confirmation never reaches the client (it never listens on it);
@@ -66,8 +67,15 @@ export interface SubscriptionCounts {
   lateBeyondClaim: number;
   /** Words for an acquisition whose owner was killed (never read). */
   toKilled: number;
-  /** Late words still on their way when their stream ended mid-way. */
+  /** Late words still on their way when their stream ended mid-way (hand-off and latch words). */
   cutOff: number;
+  /**
+   * A count-down latch's `opened` words (the `latch-sub` kind) the server pushed on the isolates'
+   * open streams (every stream on the latch's channel hears it), and the faults on them.
+   */
+  latchWords: number;
+  latchWordsLost: number;
+  latchWordsLate: number;
   /** Grants held (by the acquisition told, or a sibling task) whose word the waiter heard. */
   heldByWord: number;
   /**
@@ -114,6 +122,19 @@ function parseWord(
   };
 }
 
+/**
+ * A count-down latch's word: `opened` on its channel (`<prefix>:{<name>}:latch:opened`, see
+ * latchKeys and LATCH_COUNT_DOWN). Matched at the end, as the library does: the client splits an
+ * SSE line at commas, so a name with one would leave part of the channel in front of it.
+ */
+function isLatchWord(channel: string, message: unknown): boolean {
+  return (
+    channel.endsWith(":latch:opened") &&
+    typeof message === "string" &&
+    /(?:^|[\s,])opened$/.test(message)
+  );
+}
+
 type StreamEnd = "client" | "silent" | "error";
 
 /** The run's subscription faults: shared counts, and each isolate's tampering. */
@@ -133,6 +154,9 @@ export class SubscriptionFaults {
     lateBeyondClaim: 0,
     toKilled: 0,
     cutOff: 0,
+    latchWords: 0,
+    latchWordsLost: 0,
+    latchWordsLate: 0,
     heldByWord: 0,
     heldAfterLostWord: 0,
   };
@@ -317,6 +341,30 @@ export class IsolateSubscriptions {
     });
     inner.on("message", (event) => {
       if (state.ended !== undefined) return;
+      if (isLatchWord(channel, event.message)) {
+        // For every reader of the stream: lost or late as a whole, like a hand-off word.
+        counts.latchWords += 1;
+        const lostDraw = random();
+        const lateDraw = random();
+        const delayDraw = random();
+        if (lostDraw < options.lostRate) {
+          counts.latchWordsLost += 1;
+          return;
+        }
+        let delayMs = 0;
+        if (lateDraw < options.lateRate) {
+          delayMs = 1 + delayDraw * (options.lateMaxMs - 1);
+          counts.latchWordsLate += 1;
+        }
+        passOn(delayMs, () => {
+          if (state.ended !== undefined) {
+            if (state.ended !== "client") counts.cutOff += 1;
+            return;
+          }
+          for (const listener of listeners.message) listener(event);
+        });
+        return;
+      }
       const word = parseWord(event.message);
       const owner = word && this.#faults.ownerIn(this, word.operationId);
       if (word === undefined || owner === undefined) {

@@ -405,6 +405,16 @@ function subscribingOf(
   config: ChaosConfig,
 ): Pick<EnvironmentOptions, "profile" | "subscriptionFaults"> {
   if (kind.subscribes !== true) return {};
+  return subscriptionEnvironment(config);
+}
+
+/**
+ * The environment of a run whose isolates wait over a subscription (the `*-sub` kinds,
+ * `latch-sub`): the `upstash` profile, and the run's faults on their streams.
+ */
+export function subscriptionEnvironment(
+  config: ChaosConfig,
+): Required<Pick<EnvironmentOptions, "profile" | "subscriptionFaults">> {
   return { profile: "upstash", subscriptionFaults: config.subscription };
 }
 

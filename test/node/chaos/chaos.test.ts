@@ -3,6 +3,7 @@
  * when the thing they guard is broken: each sabotaged primitive below must produce violations.
  */
 import { describe, expect, it } from "vitest";
+import { latchKeys } from "../../../src/locks/count-down-latch/keys.js";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import type { ChaosEnvironment } from "../../chaos/environment.js";
 import { runIdempotencyChaos } from "../../chaos/idempotency.js";
@@ -223,6 +224,27 @@ describe.each(backendKindsUnderTest())(
   },
 );
 
+describe.each(backendKindsUnderTest())(
+  "chaos for the count-down latch in push mode over a subscription, short run, on %s",
+  (backend) => {
+    it("opens only at 0 when told by word, under word and stream faults too", async () => {
+      const result = await runLatchChaos({ ...SHORT_RUN, backend }, SHORT_LATCH_OPERATIONS, {
+        push: true,
+      });
+      console.log(`chaos (count-down latch, push, ${backend})\n${JSON.stringify(result, null, 2)}`);
+      expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
+      expect(result.violations).toBe(0);
+      const awaitChecks = result.invariants.filter((invariant) =>
+        invariant.name.startsWith("await()"),
+      );
+      expect(awaitChecks.every((invariant) => invariant.checked > 0)).toBe(true);
+      const streams = result.subscriptions!;
+      expect(streams.latchWords).toBeGreaterThan(0);
+      expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+    }, 60_000);
+  },
+);
+
 /** A calm latch run with `change` applied to every latch: the breakage alone must show. */
 async function sabotagedLatch(
   change: (
@@ -232,8 +254,10 @@ async function sabotagedLatch(
     prefix: string,
   ) => Partial<LatchUnderTest>,
   faults: Partial<ChaosConfig> = {},
+  push = false,
 ) {
   return runLatchChaos({ ...CALM, ...faults }, 160, {
+    push,
     latch: (env, isolate, name, ttlMs) => {
       const latch = isolate.client.countDownLatch(name, { ttlMs });
       const real: LatchUnderTest = {
@@ -246,6 +270,16 @@ async function sabotagedLatch(
     },
   });
 }
+
+/** Words and streams as the server sends them. */
+const NO_SUBSCRIPTION_FAULTS = {
+  lostRate: 0,
+  lateRate: 0,
+  neverConfirmRate: 0,
+  silentEndRate: 0,
+  errorEndRate: 0,
+  killRate: 0,
+};
 
 function latchViolationsOf(
   result: { invariants: readonly InvariantResult[] },
@@ -274,6 +308,26 @@ describe("the latch's chaos checks fail when the latch is broken", () => {
 
   it("sees an await() that answers true while the latch is closed", async () => {
     const result = await sabotagedLatch(() => ({ await: async () => true }));
+    expect(
+      latchViolationsOf(result, "await() true only when the observer then finds the latch open"),
+    ).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees push-mode awaits told `opened` by a countDown that left the latch closed", async () => {
+    // Every countDown that leaves a count above 0 publishes `opened` all the same (as a script
+    // publishing on every decrement would); the awaits, in push mode, believe the word.
+    const result = await sabotagedLatch(
+      (real, isolate, name, prefix) => ({
+        countDown: async () => {
+          const left = await real.countDown();
+          if (left > 0) await isolate.redis.publish(latchKeys(prefix, name).opened, "opened");
+          return left;
+        },
+      }),
+      { subscription: { ...CALM.subscription, ...NO_SUBSCRIPTION_FAULTS } },
+      true,
+    );
+    expect(result.subscriptions?.latchWords).toBeGreaterThan(0);
     expect(
       latchViolationsOf(result, "await() true only when the observer then finds the latch open"),
     ).toBeGreaterThan(0);

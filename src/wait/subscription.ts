@@ -42,6 +42,11 @@ const WORD = /(?:^|[\s,])(\S+) (?:grant (\d+) (\d+) (\d+) (\d+)|behind (\d+))$/;
 /** A latch's channel: `opened`, for every reader. */
 const OPENED = /(?:^|[\s,])opened$/;
 
+/** Whether `message` is a count-down latch's `opened` (see LATCH_COUNT_DOWN). */
+export function isOpenedWord(message: string): boolean {
+  return OPENED.test(message);
+}
+
 export function parseHandOffWord(
   message: string,
 ): { readonly operationId: string; readonly word: AddressedWord } | undefined {
@@ -188,7 +193,7 @@ export class HandOffStream {
   #deliver(message: unknown): void {
     // @upstash/redis parses JSON where it can; a word is never JSON, but be lenient.
     const text = typeof message === "string" ? message : shownSafely(message);
-    if (OPENED.test(text)) {
+    if (isOpenedWord(text)) {
       for (const mailbox of this.#mailboxes.values()) mailbox.deliver({ kind: "opened" });
       return;
     }

@@ -21,7 +21,7 @@ import type { Redis } from "@upstash/redis";
 import { createPrng } from "../../dev/rest/faults.js";
 import { ACQUIRE_ARGS } from "../../src/locks/exclusive/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../src/transport/redis-like.js";
-import { parseHandOffWord } from "../../src/wait/subscription.js";
+import { isOpenedWord, parseHandOffWord } from "../../src/wait/subscription.js";
 
 export interface SubscriptionFaultOptions {
   /** Fraction of words never passed on. */
@@ -124,14 +124,11 @@ function parseWord(
 
 /**
  * A count-down latch's word: `opened` on its channel (`<prefix>:{<name>}:latch:opened`, see
- * latchKeys and LATCH_COUNT_DOWN). Matched at the end, as the library does: the client splits an
- * SSE line at commas, so a name with one would leave part of the channel in front of it.
+ * latchKeys and LATCH_COUNT_DOWN), as the library reads it (isOpenedWord).
  */
 function isLatchWord(channel: string, message: unknown): boolean {
   return (
-    channel.endsWith(":latch:opened") &&
-    typeof message === "string" &&
-    /(?:^|[\s,])opened$/.test(message)
+    channel.endsWith(":latch:opened") && typeof message === "string" && isOpenedWord(message)
   );
 }
 

@@ -127,9 +127,7 @@ function parseWord(
  * latchKeys and LATCH_COUNT_DOWN), as the library reads it (isOpenedWord).
  */
 function isLatchWord(channel: string, message: unknown): boolean {
-  return (
-    channel.endsWith(":latch:opened") && typeof message === "string" && isOpenedWord(message)
-  );
+  return channel.endsWith(":latch:opened") && typeof message === "string" && isOpenedWord(message);
 }
 
 type StreamEnd = "client" | "silent" | "error";

@@ -24,18 +24,19 @@ export interface LockKeys {
   readonly timeouts: string;
   /**
    * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
-   * of its latest registration> <server ms its park ends by>[ sub]`: what a release needs to hand
-   * it the lock (` sub<n>`: it listens on `handOffs`, registered by its attempt number n); after a
-   * hand-off announced there, `granted <fence>` until its next attempt takes it or it expires
-   * (see `grants`).
+   * of its latest registration> <server ms its park ends by>[ sub<n>.<k>]`: what a release needs
+   * to hand it the lock (` sub<n>.<k>`: it listens on `handOffChannels[k]`, registered by its
+   * attempt number n); after a hand-off announced there, `granted <fence>` until its next attempt
+   * takes it or it expires (see `grants`).
    */
   readonly parked: string;
   /**
-   * Pub/sub channel (not a key, but declared in KEYS like one): releases announce hand-offs here
-   * to the waiters subscribed to it (`<operation id> grant …`, `<operation id> behind …`; see
-   * queue/hand-off.ts).
+   * Pub/sub channels, HAND_OFF_SHARDS of them (not keys, but declared in KEYS like ones): a
+   * release announces a hand-off on the channel its waiter registered with (`<operation id>
+   * grant …`, `<operation id> behind …`; see queue/hand-off.ts), so a word reaches the streams of
+   * one shard of the waiters, not all of them.
    */
-  readonly handOffs: string;
+  readonly handOffChannels: readonly string[];
   /**
    * List of `<server ms it expires> <waiter>`, oldest first: the announced grants whose
    * `granted <fence>` records in `parked` are kept as long as an operation record.
@@ -52,6 +53,13 @@ export interface LockKeys {
   wake(id: string): string;
 }
 
+/**
+ * Hand-off channels per lock: a word reaches about 1/HAND_OFF_SHARDS of the subscribed waiters.
+ * Every script that may hand off declares them all (HAND_OFF_CHANNEL_KEYS), as Upstash's
+ * key-locking flag wants.
+ */
+export const HAND_OFF_SHARDS = 8;
+
 /** `prefix` and `name` were validated (no braces). */
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${name}}`;
@@ -62,7 +70,10 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
     parked: `${base}:parked`,
-    handOffs: `${base}:hand-offs`,
+    handOffChannels: Array.from(
+      { length: HAND_OFF_SHARDS },
+      (_, shard) => `${base}:hand-offs:${shard}`,
+    ),
     grants: `${base}:grants`,
     operation: (id) => `${base}:op:${id}`,
     wake: (id) => `${base}:wake:${id}`,

@@ -60,6 +60,8 @@ export interface WaiterTerms {
   readonly wakeBy?: "pop" | "sub";
   /** A subscribed waiter: this attempt's number, which a grant's word names to be timed from. */
   readonly registration?: number;
+  /** A subscribed waiter: the shard of the lock's hand-off channels it listens on. */
+  readonly shard?: number;
 }
 
 export interface RenewedHold {

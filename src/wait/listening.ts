@@ -48,12 +48,15 @@ export class Listening {
   #attempts = 0;
   // The owner scope (a request) whose stream budget this acquisition's stream counts against.
   readonly #scope = currentScopeOwner();
+  /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
+  readonly shard: number;
 
   constructor(runtime: LockRuntime, redis: SubscribingRedis, keys: LockKeys, plan: WaitPlan) {
     this.#runtime = runtime;
     this.#redis = redis;
     this.#keys = keys;
     this.#plan = plan;
+    this.shard = runtime.subscriptions.shard();
   }
 
   /** The attempt in flight was sent listening on an open stream. */
@@ -113,7 +116,8 @@ export class Listening {
     // An uncontended first ask costs no stream.
     if (first && !contention.likely(this.#keys.lock)) return undefined;
     this.#leaveStream();
-    const stream = subscriptions.stream(this.#redis, this.#keys.handOffs, this.#scope);
+    const channel = this.#keys.handOffChannels[this.shard] ?? this.#keys.handOffChannels[0]!;
+    const stream = subscriptions.stream(this.#redis, channel, this.#scope);
     if (stream === undefined) return undefined;
     stream.join();
     this.#streamsOpened += 1;

@@ -75,6 +75,8 @@ interface ParkInFlight {
 
 export class Parking {
   readonly wakeBy = "pop";
+  /** Pops have no channel. */
+  readonly shard = undefined;
   /** Only a subscribed waiter's attempts are numbered (see Listening). */
   readonly registration = undefined;
   readonly #ctx: OperationContext;

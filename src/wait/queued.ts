@@ -99,7 +99,7 @@ export function queuedAttempts(
       parkBeside,
       ...(parking === undefined
         ? {}
-        : { wakeBy: parking.wakeBy, registration: parking.registration }),
+        : { wakeBy: parking.wakeBy, registration: parking.registration, shard: parking.shard }),
     });
     const granted = await parking?.grantBeforeAttempt(attempt);
     if (granted !== undefined) return granted;

@@ -4,6 +4,7 @@
  * words addressed to its operation id. The scripts' side is queue/hand-off.ts. A count-down
  * latch's channel carries one word, `opened`, for every reader (opening.ts).
  */
+import { HAND_OFF_SHARDS } from "../locks/keys.js";
 import { shownSafely } from "../transport/failures.js";
 import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
 import type { Grant } from "./parking.js";
@@ -217,8 +218,19 @@ export class HandOffSubscriptions {
   readonly #streams = new Map<string, HandOffStream>();
   readonly #shared = streamsOutliveInvocations();
   #failedOpenings = 0;
+  // Node: the client's waiters share one stream per lock, so they listen on one shard.
+  readonly #shard = Math.floor(Math.random() * HAND_OFF_SHARDS);
   // Workers: streams open now, by owner scope ("": outside any scope).
   readonly #open = new Map<string, number>();
+
+  /**
+   * The shard of a lock's hand-off channels a waiter listens on: the client's in Node (its
+   * waiters on a lock share a stream), a fresh draw per acquisition on Workers (each has its own
+   * stream), so that a word reaches a fraction of the streams.
+   */
+  shard(): number {
+    return this.#shared ? this.#shard : Math.floor(Math.random() * HAND_OFF_SHARDS);
+  }
 
   /** False once streams kept failing before they opened: push mode then polls. */
   get usable(): boolean {

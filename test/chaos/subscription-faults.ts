@@ -96,7 +96,7 @@ const WAKE_BY = ACQUIRE_ARGS.indexOf("wakeBy");
  */
 export function listeningAttempt(
   args: readonly unknown[],
-): { readonly owner: string; readonly operationId: string } | undefined {
+): { readonly owner: string; readonly operationId: string; readonly shard: number } | undefined {
   const wakeBy = args[WAKE_BY];
   if (typeof wakeBy !== "string" || !wakeBy.startsWith("sub") || !(Number(args[CLAIM_MS]) > 0)) {
     return undefined;
@@ -104,7 +104,9 @@ export function listeningAttempt(
   const owner = args[OWNER];
   const operationId = args[PARK_ID];
   if (typeof owner !== "string" || typeof operationId !== "string") return undefined;
-  return { owner, operationId };
+  // `sub<attempt>.<shard>`: the shard of the lock's hand-off channels it listens on.
+  const shard = Number(wakeBy.split(".")[1] ?? 0);
+  return { owner, operationId, shard };
 }
 
 /** A hand-off word as the library reads it (parseHandOffWord), in the harness's terms. */
@@ -203,7 +205,8 @@ export class SubscriptionFaults {
     this.counts.listening += 1;
     this.#owners.set(listening.operationId, { owner: listening.owner, isolate: streams });
     const parked = keys.find((key) => key.endsWith(":parked"));
-    if (parked !== undefined && streams.endedSilently(`${parked.slice(0, -7)}:hand-offs`)) {
+    const channel = `${parked?.slice(0, -7)}:hand-offs:${listening.shard}`;
+    if (parked !== undefined && streams.endedSilently(channel)) {
       this.counts.listeningOnSilentStream += 1;
     }
     return listening;

@@ -9,6 +9,7 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockClient } from "../../src/index.js";
+import { lockKeys } from "../../src/locks/keys.js";
 import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
 import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
@@ -28,17 +29,18 @@ function contenders(server: { url: string; token: string }) {
     wait: { mode: "push", wakeBy: "subscription" },
   });
   const view = redis();
+  /** Streams subscribed to the lock's hand-off channels, over every shard. */
   const subscribers = async (name: string) => {
-    const reply = await view.exec<[string, number]>([
-      "PUBSUB",
-      "NUMSUB",
-      `${prefix}:{${name}}:hand-offs`,
-    ]);
-    return Number(reply[1]);
+    const { handOffChannels } = lockKeys(prefix, name);
+    const reply = await view.exec<(string | number)[]>(["PUBSUB", "NUMSUB", ...handOffChannels]);
+    return reply
+      .filter((_, index) => index % 2 === 1)
+      .reduce<number>((sum, n) => sum + Number(n), 0);
   };
   const subscribedWaiters = async (name: string) => {
     const parked = await view.hgetall<Record<string, string>>(`${prefix}:{${name}}:parked`);
-    return Object.values(parked ?? {}).filter((value) => / sub\d+$/.test(String(value))).length;
+    return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value)))
+      .length;
   };
   return { holder, waiter, subscribers, subscribedWaiters };
 }

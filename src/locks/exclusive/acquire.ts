@@ -167,7 +167,7 @@ export function waiterArgs(waiter: WaiterTerms, operationId: string) {
     claimMs: waiter.claimMs,
     parkId: operationId,
     parkBeside: waiter.parkBeside ? "1" : "0",
-    wakeBy: waiter.wakeBy === "sub" ? `sub${waiter.registration ?? 0}` : "pop",
+    wakeBy: waiter.wakeBy === "sub" ? `sub${waiter.registration ?? 0}.${waiter.shard ?? 0}` : "pop",
   } as const;
 }
 

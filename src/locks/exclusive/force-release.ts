@@ -3,7 +3,12 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
+import {
+  ANNOUNCEMENT,
+  HAND_OFF_CHANNEL_KEYS,
+  handOffChannelKeys,
+  handOffFreedLock,
+} from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
@@ -26,7 +31,7 @@ export const FORCE_RELEASE = defineScript({
     "queueKey",
     "timeoutsKey",
     "parkedKey",
-    "handOffsKey",
+    ...HAND_OFF_CHANNEL_KEYS,
     "grantsKey",
     ...OPTIONAL_FORCE_RELEASE_KEYS,
   ],
@@ -58,7 +63,7 @@ export async function forceRelease(
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
-      handOffsKey: keys.handOffs,
+      ...handOffChannelKeys(keys),
       grantsKey: keys.grants,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,

@@ -7,7 +7,12 @@ import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
-import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
+import {
+  ANNOUNCEMENT,
+  HAND_OFF_CHANNEL_KEYS,
+  handOffChannelKeys,
+  handOffFreedLock,
+} from "../queue/hand-off.js";
 import { reserveForHead } from "../queue/lua.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
@@ -32,7 +37,7 @@ const OPTIONAL_RELEASE_KEYS = [
   "queueKey",
   "timeoutsKey",
   "parkedKey",
-  "handOffsKey",
+  ...HAND_OFF_CHANNEL_KEYS,
   "grantsKey",
   "readsKey",
   "writersKey",
@@ -94,7 +99,7 @@ export async function releaseHold(
       timeoutsKey: keys.timeouts,
       fenceKey: keys.fence,
       parkedKey: keys.parked,
-      handOffsKey: keys.handOffs,
+      ...handOffChannelKeys(keys),
       grantsKey: keys.grants,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,

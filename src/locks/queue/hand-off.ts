@@ -9,6 +9,7 @@
  */
 import { withoutKeyLocking } from "../../transport/key-locking.js";
 import { LUA_FRAGMENTS } from "../fragment.js";
+import type { LockKeys } from "../keys.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
 /**
@@ -121,19 +122,20 @@ end`;
  * instead of when its own park ends (which may be a whole holder's lease later, after an early
  * release). The word is of use only within that lease, and expires with it.
  */
-function noticeBehind(queueKey: string, parkedKey: string, handOffsKey: string): string {
+function noticeBehind(queueKey: string, parkedKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "noticeBehind",
-    lua: () => noticeBehind(queueKey, parkedKey, handOffsKey),
-    needs: [queueKey, parkedKey, handOffsKey, "now", "lockKey", "lease"],
+    lua: () => noticeBehind(queueKey, parkedKey),
+    needs: [queueKey, parkedKey, ...HAND_OFF_CHANNEL_KEYS, "now", "lockKey", "lease"],
   });
   return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
   local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
   if behindParked then
-    local behindId, parkEnd, behindWakeBy = string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)%d*$')
+    local behindId, parkEnd, behindWakeBy, behindShard =
+      string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)%d*%.?(%d*)$')
     if parkEnd and tonumber(parkEnd) > now + lease + ${BEHIND_NOTICE_MS} then
       if behindWakeBy == 'sub' then
-        redis.call('PUBLISH', ${handOffsKey}, behindId .. ' behind ' .. lease)
+        redis.call('PUBLISH', ${channelOf("behindShard")}, behindId .. ' behind ' .. lease)
       end
       ${withoutKeyLocking(`if behindWakeBy ~= 'sub' then
         redis.call('RPUSH', lockKey .. ':wake:' .. behindId, 'behind ' .. lease)
@@ -210,7 +212,7 @@ export function handOffToParkedHead(
   announce: Announcement,
   writersKey?: string,
 ): string {
-  const { handOffsKey, grantsKey } = announce;
+  const { grantsKey } = announce;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffToParkedHead",
     lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, announce, writersKey),
@@ -218,7 +220,7 @@ export function handOffToParkedHead(
       queueKey,
       timeoutsKey,
       parkedKey,
-      handOffsKey,
+      ...HAND_OFF_CHANNEL_KEYS,
       grantsKey,
       writersKey,
       "lockKey",
@@ -237,10 +239,10 @@ export function handOffToParkedHead(
   return `${pruneGrantRecords(parkedKey, grantsKey)}
 local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
-local claim, lease, id, since, wakeBy, registration
+local claim, lease, id, since, wakeBy, registration, shard
 if parked then
-  claim, lease, id, since, wakeBy, registration =
-    string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)$')
+  claim, lease, id, since, wakeBy, registration, shard =
+    string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?(%d*)$')
 end
 local canTell = wakeBy == 'sub'
 ${withoutKeyLocking("canTell = claim ~= nil")}
@@ -258,7 +260,7 @@ if canTell then
     redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. head)
     if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
     redis.call('PEXPIRE', ${grantsKey}, ttl)
-    redis.call('PUBLISH', ${handOffsKey}, id .. ' ' .. grant .. ' ' .. registration)
+    redis.call('PUBLISH', ${channelOf("shard")}, id .. ' ' .. grant .. ' ' .. registration)
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
     redis.call('HDEL', ${parkedKey}, head)
@@ -270,18 +272,54 @@ if canTell then
     redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   end`)}
   handedOff = true
-  ${noticeBehind(queueKey, parkedKey, handOffsKey)}
+  ${noticeBehind(queueKey, parkedKey)}
 end`;
 }
 
-/** The channel a hand-off is announced on, and the list of its grants' records (LockKeys). */
+/** The list of a hand-off's grants' records (LockKeys.grants); the channels are HAND_OFF_CHANNEL_KEYS. */
 export interface Announcement {
-  readonly handOffsKey: string;
   readonly grantsKey: string;
 }
 
 /** Names of the scripts' keys for an Announcement. */
-export const ANNOUNCEMENT: Announcement = { handOffsKey: "handOffsKey", grantsKey: "grantsKey" };
+export const ANNOUNCEMENT: Announcement = { grantsKey: "grantsKey" };
+
+/**
+ * Names, in the scripts that may hand off, of the lock's hand-off channels (in KEYS, in order),
+ * one per shard (HAND_OFF_SHARDS).
+ */
+export const HAND_OFF_CHANNEL_KEYS = [
+  "handOffChannel0",
+  "handOffChannel1",
+  "handOffChannel2",
+  "handOffChannel3",
+  "handOffChannel4",
+  "handOffChannel5",
+  "handOffChannel6",
+  "handOffChannel7",
+] as const;
+
+/** The scripts' values of HAND_OFF_CHANNEL_KEYS: the lock's channels, or none (RedLock). */
+export function handOffChannelKeys(
+  keys: Pick<LockKeys, "handOffChannels"> | undefined,
+): Record<(typeof HAND_OFF_CHANNEL_KEYS)[number], string | undefined> {
+  const [c0, c1, c2, c3, c4, c5, c6, c7] = keys?.handOffChannels ?? [];
+  return {
+    handOffChannel0: c0,
+    handOffChannel1: c1,
+    handOffChannel2: c2,
+    handOffChannel3: c3,
+    handOffChannel4: c4,
+    handOffChannel5: c5,
+    handOffChannel6: c6,
+    handOffChannel7: c7,
+  };
+}
+
+/** A Lua expression: the channel of shard `shard` (a Lua string, '' for shard 0). */
+function channelOf(shard: string): string {
+  return `({${HAND_OFF_CHANNEL_KEYS.join(", ")}})[(tonumber(${shard}) or 0) + 1]`;
+}
 
 /** Drops the records of announced grants whose time is up (a few per call: one is added per call). */
 function pruneGrantRecords(parkedKey: string, grantsKey: string): string {

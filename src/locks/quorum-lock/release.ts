@@ -7,6 +7,7 @@ import { LockBackendError } from "../../errors.js";
 import { newOperationId } from "../../ids.js";
 import { RELEASE } from "../exclusive/release.js";
 import { PACE_TTL_MS } from "../pace.js";
+import { handOffChannelKeys } from "../queue/hand-off.js";
 import { runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import type { Database } from "./databases.js";
@@ -80,7 +81,7 @@ async function releaseOn(
       timeoutsKey: undefined,
       fenceKey: keys.fence,
       parkedKey: undefined,
-      handOffsKey: undefined,
+      ...handOffChannelKeys(undefined),
       grantsKey: undefined,
       readsKey: undefined,
       writersKey: undefined,

@@ -1,4 +1,5 @@
 import type { ReadWriteLockKeys } from "../keys.js";
+import { HAND_OFF_CHANNEL_KEYS, handOffChannelKeys } from "../queue/hand-off.js";
 
 /**
  * The keys of both acquire scripts (read and write), in their declared names, with the record of
@@ -29,7 +30,7 @@ export const READ_ENDING_KEYS = [
   "queueKey",
   "timeoutsKey",
   "parkedKey",
-  "handOffsKey",
+  ...HAND_OFF_CHANNEL_KEYS,
   "grantsKey",
   "writersKey",
 ] as const;
@@ -45,7 +46,7 @@ export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
     queueKey: keys.queue,
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
-    handOffsKey: keys.handOffs,
+    ...handOffChannelKeys(keys),
     grantsKey: keys.grants,
     writersKey: keys.writers,
   } as const;

@@ -80,7 +80,7 @@ const waiting = lockOf(waiter)
 const parkedKey = `${prefix}:{job}:parked`;
 for (;;) {
   const parked = await redis().hgetall<Record<string, string>>(parkedKey);
-  if (Object.values(parked ?? {}).some((value) => / sub\d+$/.test(String(value)))) break;
+  if (Object.values(parked ?? {}).some((value) => / sub\d+\.\d+$/.test(String(value)))) break;
   await sleep(5);
 }
 const t0 = Date.now();

@@ -133,7 +133,7 @@ const KINDS = [
 /** Registrations in the parked hash that listen on the channel. */
 async function subscribedWaiters(bed: TestBed, prefix: string): Promise<number> {
   const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{job}:parked`);
-  return Object.values(parked ?? {}).filter((value) => / sub\d+$/.test(String(value))).length;
+  return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value))).length;
 }
 
 describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s", (backend) => {

@@ -175,6 +175,35 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(Object.values(parked ?? {}).map(String)).toEqual([`granted ${handle.fencingToken}`]);
   });
 
+  it("a word reaches the streams of its waiter's shard, not every waiting stream", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix, scriptKeyLocking: true });
+    const waiters = Array.from({ length: 8 }, () => {
+      const { redis, tap } = tapped(bed.redis());
+      const client = bed.client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        wait: { mode: "push", wakeBy: "subscription" },
+      });
+      return { client, tap };
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    // Eight clients wait; each passes the lock on as soon as it holds it: eight grants by word.
+    const served = waiters.map(async ({ client }) =>
+      (await client.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 })).release(),
+    );
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 8);
+    await held.release();
+    await Promise.all(served);
+    // Every stream stays open through the chain (a client's lingers 1 s): on one channel each of
+    // the eight would read all of the eight or more words.
+    const heard = waiters.reduce((sum, { tap }) => sum + tap.words, 0);
+    expect(heard).toBeGreaterThanOrEqual(8);
+    expect(heard).toBeLessThan(48);
+    expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
   it('"auto" chooses the subscription where pops do not block (key locking)', async () => {
     const { prefix, holder, waiter, tap } = pair({ wakeBy: "auto" });
     const held = await holder.lock("job").acquire({ leaseMs: 10_000 });

@@ -34,7 +34,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/lock`: `client.lock()` only",
     worker: PLAIN_LOCK_WORKER("edgelock/lock"),
-    limitBytes: 19_500,
+    limitBytes: 20_100,
   },
   {
     name: "`edgelock`: `client.lock()` only",
@@ -45,7 +45,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/hono` (`withLock` + `idempotency`)",
     worker: `export { withLock, idempotency } from "edgelock/hono";`,
-    limitBytes: 23_900,
+    limitBytes: 24_500,
   },
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",

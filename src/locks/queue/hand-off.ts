@@ -303,17 +303,9 @@ export const HAND_OFF_CHANNEL_KEYS = [
 export function handOffChannelKeys(
   keys: Pick<LockKeys, "handOffChannels"> | undefined,
 ): Record<(typeof HAND_OFF_CHANNEL_KEYS)[number], string | undefined> {
-  const [c0, c1, c2, c3, c4, c5, c6, c7] = keys?.handOffChannels ?? [];
-  return {
-    handOffChannel0: c0,
-    handOffChannel1: c1,
-    handOffChannel2: c2,
-    handOffChannel3: c3,
-    handOffChannel4: c4,
-    handOffChannel5: c5,
-    handOffChannel6: c6,
-    handOffChannel7: c7,
-  };
+  return Object.fromEntries(
+    HAND_OFF_CHANNEL_KEYS.map((name, shard) => [name, keys?.handOffChannels[shard]]),
+  ) as Record<(typeof HAND_OFF_CHANNEL_KEYS)[number], string | undefined>;
 }
 
 /** A Lua expression: the channel of shard `shard` (a Lua string, '' for shard 0). */

@@ -135,7 +135,7 @@ function noticeBehind(queueKey: string, parkedKey: string): string {
       string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)%d*%.?(%d*)$')
     if parkEnd and tonumber(parkEnd) > now + lease + ${BEHIND_NOTICE_MS} then
       if behindWakeBy == 'sub' then
-        redis.call('PUBLISH', ${channelOf("behindShard")}, behindId .. ' behind ' .. lease)
+        ${publishOnShard("behindShard", "behindId .. ' behind ' .. lease")}
       end
       ${withoutKeyLocking(`if behindWakeBy ~= 'sub' then
         redis.call('RPUSH', lockKey .. ':wake:' .. behindId, 'behind ' .. lease)
@@ -260,7 +260,7 @@ if canTell then
     redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. head)
     if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
     redis.call('PEXPIRE', ${grantsKey}, ttl)
-    redis.call('PUBLISH', ${channelOf("shard")}, id .. ' ' .. grant .. ' ' .. registration)
+    ${publishOnShard("shard", "id .. ' ' .. grant .. ' ' .. registration")}
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
     redis.call('HDEL', ${parkedKey}, head)
@@ -308,9 +308,19 @@ export function handOffChannelKeys(
   ) as Record<(typeof HAND_OFF_CHANNEL_KEYS)[number], string | undefined>;
 }
 
-/** A Lua expression: the channel of shard `shard` (a Lua string, '' for shard 0). */
-function channelOf(shard: string): string {
-  return `({${HAND_OFF_CHANNEL_KEYS.join(", ")}})[(tonumber(${shard}) or 0) + 1]`;
+/**
+ * Lua: publishes `message` on the channel of shard `shard` (Lua expressions; `shard` a string,
+ * '' for 0). Each branch names its channel's KEYS variable, so every PUBLISH takes a declared key.
+ */
+function publishOnShard(shard: string, message: string): string {
+  const branches = HAND_OFF_CHANNEL_KEYS.map(
+    (channel, index) => `which == ${index} then redis.call('PUBLISH', ${channel}, word)`,
+  );
+  return `do
+  local which, word = tonumber(${shard}) or 0, ${message}
+  if ${branches.join("\n  elseif ")}
+  end
+end`;
 }
 
 /** Drops the records of announced grants whose time is up (a few per call: one is added per call). */

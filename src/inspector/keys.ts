@@ -63,6 +63,7 @@ const OWN_LAYOUTS = [
     semaphore.counts,
     semaphore.queue,
     semaphore.timeouts,
+    semaphore.parked,
   ]),
   layout("latch", latch, [latch.count]),
 ];

@@ -78,7 +78,7 @@ export interface InspectedPermitHold {
   readonly heldSince: number | null;
 }
 
-/** One live waiting acquisition of a semaphore (semaphore waiters poll; none parks). */
+/** One live waiting acquisition of a semaphore (parked or polling: not told apart here). */
 export interface InspectedPermitWaiter {
   /** 1 is the head of the queue (first come, first served). */
   readonly position: number;

@@ -31,13 +31,13 @@ export type AttemptOutcome =
     };
 
 /** `refused`: turned away at once, queued nothing (the write lock's upgrade); ends with `error`. */
-export type QueuedAttemptOutcome =
+export type QueuedAttemptOutcome<View extends TurnView = TurnView> =
   | { readonly kind: "acquired"; readonly fencingToken: number }
   | { readonly kind: "refused"; readonly error: Error }
   | {
       readonly kind: "busy";
       readonly holderTtlMs: number | null;
-      readonly queue: TurnView;
+      readonly queue: View;
       readonly operationSpent?: boolean;
     };
 

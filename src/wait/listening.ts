@@ -33,7 +33,7 @@ export class Listening {
   readonly wakeBy = "sub";
   readonly #runtime: LockRuntime;
   readonly #redis: SubscribingRedis;
-  readonly #keys: LockKeys;
+  readonly #keys: Pick<LockKeys, "lock" | "handOffChannels">;
   readonly #plan: WaitPlan;
   #stream: HandOffStream | undefined;
   #streamsOpened = 0;
@@ -51,7 +51,12 @@ export class Listening {
   /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
   readonly shard: number;
 
-  constructor(runtime: LockRuntime, redis: SubscribingRedis, keys: LockKeys, plan: WaitPlan) {
+  constructor(
+    runtime: LockRuntime,
+    redis: SubscribingRedis,
+    keys: Pick<LockKeys, "lock" | "handOffChannels">,
+    plan: WaitPlan,
+  ) {
     this.#runtime = runtime;
     this.#redis = redis;
     this.#keys = keys;

@@ -81,7 +81,7 @@ export class Parking {
   readonly registration = undefined;
   readonly #ctx: OperationContext;
   readonly #redis: BlockingRedis;
-  readonly #keys: LockKeys;
+  readonly #keys: Pick<LockKeys, "lock" | "wake">;
   readonly #plan: WaitPlan;
   readonly #policy: WaitPolicy;
   readonly #contention: RecentContention;
@@ -97,7 +97,7 @@ export class Parking {
   constructor(
     ctx: OperationContext,
     redis: BlockingRedis,
-    keys: LockKeys,
+    keys: Pick<LockKeys, "lock" | "wake">,
     plan: WaitPlan,
     shared: {
       readonly contention: RecentContention;

@@ -1,16 +1,15 @@
 /**
- * How the queued kinds (plain, fair, write lock) wait: each busy reply paces the next poll by its
- * turn (turn.ts) or, in push mode, is followed by a park (parking.ts). The kind supplies its
- * attempt script and its leave.
+ * How the queued kinds (plain, fair, write lock, semaphore) wait: each busy reply paces the next
+ * poll (by its turn, turn.ts, or by the kind's rule) or, in push mode, is followed by a park
+ * (parking.ts, listening.ts). The kind supplies its attempt script, its pacing and its leave.
  */
 import { QUEUE_DEFAULTS } from "../defaults.js";
-import type { LockKeys } from "../locks/keys.js";
 import type { LockRuntime } from "../locks/runtime.js";
 import { checkDuration } from "../validate.js";
 import type { AcquisitionSpec } from "./acquire.js";
 import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
-import { TurnPacer } from "./turn.js";
-import { parkingFor } from "./wake.js";
+import { TurnPacer, type TurnView } from "./turn.js";
+import { parkingFor, type WaitKeys } from "./wake.js";
 
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
 /** Smallest `waiterTimeoutMs`: a waiter polls every third of it, with room for round trips. */
@@ -32,17 +31,36 @@ export function checkWaiterTimeout(value: unknown): number {
     : checkDuration(value, "waiterTimeoutMs", { min: MIN_WAITER_TIMEOUT_MS });
 }
 
-export interface QueuedKind {
+/** How a polling waiter paces its attempts. */
+export type Pacing<View extends TurnView> =
+  | {
+      /** By its turn in a lock's queue (TurnPacer). */
+      readonly by: "turn";
+      /** TurnState.perRelease: 1 where only the head may take it. */
+      readonly perRelease: 1 | 2;
+      /** TurnPacer's: only where the queue merely paces, so nobody waits behind the dead longer. */
+      readonly keepsFarBack: boolean;
+    }
+  | {
+      /** By the kind's own rule (a semaphore's, permits.ts). */
+      readonly by: "kind";
+      /** Ms to sleep after a busy answer, the `attempts`-th request of the acquisition. */
+      delayMs(view: View, attempts: number): number;
+    };
+
+export interface QueuedKind<View extends TurnView = TurnView> {
   attempt(
     owner: string,
     leaseMs: number,
     operationId: string,
     terms: WaiterTerms,
-  ): Promise<QueuedAttemptOutcome>;
-  /** TurnState.perRelease: 1 where only the head may take it. */
-  readonly perRelease: 1 | 2;
-  /** TurnPacer's: only where the queue merely paces, so nobody waits behind the dead longer. */
-  readonly keepsFarBack: boolean;
+  ): Promise<QueuedAttemptOutcome<View>>;
+  readonly pacing: Pacing<View>;
+  /**
+   * A hold lets its owner's other tasks in (re-entry), so their parks end when one of them takes
+   * it; a semaphore's does not.
+   */
+  readonly reentrant: boolean;
   /** Leaves the queue and the parked waiters, releasing a hand-off granted meanwhile. */
   leave(owner: string, operationId: string): Promise<void>;
 }
@@ -52,30 +70,34 @@ export interface QueuedKind {
  * (unless the call may not wait); a park may go beside an attempt (RecentContention), which the
  * script wakes at once unless it registered the waiter.
  */
-export function queuedAttempts(
+export function queuedAttempts<View extends TurnView>(
   runtime: LockRuntime,
-  keys: LockKeys,
-  kind: QueuedKind,
+  keys: WaitKeys,
+  kind: QueuedKind<View>,
   plan: WaitPlan,
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
   const parking = policy.mode === "push" ? parkingFor(runtime, keys, plan) : undefined;
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
+  const { pacing } = kind;
   // Only a polling waiter asks to be kept longer (TurnPacer): a parked one's place is its park's.
   // Made lazily: a parked waiter may never need it.
-  const keepsFarBack = kind.keepsFarBack && parking === undefined;
   let pacer: TurnPacer | undefined;
-  const pace = (): TurnPacer =>
-    (pacer ??= new TurnPacer(
+  const nextPollMs = (view: View): number => {
+    if (pacing.by === "kind") return pacing.delayMs(view, requests);
+    pacer ??= new TurnPacer(
       policy,
       Math.floor(waiterTimeoutMs / 3),
-      kind.perRelease,
+      pacing.perRelease,
       Math.random,
-      keepsFarBack,
-    ));
+      pacing.keepsFarBack && parking === undefined,
+    );
+    return pacer.next(view, roundTripMs);
+  };
   let roundTripMs = 0;
-  // From the first queueing request until a reply says it holds the lock or left.
+  // From the first request that may queue or take a hold until a reply says it holds, left or
+  // never queued: an attempt whose answer is lost may have done either, so giving up leaves.
   let mayBeQueued = false;
   let requests = 0;
   let lastOperationId = "";
@@ -91,7 +113,7 @@ export function queuedAttempts(
     // The budget's last leaves the queue itself when busy: exactly `maxPolls` requests.
     const last = plan.mayWait && requests >= policy.maxPolls;
     const parkBeside = parking?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
-    if (plan.mayWait) mayBeQueued = true;
+    mayBeQueued = true;
     const attempt = kind.attempt(owner, leaseMs, operationId, {
       timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + (pacer?.keepExtraMs ?? 0),
       roundTripMs,
@@ -105,7 +127,7 @@ export function queuedAttempts(
     if (granted !== undefined) return granted;
     const outcome = await attempt;
     roundTripMs = Date.now() - sentAt;
-    if (outcome.kind !== "busy" || last) mayBeQueued = false;
+    if (outcome.kind !== "busy" || last || timeout === 0) mayBeQueued = false;
     if (parking !== undefined) {
       const registered =
         parking.active &&
@@ -125,7 +147,7 @@ export function queuedAttempts(
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
-      ...(plan.mayWait ? { nextPollMs: pace().next(outcome.queue, roundTripMs) } : {}),
+      ...(plan.mayWait ? { nextPollMs: nextPollMs(outcome.queue) } : {}),
       ...spent,
     };
   };
@@ -136,7 +158,7 @@ export function queuedAttempts(
       const outcome = await attemptOnce(owner, leaseMs, operationId);
       if (outcome.kind === "acquired") {
         mayBeQueued = false;
-        parking?.held(owner);
+        if (kind.reentrant) parking?.held(owner);
         parking?.finished();
       }
       return outcome;

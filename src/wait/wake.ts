@@ -13,8 +13,15 @@ import { Parking } from "./parking.js";
 /** How one acquisition is woken in push mode. */
 export type Park = Parking | Listening;
 
+/**
+ * What push mode needs of a kind's keys: the name its client-wide state goes by (`lock`), its
+ * hand-off channels, and the wake lists of waiters on a blocking pop, where the kind's hand-off
+ * pushes to them (a semaphore's announces on its channels only).
+ */
+export type WaitKeys = Pick<LockKeys, "lock" | "handOffChannels"> & Partial<Pick<LockKeys, "wake">>;
+
 /** Undefined where the acquisition polls. */
-export function parkingFor(runtime: LockRuntime, keys: LockKeys, plan: WaitPlan): Park | undefined {
+export function parkingFor(runtime: LockRuntime, keys: WaitKeys, plan: WaitPlan): Park | undefined {
   const { ctx } = runtime;
   const { redis } = ctx;
   const { mode, wakeBy } = plan.policy;
@@ -22,9 +29,16 @@ export function parkingFor(runtime: LockRuntime, keys: LockKeys, plan: WaitPlan)
   // No pop under Upstash's per-key locking (a hand-off there cannot name a waiter's list).
   // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
   // park, and pops that answer at once turn the next wait away from pops (BlockingPops).
-  const popsServe = canBlock(redis) && runtime.blockingPops.served && !runsUnderKeyLocking(redis);
+  const { wake } = keys;
+  const popsServe =
+    wake !== undefined &&
+    canBlock(redis) &&
+    runtime.blockingPops.served &&
+    !runsUnderKeyLocking(redis);
   if (wakeBy === "pop" || (wakeBy === "auto" && popsServe)) {
-    return popsServe ? new Parking(ctx, redis, keys, plan, runtime) : undefined;
+    return popsServe
+      ? new Parking(ctx, redis, { lock: keys.lock, wake }, plan, runtime)
+      : undefined;
   }
   // A subscription where pops do not serve (Upstash): polling once streams keep failing.
   if (!canSubscribe(redis) || !runtime.subscriptions.usable) return undefined;

@@ -10,6 +10,7 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockClient } from "../../src/index.js";
 import { lockKeys } from "../../src/locks/keys.js";
+import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
 import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
 import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
@@ -42,7 +43,7 @@ function contenders(server: { url: string; token: string }) {
     return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value)))
       .length;
   };
-  return { holder, waiter, subscribers, subscribedWaiters };
+  return { prefix, holder, waiter, view, subscribers, subscribedWaiters };
 }
 
 describe.each(servers)("push hand-off over a subscription in workerd on $kind", (server) => {
@@ -68,6 +69,33 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
       expect(await lockOf(holder).isLocked()).toBe(false);
     },
   );
+
+  it("a semaphore's release grants the parked waiters its permits cover, each told by word", async () => {
+    const { prefix, holder, waiter, view } = contenders(server);
+    const keys = semaphoreKeys(prefix, "pool");
+    const parkedWaiters = async () => {
+      const parked = await view.hgetall<Record<string, string>>(keys.parked);
+      return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value)))
+        .length;
+    };
+    const pool = holder.semaphore("pool", { initialPermits: 2 });
+    const held = await pool.acquire({ permits: 2, leaseMs: 10_000 });
+    const waiting = [0, 1].map(() =>
+      waiter.semaphore("pool").acquire({ leaseMs: 10_000, waitMs: 8_000 }),
+    );
+    await until(async () => (await parkedWaiters()) === 2);
+    const releasedAt = Date.now();
+    await held.release();
+    const handles = await Promise.all(waiting);
+    expect(Date.now() - releasedAt).toBeLessThan(2_000);
+    // Both by the release's grants (the next two tokens), not by polls that came after it.
+    expect(handles.map((h) => h.fencingToken).sort()).toEqual([
+      held.fencingToken + 1,
+      held.fencingToken + 2,
+    ]);
+    expect(await pool.state()).toMatchObject({ held: 2, holds: 2, waiters: 0 });
+    await Promise.all(handles.map((h) => h.release()));
+  });
 
   it(`each owner scope (a request) keeps its own ${MAX_STREAMS_ON_WORKERS} streams of a shared client`, async () => {
     const { holder, waiter, subscribers } = contenders(server);

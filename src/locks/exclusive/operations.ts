@@ -32,8 +32,8 @@ export function exclusiveQueue(
   return {
     attempt: (owner, leaseMs, operationId, terms) =>
       attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, terms),
-    perRelease: rule === "fair" ? 1 : 2,
-    keepsFarBack: rule === "plain",
+    pacing: { by: "turn", perRelease: rule === "fair" ? 1 : 2, keepsFarBack: rule === "plain" },
+    reentrant: true,
     leave: (owner, operationId) =>
       leaveParkedQueue(
         ctx,

@@ -242,7 +242,7 @@ local parked = head and redis.call('HGET', ${parkedKey}, head)
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then
   claim, lease, id, since, wakeBy, registration, shard =
-    string.match(parked, '^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?(%d*)$')
+    string.match(parked, ${PARKED_REGISTRATION})
 end
 local canTell = wakeBy == 'sub'
 ${withoutKeyLocking("canTell = claim ~= nil")}
@@ -255,11 +255,7 @@ if canTell then
   redis.call('ZREM', ${timeoutsKey}, head)${leaveWriters}
   local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
   if wakeBy == 'sub' then
-    local ttl = tonumber(operationTtlMs)
-    redis.call('HSET', ${parkedKey}, head, 'granted ' .. fence)
-    redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. head)
-    if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
-    redis.call('PEXPIRE', ${grantsKey}, ttl)
+    ${recordAnnouncedGrant(parkedKey, grantsKey, "head")}
     ${publishOnShard("shard", "id .. ' ' .. grant .. ' ' .. registration")}
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
@@ -312,7 +308,7 @@ export function handOffChannelKeys(
  * Lua: publishes `message` on the channel of shard `shard` (Lua expressions; `shard` a string,
  * '' for 0). Each branch names its channel's KEYS variable, so every PUBLISH takes a declared key.
  */
-function publishOnShard(shard: string, message: string): string {
+export function publishOnShard(shard: string, message: string): string {
   const branches = HAND_OFF_CHANNEL_KEYS.map(
     (channel, index) => `which == ${index} then redis.call('PUBLISH', ${channel}, word)`,
   );
@@ -323,8 +319,32 @@ function publishOnShard(shard: string, message: string): string {
 end`;
 }
 
+/**
+ * A Lua string pattern: a parked registration's claim ms, lease ms, operation id, server ms of
+ * the registration, and its ` sub<n>.<k>` split into `sub`, n and k (empty for a pop's).
+ */
+export const PARKED_REGISTRATION = "'^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?(%d*)$'";
+
+/**
+ * Records grant `fence` (a local) announced to parked waiter `member` (a Lua expression) as
+ * `granted <fence>` in `parkedKey`, kept as long as an operation record (listed in `grantsKey`
+ * for pruneGrantRecords), for its next attempt to replay.
+ */
+export function recordAnnouncedGrant(parkedKey: string, grantsKey: string, member: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "recordAnnouncedGrant",
+    lua: () => recordAnnouncedGrant(parkedKey, grantsKey, member),
+    needs: [parkedKey, grantsKey, member, "fence", "now", "operationTtlMs"],
+  });
+  return `local ttl = tonumber(operationTtlMs)
+redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence)
+redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. ${member})
+if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
+redis.call('PEXPIRE', ${grantsKey}, ttl)`;
+}
+
 /** Drops the records of announced grants whose time is up (a few per call: one is added per call). */
-function pruneGrantRecords(parkedKey: string, grantsKey: string): string {
+export function pruneGrantRecords(parkedKey: string, grantsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "pruneGrantRecords",
     lua: () => pruneGrantRecords(parkedKey, grantsKey),

@@ -74,7 +74,7 @@ export class WriteLock extends SingleNameLock {
           operationId,
           terms,
         ),
-      keepsFarBack: false,
+      pacing: { by: "turn", perRelease: 2, keepsFarBack: false },
     };
     return { ...base, ...queuedAttempts(runtime, keys, writers, plan, waiterTimeoutMs) };
   }

@@ -2,30 +2,46 @@
  * An acquisition that gives up leaves the queue and closes its operation: a copy of one of its
  * attempts that reaches Redis later (re-sent by the Redis client after edgelock gave up on it)
  * finds the record `left` and takes nothing. If such a copy ran first and took permits, they
- * are returned here, in the same script.
+ * are returned here, in the same script, as are those of a hand-off announced to it that it never
+ * heard of.
  */
 import type { OperationContext } from "../context.js";
+import { SERVER_NOW_MS } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
 import { waiterMember } from "./acquire.js";
+import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
+import { pruneExpiredLeases } from "./lua.js";
 
-// KEYS: 1 operation record, 2 queue, 3 timeouts, 4 leases, 5 counts
+// KEYS: 1 operation record, 2 leases, 3 counts, 4 capacity, then PERMIT_HAND_OFF_KEYS (fence,
+//       queue, timeouts, parked waiters, grants, the hand-off channels)
 // ARGV: 1 owner, 2 the waiter's queue member, 3 operation record ttl ms
-// Reply: {1} closed, nothing was held; {0} closed, and the permits a copy took were returned.
+// Reply: {1} closed, nothing was held; {0} closed, and the permits a copy took (or a hand-off
+// announced to it) were returned. Either way what it reserved or returned goes to the parked
+// waiters behind it (grantToParkedWaiters).
 export const SEMAPHORE_ABANDON = defineScript({
   name: "semaphore.abandon",
-  keys: ["operationKey", "queueKey", "timeoutsKey", "leasesKey", "countsKey"],
+  keys: ["operationKey", "leasesKey", "countsKey", "capacityKey", ...PERMIT_HAND_OFF_KEYS],
   args: ["owner", "waiter", "operationTtlMs"],
   replies: { 1: [1], 0: [1] },
-  lua: `redis.call('ZREM', queueKey, waiter)
+  lua: `${SERVER_NOW_MS}
+${pruneExpiredLeases("leasesKey", "countsKey")}
+redis.call('ZREM', queueKey, waiter)
 redis.call('ZREM', timeoutsKey, waiter)
+local announced = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
+redis.call('HDEL', parkedKey, waiter)
 local taken = redis.call('GET', operationKey)
 redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
-if not taken or taken == 'left' then return {1} end
-local hold = owner .. ' ' .. taken
-redis.call('ZREM', leasesKey, hold)
-redis.call('HDEL', countsKey, hold)
-return {0}`,
+if taken == 'left' then taken = nil end
+taken = taken or announced
+if taken then
+  local hold = owner .. ' ' .. taken
+  redis.call('ZREM', leasesKey, hold)
+  redis.call('HDEL', countsKey, hold)
+end
+${grantToParkedWaiters()}
+if taken then return {0} end
+return {1}`,
 });
 
 export async function abandonPermits(
@@ -40,10 +56,10 @@ export async function abandonPermits(
     SEMAPHORE_ABANDON,
     {
       operationKey: keys.operation(operationId),
-      queueKey: keys.queue,
-      timeoutsKey: keys.timeouts,
       leasesKey: keys.leases,
       countsKey: keys.counts,
+      capacityKey: keys.capacity,
+      ...permitHandOffKeys(keys),
     },
     {
       owner,

@@ -9,15 +9,18 @@ import { SERVER_NOW_MS } from "../lua.js";
 import { joinQueue, pruneDeadWaiters } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
+import { registerParkedPermits, takeAnnouncedPermits } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd } from "./lua.js";
 
 // KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record,
-//       8 pace hash (see SemaphoreKeys.pace)
+//       8 pace hash (see SemaphoreKeys.pace), 9 parked waiters
 // ARGV: 1 owner, 2 permits, 3 lease ms, 4 operation record ttl ms, 5 waiter timeout ms (0: a
 //       single attempt, never queue; -1: the last attempt the poll budget allows, leave the
 //       queue; both close the operation when busy), 6 the waiter's queue member
-//       (`<owner> <operation id> <permits>`), 7 capacity to set when none is (-1: none)
+//       (`<owner> <operation id> <permits>`), 7 capacity to set when none is (-1: none),
+//       8 push mode's claim window ms (0: the waiter polls), 9 the operation id, 10 the
+//       waiter's channel (`sub<n>.<k>`, see registerParkedPermits; '': none)
 // Reply: {1, fencing token} held; {-1} the operation is spent (its hold ended, or it was closed);
 //        {0, ms until the soonest lease ends (-2: none), position (-1: not queued), available,
 //        live waiters, permits still to come back before this waiter fits, ms between permits
@@ -35,6 +38,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "timeoutsKey",
     "operationKey",
     "paceKey",
+    "parkedKey",
   ],
   args: [
     "owner",
@@ -44,10 +48,14 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "waiterTimeoutMs",
     "waiter",
     "initialPermits",
+    "claimMs",
+    "parkId",
+    "wakeBy",
   ],
   replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
   lua: `${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
+${takeAnnouncedPermits()}
 local replay = redis.call('GET', operationKey)
 if replay then
   -- A re-send of an attempt that took permits re-arms that hold; nothing is taken twice.
@@ -64,6 +72,7 @@ ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 local function leave()
   redis.call('ZREM', queueKey, waiter)
   redis.call('ZREM', timeoutsKey, waiter)
+  redis.call('HDEL', parkedKey, waiter)
 end
 local capacity = redis.call('GET', capacityKey)
 if not capacity and tonumber(initialPermits) >= 0 then
@@ -101,6 +110,7 @@ local position = -1
 local timeout = tonumber(waiterTimeoutMs)
 if timeout > 0 then
   ${joinQueue("queueKey", "timeoutsKey")}
+  ${registerParkedPermits()}
 else
   leave()
   -- A single attempt, or the budget's last: the acquisition ends here, and a late copy of
@@ -123,6 +133,10 @@ export interface PermitWaiter {
   readonly timeoutMs: number;
   /** Capacity to set when none is (`initialPermits`); undefined: none. */
   readonly initialPermits: number | undefined;
+  /** Push mode, a waiter listening on a hand-off channel: its claim window; 0 or unset: it polls. */
+  readonly claimMs?: number;
+  /** With `claimMs`: `sub<n>.<k>`, its registering attempt n and channel shard k. */
+  readonly wakeBy?: string;
 }
 
 export type PermitAttempt =
@@ -170,6 +184,7 @@ export async function attemptPermits(
       timeoutsKey: keys.timeouts,
       operationKey: keys.operation(operationId),
       paceKey: keys.pace,
+      parkedKey: keys.parked,
     },
     {
       owner,
@@ -179,6 +194,9 @@ export async function attemptPermits(
       waiterTimeoutMs: waiter.timeoutMs,
       waiter: waiterMember(owner, operationId, permits),
       initialPermits: waiter.initialPermits ?? -1,
+      claimMs: waiter.claimMs ?? 0,
+      parkId: operationId,
+      wakeBy: waiter.wakeBy ?? "",
     },
   );
   switch (status) {

@@ -8,29 +8,38 @@
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
+import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { heldPermits, permitsOf, pruneExpiredLeases } from "./lua.js";
 
 /** How a capacity change applies its number. */
 export type CapacityChange = "trySet" | "set" | "add" | "drain";
 
-// KEYS: 1 capacity, 2 leases, 3 counts, 4 operation record
+// KEYS: 1 capacity, 2 leases, 3 counts, 4 operation record, then PERMIT_HAND_OFF_KEYS (fence,
+//       queue, timeouts, parked waiters, grants, the hand-off channels)
 // ARGV: 1 change ("trySet": set n when no capacity is set, however many permits are available;
 //       "set": set n; "add": add n, no capacity counting as 0; "drain": lower the capacity to
 //       what live holds have, taking every available permit), 2 n, 3 operation record ttl ms
 // Reply: {1, value} done (trySet/set/add: the capacity now; drain: permits taken);
 //        {0, capacity} trySet found a capacity set; {-1, capacity} add would make it negative.
-// A re-send replays the first answer.
+// A re-send replays the first answer. A capacity set or raised grants what it freed to parked
+// waiters (grantToParkedWaiters).
 export const SEMAPHORE_CAPACITY = defineScript({
   name: "semaphore.capacity",
-  keys: ["capacityKey", "leasesKey", "countsKey", "operationKey"],
+  keys: ["capacityKey", "leasesKey", "countsKey", "operationKey", ...PERMIT_HAND_OFF_KEYS],
   args: ["change", "n", "operationTtlMs"],
   replies: { 1: [2], 0: [2], [-1]: [2] },
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return cjson.decode(replay) end
+${SERVER_NOW_MS}
 local function answer(status, value)
   redis.call('SET', operationKey, cjson.encode({status, value}), 'PX', operationTtlMs)
   return {status, value}
+end
+local function granted(status, value)
+  ${pruneExpiredLeases("leasesKey", "countsKey")}
+  ${grantToParkedWaiters()}
+  return answer(status, value)
 end
 local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
 local n = tonumber(n)
@@ -40,15 +49,14 @@ if change == 'trySet' then
   return answer(1, n)
 elseif change == 'set' then
   redis.call('SET', capacityKey, n)
-  return answer(1, n)
+  return granted(1, n)
 elseif change == 'add' then
   local total = math.max(0, capacity) + n
   if total < 0 then return answer(-1, math.max(0, capacity)) end
   redis.call('SET', capacityKey, total)
-  return answer(1, total)
+  return granted(1, total)
 end
 if capacity < 0 then return answer(1, 0) end
-${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
 ${heldPermits("countsKey")}
 local drained = math.max(0, capacity - held)
@@ -75,6 +83,7 @@ export async function changeCapacity(
       leasesKey: keys.leases,
       countsKey: keys.counts,
       operationKey: keys.operation(operationId),
+      ...permitHandOffKeys(keys),
     },
     { change, n, operationTtlMs: ctx.operationTtlMs },
   );

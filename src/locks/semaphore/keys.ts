@@ -3,6 +3,8 @@
  * cluster slot and Upstash's per-key locking sees every key in KEYS. The suffixes keep them apart
  * from a lock of the same name.
  */
+import { HAND_OFF_SHARDS } from "../keys.js";
+
 export interface SemaphoreKeys {
   /** String: the capacity (total permits). Set by trySetPermits/setPermits; never expires. */
   readonly capacity: string;
@@ -24,6 +26,20 @@ export interface SemaphoreKeys {
    * near their turn. Expires an hour after the last release.
    */
   readonly pace: string;
+  /**
+   * Hash: waiter (as in `queue`) parked on a hand-off channel → its registration, as a lock's
+   * (LockKeys.parked): `<claim ms> <lease ms> <operation id> <server ms of the registration>
+   * <server ms its place ends by> sub<n>.<k>`; after a hand-off, `granted <fence>` until its next
+   * attempt takes it or it expires (see `grants`).
+   */
+  readonly parked: string;
+  /** List of `<server ms it expires> <waiter>`: the grants recorded in `parked`, oldest first. */
+  readonly grants: string;
+  /**
+   * Pub/sub channels, HAND_OFF_SHARDS of them, declared in KEYS like keys: a release that grants
+   * permits to a parked waiter announces it on the channel of the waiter's shard.
+   */
+  readonly handOffChannels: readonly string[];
   /** Record of one mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
 }
@@ -38,6 +54,12 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
     pace: `${base}:pace`,
+    parked: `${base}:parked`,
+    grants: `${base}:grants`,
+    handOffChannels: Array.from(
+      { length: HAND_OFF_SHARDS },
+      (_, shard) => `${base}:hand-offs:${shard}`,
+    ),
     operation: (id) => `${base}:op:${id}`,
   };
 }

@@ -8,32 +8,46 @@ import { learnAverage, PACE_TTL_MS } from "../pace.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { holdMember } from "./extend.js";
+import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { pruneExpiredLeases } from "./lua.js";
 
-// KEYS: 1 leases, 2 counts, 3 operation record, 4 pace hash (see SemaphoreKeys.pace)
+// KEYS: 1 leases, 2 counts, 3 operation record, 4 pace hash (see SemaphoreKeys.pace),
+//       5 capacity, then PERMIT_HAND_OFF_KEYS (fence, queue, timeouts, parked waiters, grants,
+//       the hand-off channels)
 // ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1} released (or a re-send of a release that did); {0} the hold was gone.
 // Each release folds its hold's length (grant to release) into the average hold, from which
-// waiters learn how fast permits come back.
+// waiters learn how fast permits come back, and grants the permits that came back (its own,
+// and any an expired lease returned) to parked waiters (grantToParkedWaiters).
 export const SEMAPHORE_RELEASE = defineScript({
   name: "semaphore.release",
-  keys: ["leasesKey", "countsKey", "operationKey", "paceKey"],
+  keys: [
+    "leasesKey",
+    "countsKey",
+    "operationKey",
+    "paceKey",
+    "capacityKey",
+    ...PERMIT_HAND_OFF_KEYS,
+  ],
   args: ["hold", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [1], 0: [1] },
   lua: `if redis.call('GET', operationKey) then return {1} end
 ${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
 local entry = redis.call('HGET', countsKey, hold)
-if redis.call('ZREM', leasesKey, hold) == 0 then return {0} end
-redis.call('HDEL', countsKey, hold)
-local grantedAt = tonumber(string.match(entry or '', ' (%d+)$') or '')
-if grantedAt then
-  ${learnAverage("paceKey", "hold", "now - grantedAt")}
+local released = redis.call('ZREM', leasesKey, hold)
+if released == 1 then
+  redis.call('HDEL', countsKey, hold)
+  local grantedAt = tonumber(string.match(entry or '', ' (%d+)$') or '')
+  if grantedAt then
+    ${learnAverage("paceKey", "hold", "now - grantedAt")}
+  end
+  redis.call('PEXPIRE', paceKey, paceTtlMs)
+  redis.call('SET', operationKey, 1, 'PX', operationTtlMs)
 end
-redis.call('PEXPIRE', paceKey, paceTtlMs)
-redis.call('SET', operationKey, 1, 'PX', operationTtlMs)
-return {1}`,
+${grantToParkedWaiters()}
+return {released}`,
 });
 
 export async function releasePermits(
@@ -51,6 +65,8 @@ export async function releasePermits(
       countsKey: keys.counts,
       operationKey: keys.operation(operationId),
       paceKey: keys.pace,
+      capacityKey: keys.capacity,
+      ...permitHandOffKeys(keys),
     },
     {
       hold: holdMember(owner, fencingToken),

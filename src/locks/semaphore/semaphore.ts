@@ -18,10 +18,15 @@ import {
   acquireOrNull,
   acquireOrThrow,
 } from "../../wait/acquire.js";
-import type { AttemptOutcome, WaitPlan } from "../../wait/attempt.js";
-import { permitPollDelay } from "../../wait/permits.js";
-import type { WaitPolicy } from "../../wait/policy.js";
-import { checkWaiterTimeout, type QueueOptions } from "../../wait/queued.js";
+import type { QueuedAttemptOutcome, WaitPlan } from "../../wait/attempt.js";
+import { type PermitView, permitPollDelay } from "../../wait/permits.js";
+import {
+  checkWaiterTimeout,
+  type QueuedKind,
+  type QueueOptions,
+  queuedAttempts,
+} from "../../wait/queued.js";
+import type { TurnView } from "../../wait/turn.js";
 import type { LockRuntime } from "../runtime.js";
 import { abandonPermits } from "./abandon.js";
 import { attemptPermits, type PermitAttempt } from "./acquire.js";
@@ -187,29 +192,27 @@ export class Semaphore {
     const keys = this.#keys;
     const { name, waiterTimeoutMs } = this;
     const initialPermits = this.#initialPermits;
-    let polls = 0;
-    // Whether the operation may still be open on the server (queued, or an answer unknown):
-    // false once an answer closed it (a single attempt's, or the budget's last).
-    let open = false;
     // Releases in flight by hold: a renewal that finds its hold gone waits for the release's
     // answer, so that a release racing a renewal is not reported lost (redis-semaphore#205).
     const releasing = new Map<number, Promise<unknown>>();
-
-    const attempt = async (
-      owner: string,
-      leaseMs: number,
-      operationId: string,
-    ): Promise<AttemptOutcome> => {
-      polls += 1;
-      const last = plan.mayWait && polls >= plan.policy.maxPolls;
-      const timeoutMs = !plan.mayWait ? 0 : last ? -1 : waiterTimeoutMs;
-      open = true;
-      const outcome = await attemptPermits(ctx, keys, owner, permits, leaseMs, operationId, {
-        timeoutMs,
-        initialPermits,
-      });
-      open = outcome.kind === "busy" && timeoutMs > 0;
-      return this.#outcome(outcome, permits, plan.mayWait ? plan.policy : undefined, polls);
+    const waiters: QueuedKind<PermitTurnView> = {
+      attempt: async (owner, leaseMs, operationId, terms) =>
+        this.#outcome(
+          await attemptPermits(ctx, keys, owner, permits, leaseMs, operationId, {
+            timeoutMs: terms.timeoutMs,
+            initialPermits,
+            claimMs: terms.claimMs,
+            wakeBy: terms.wakeBy === "sub" ? `sub${terms.registration}.${terms.shard}` : "",
+          }),
+          permits,
+        ),
+      pacing: {
+        by: "kind",
+        delayMs: (view, attempts) => permitPollDelay(view, plan.policy, waiterTimeoutMs, attempts),
+      },
+      // A hold of the owner's lets none of its other tasks in: each takes permits of its own.
+      reentrant: false,
+      leave: (owner, operationId) => abandonPermits(ctx, keys, owner, permits, operationId),
     };
 
     return {
@@ -218,7 +221,14 @@ export class Semaphore {
       // Renewable from anywhere by semaphore.extend (the Durable Object watchdog does); every
       // hold renews on its own, as each has its own fencing token and lease.
       watch: { lockKey: keys.leases, kind: "semaphore" },
-      attempt,
+      // Push mode announces grants on the semaphore's channels (no wake lists: pops poll).
+      ...queuedAttempts(
+        runtime,
+        { lock: keys.leases, handOffChannels: keys.handOffChannels },
+        waiters,
+        plan,
+        waiterTimeoutMs,
+      ),
       control: (owner, fencingToken) => ({
         extend: (ms) => extendPermits(ctx, keys, owner, fencingToken, ms),
         release: async (operationId) => {
@@ -231,50 +241,71 @@ export class Semaphore {
           }
         },
       }),
-      renew: async (owner, leaseMs, { fencingToken }) => {
-        const held = await extendPermits(ctx, keys, owner, fencingToken, leaseMs);
+      renew: async (owner, leaseMs, { fencingToken, claim }) => {
+        const held = await extendPermits(ctx, keys, owner, fencingToken, leaseMs, claim);
         // A release sent meanwhile decides: when it answers, the watchdog is stopped.
         if (!held) await releasing.get(fencingToken)?.catch(() => {});
         return held;
-      },
-      gaveUp: async (owner, operationId) => {
-        if (open) await abandonPermits(ctx, keys, owner, permits, operationId);
       },
     };
   }
 
   /** What the shared flow makes of one attempt's answer. */
-  #outcome(
-    outcome: PermitAttempt,
-    permits: number,
-    policy: WaitPolicy | undefined,
-    polls: number,
-  ): AttemptOutcome {
+  #outcome(outcome: PermitAttempt, permits: number): QueuedAttemptOutcome<PermitTurnView> {
     switch (outcome.kind) {
       case "acquired":
         return outcome;
       case "spent":
-        return { kind: "busy", holderTtlMs: null, operationSpent: true };
+        return { kind: "busy", holderTtlMs: null, queue: notQueued, operationSpent: true };
       case "uninitialized":
-        throw new SemaphoreNotInitializedError(this.name);
+        return { kind: "refused", error: new SemaphoreNotInitializedError(this.name) };
       case "tooMany":
-        throw new SemaphoreCapacityError(
-          this.name,
-          outcome.capacity,
-          `Semaphore "${this.name}" has ${outcome.capacity} permits in all; an acquisition of ${permits} could never be served.`,
-        );
+        return {
+          kind: "refused",
+          error: new SemaphoreCapacityError(
+            this.name,
+            outcome.capacity,
+            `Semaphore "${this.name}" has ${outcome.capacity} permits in all; an acquisition of ${permits} could never be served.`,
+          ),
+        };
       case "busy": {
         const holderTtlMs = outcome.soonestLeaseEndMs;
-        if (policy === undefined) return { kind: "busy", holderTtlMs };
         return {
           kind: "busy",
           holderTtlMs,
-          nextPollMs: permitPollDelay(outcome, policy, this.waiterTimeoutMs, polls),
+          queue: {
+            ...notQueued,
+            position: outcome.position,
+            holderTtlMs,
+            waiters: outcome.waiters,
+            missing: outcome.missing,
+            permitGapMs: outcome.permitGapMs,
+            soonestLeaseEndMs: holderTtlMs,
+          },
         };
       }
     }
   }
 }
+
+/**
+ * A busy answer as the queue flow sees it: a lock's turn (its park bound counts from the soonest
+ * lease end, when a permit surely comes back without a word) and what permit pacing reads.
+ */
+type PermitTurnView = TurnView & PermitView;
+
+const notQueued: PermitTurnView = {
+  position: -1,
+  locked: true,
+  holderTtlMs: null,
+  holdMs: null,
+  holdDeviationMs: null,
+  cycleMs: null,
+  heldForMs: null,
+  missing: 1,
+  permitGapMs: null,
+  soonestLeaseEndMs: null,
+};
 
 /** `permits` (validated, default 1) and the options the shared flow validates. */
 function splitPermits(options: PermitOptions | undefined): {

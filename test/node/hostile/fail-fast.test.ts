@@ -169,4 +169,18 @@ describe.each(backendKindsUnderTest())("an abandoned request stays exactly-once 
     await until(() => observer.lock("late").isLocked(), 3_000);
     await until(async () => !(await observer.lock("late").isLocked()), 500 + 1_000);
   });
+
+  it("a single attempt whose answer never came is left: the hold it took is released long before its lease", async () => {
+    const { redis, lose } = withLostAnswers();
+    const prefix = freshPrefix();
+    const client = new LockClient({ redis, prefix, backendTimeoutMs: 300 });
+    lose(1); // the attempt runs and takes the lock; its caller never hears so
+    const { error } = await timedFailure(() =>
+      client.lock("lost").tryAcquire({ waitMs: 0, leaseMs: 30_000 }),
+    );
+    expect(error).toBeInstanceOf(LockBackendError);
+    // Giving up, it left: the leave found the hold its attempt took and released it.
+    const observer = new LockClient({ redis: bed.redis(), prefix });
+    await until(async () => !(await observer.lock("lost").isLocked()), 3_000);
+  });
 });

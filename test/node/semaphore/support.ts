@@ -5,7 +5,7 @@ import type { RedisLike } from "../../../src/index.js";
 export function semaphoreCall(keys: readonly string[]): "renew" | "release" | "other" {
   if (!keys[0]?.endsWith(":semaphore:leases")) return "other";
   if (keys.length === 2) return "renew";
-  return keys.length === 3 ? "release" : "other";
+  return keys[3]?.endsWith(":semaphore:pace") ? "release" : "other";
 }
 
 /**

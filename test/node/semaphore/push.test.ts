@@ -1,0 +1,256 @@
+/**
+ * Push hand-off for permits (issue 33) over the semaphore's hand-off channels, on the `upstash`
+ * profile (key-locking flag, no blocking pops): a waiter subscribes, registers as parked, and
+ * whatever returns permits (a release, a waiter leaving, a capacity raised) grants them in the
+ * same script to parked waiters first come first served, as many as the permits cover, and
+ * announces each grant. The real @upstash/redis client; words are lost or delayed on the
+ * client's side only, so the server's decisions stay real.
+ */
+import { describe, expect, it } from "vitest";
+import { LockAbortedError, type PermitHandle } from "../../../src/index.js";
+import { extendPermits } from "../../../src/locks/semaphore/extend.js";
+import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { scriptContext } from "../../support/model.js";
+import { tapped } from "../../support/tapped-redis.js";
+import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../lock/testbed.js";
+
+/** Waiters registered in the semaphore's parked hash as listening on a channel. */
+async function parkedWaiters(bed: TestBed, prefix: string, name = "pool"): Promise<number> {
+  const parked = await bed
+    .redis()
+    .hgetall<Record<string, string>>(semaphoreKeys(prefix, name).parked);
+  return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value))).length;
+}
+
+/** Acquire scripts a client sent: semaphore.acquire's keys start with the capacity. */
+function acquireScripts(sent: readonly { keys: string[] }[]): number {
+  return sent.filter(({ keys }) => keys[0]?.endsWith(":semaphore:capacity") && keys.length === 9)
+    .length;
+}
+
+describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend) => {
+  const bed = useTestBed(backend, { profile: "upstash" });
+
+  /** An admin client (holds, capacity) and `n` push-mode waiting clients, on one prefix. */
+  function clients(n: number, wait: { parkMs?: number; claimMs?: number } = {}) {
+    const prefix = freshPrefix();
+    const admin = bed.client({ prefix, scriptKeyLocking: true });
+    const waiters = Array.from({ length: n }, () => {
+      const { redis, tap } = tapped(bed.redis());
+      const client = bed.client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        wait: { mode: "push", wakeBy: "subscription", ...wait },
+      });
+      return { semaphore: client.semaphore("pool"), tap };
+    });
+    return { prefix, semaphore: admin.semaphore("pool"), waiters };
+  }
+
+  it("a release's word hands its permits to the parked waiter, which asks no more", async () => {
+    const { prefix, semaphore, waiters } = clients(1);
+    const [waiter] = waiters;
+    await semaphore.trySetPermits(2);
+    const held = await semaphore.acquire({ permits: 2, leaseMs: 20_000 });
+    const waiting = waiter!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await sleepMs(300); // a polling waiter would have asked again by now; a parked one waits
+    const attemptsBefore = acquireScripts(waiter!.tap.sent);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(handle.fencingToken).toBeGreaterThan(held.fencingToken);
+    expect(waiter!.tap.words).toBeGreaterThanOrEqual(1);
+    // Told, not polled: no attempt after the registering one; the word brought the permits.
+    expect(acquireScripts(waiter!.tap.sent)).toBe(attemptsBefore);
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1, waiters: 0 });
+    await handle.release();
+    expect(await semaphore.availablePermits()).toBe(2);
+  });
+
+  it("one release grants as many queued waiters as its permits cover, first come first served", async () => {
+    const { prefix, semaphore, waiters } = clients(3);
+    await semaphore.trySetPermits(3);
+    const held = await semaphore.acquire({ permits: 3, leaseMs: 20_000 });
+    const order: string[] = [];
+    const wait = (index: number, permits: number) =>
+      waiters[index]!.semaphore.acquire({ permits, leaseMs: 10_000, waitMs: 20_000 }).then(
+        (handle) => {
+          order.push(`${index}`);
+          return handle;
+        },
+      );
+    // In this order: one permit, one permit, then two.
+    const first = wait(0, 1);
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const second = wait(1, 1);
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    const third = wait(2, 2);
+    await until(async () => (await parkedWaiters(bed, prefix)) === 3);
+    const attemptsBefore = waiters.map(({ tap }) => acquireScripts(tap.sent));
+    await held.release();
+    const [a, b] = await Promise.all([first, second]);
+    // The two permits went to the first two; the third waiter's two do not fit beside them.
+    expect(await semaphore.state()).toMatchObject({ held: 2, holds: 2, waiters: 1 });
+    expect(order).toEqual(expect.arrayContaining(["0", "1"]));
+    expect(order).toHaveLength(2);
+    await a!.release();
+    const c = await third;
+    expect(order[2]).toBe("2");
+    expect(await semaphore.state()).toMatchObject({ held: 3, holds: 2, waiters: 0 });
+    expect(waiters.map(({ tap }) => acquireScripts(tap.sent))).toEqual(attemptsBefore);
+    await Promise.all([b!.release(), c.release()]);
+    expect(await semaphore.availablePermits()).toBe(3);
+  });
+
+  it("a parked waiter for three at the head is not overtaken by a later one for one", async () => {
+    const { prefix, semaphore, waiters } = clients(2);
+    await semaphore.trySetPermits(3);
+    const two = await semaphore.acquire({ permits: 2, leaseMs: 20_000 });
+    const one = await semaphore.acquire({ leaseMs: 20_000 });
+    const order: string[] = [];
+    const forAll = waiters[0]!.semaphore.acquire({ permits: 3, leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const forOne = waiters[1]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    void forAll.then(() => order.push("three"));
+    void forOne.then(() => order.push("one"));
+    // Two permits back: the head needs three, so they stay reserved for it, not for the later one.
+    await two.release();
+    await sleepMs(300);
+    expect(order).toEqual([]);
+    expect(await semaphore.state()).toMatchObject({ held: 1, waiters: 2 });
+    await one.release();
+    const all = await forAll;
+    expect(order).toEqual(["three"]);
+    await all.release();
+    await (await forOne).release();
+    expect(order).toEqual(["three", "one"]);
+  });
+
+  it("permits a capacity raise frees go to a parked waiter by word", async () => {
+    const { prefix, semaphore, waiters } = clients(1);
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const attemptsBefore = acquireScripts(waiters[0]!.tap.sent);
+    const raisedAt = Date.now();
+    expect(await semaphore.addPermits(1)).toBe(2);
+    const handle = await waiting;
+    expect(Date.now() - raisedAt).toBeLessThan(1_000);
+    expect(acquireScripts(waiters[0]!.tap.sent)).toBe(attemptsBefore);
+    await Promise.all([handle.release(), held.release()]);
+  });
+
+  it("a lost word: the waiter's next attempt replays the grant, holding its permits once", async () => {
+    const { prefix, semaphore, waiters } = clients(1, { parkMs: 500, claimMs: 5_000 });
+    const { tap } = waiters[0]!;
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    tap.dropWords = true;
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(tap.words).toBeGreaterThanOrEqual(1);
+    // The hold the release granted (the next token), not a second one beside it.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
+    await handle.release();
+    expect(await semaphore.availablePermits()).toBe(1);
+  });
+
+  it("a waiter that gives up after a grant it never heard returns the permits to the next", async () => {
+    const { prefix, semaphore, waiters } = clients(2, { parkMs: 60_000, claimMs: 15_000 });
+    const [deaf, next] = waiters;
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    deaf!.tap.dropWords = true;
+    const cancel = new AbortController();
+    const giving = deaf!.semaphore.acquire({
+      leaseMs: 10_000,
+      waitMs: 20_000,
+      signal: cancel.signal,
+    });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const waiting = next!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    await held.release(); // granted to the deaf waiter with a 15 s claim window; its word lost
+    await until(async () => deaf!.tap.words >= 1);
+    const abortedAt = Date.now();
+    cancel.abort();
+    await expect(giving).rejects.toBeInstanceOf(LockAbortedError);
+    // Its leave found the grant, returned it, and granted the waiter behind: long before 15 s.
+    const handle: PermitHandle = await waiting;
+    expect(Date.now() - abortedAt).toBeLessThan(2_000);
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1, waiters: 0 });
+    await handle.release();
+  });
+
+  it("a grantee that died before claiming: its permits come back when the claim window ends", async () => {
+    const claimMs = 1_000;
+    const { prefix, semaphore, waiters } = clients(1, { claimMs, parkMs: 30_000 });
+    const { tap } = waiters[0]!;
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    void waiters[0]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 }).catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    tap.dead = true; // the grantee's process dies: it never confirms the grant
+    tap.dropWords = true;
+    const releasedAt = Date.now();
+    await held.release();
+    expect(await semaphore.availablePermits()).toBe(0); // granted, for the claim window only
+    const next = await semaphore.acquire({ leaseMs: 10_000, waitMs: 10_000 });
+    expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(claimMs - 50);
+    expect(Date.now() - releasedAt).toBeLessThan(claimMs + 3_000);
+    await next.release();
+  });
+
+  it("a handed-off hold with a fixed lease confirms it past the claim window", async () => {
+    const claimMs = 1_000;
+    const { prefix, semaphore, waiters } = clients(1, { claimMs });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs: 6_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const attemptsBefore = acquireScripts(waiters[0]!.tap.sent);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(acquireScripts(waiters[0]!.tap.sent)).toBe(attemptsBefore); // handed off, by word
+    await sleepMs(claimMs + 1_000); // past the claim window
+    expect(handle.signal.aborted).toBe(false);
+    expect(handle.expiresAt - releasedAt).toBeGreaterThan(5_000);
+    // The server's lease does not end before the one the handle trusts.
+    const keys = semaphoreKeys(prefix, "pool");
+    const member = `${handle.owner} ${handle.fencingToken}`;
+    expect(Number(await bed.redis().zscore(keys.leases, member))).toBeGreaterThan(0);
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
+    await handle.release();
+  });
+
+  it("semaphore.extend anchors a claim at the grant: the lease ends exactly its length after it", async () => {
+    const { prefix, semaphore } = clients(0);
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 1_000 }); // as a grant with a 1 s claim
+    const keys = semaphoreKeys(prefix, "pool");
+    const member = `${held.owner} ${held.fencingToken}`;
+    const granted = Number(await bed.redis().zscore(keys.leases, member));
+    const renewed = await extendPermits(
+      scriptContext(bed.redis()),
+      keys,
+      held.owner,
+      held.fencingToken,
+      5_000,
+      { claimMs: 1_000, grantLeaseMs: 8_000 },
+    );
+    expect(renewed).toBe(true);
+    // From the claim's end (grant + 1 s) to grant + 8 s, however late the request came.
+    expect(Number(await bed.redis().zscore(keys.leases, member))).toBe(granted + 7_000);
+    await held.release();
+  });
+});

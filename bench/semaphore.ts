@@ -1,10 +1,12 @@
 /**
  * `npx tsx bench/semaphore.ts`: a counting semaphore of 4 permits on one key, N contenders (8 and
- * 32) each running K sections of hold H, edgelock's `client.semaphore` over REST beside
- * redis-semaphore's `Semaphore` over TCP (ioredis through the same latency model, the same
- * redis-server). Measures throughput against the ideal bound (permits × 1 / (hold + round trip)),
- * requests per acquisition, the most holders ever inside at once (must be ≤ 4) and waits. Writes
- * bench/results/semaphore-<date>.json. Options: --latency 0,20 --sections 10 --hold 20.
+ * 32) each running K sections of hold H, edgelock's `client.semaphore` over REST (polling, and
+ * push over a subscription as production Upstash serves it) beside redis-semaphore's `Semaphore`
+ * over TCP (ioredis through the same latency model, the same redis-server), on the `upstash`
+ * profile. Measures throughput against the ideal bound (permits × 1 / (hold + round trip)),
+ * requests per acquisition (a subscribe counts; pushed words are listed apart), the most holders
+ * ever inside at once (must be ≤ 4) and waits. Writes bench/results/semaphore-<date>.json.
+ * Options: --latency 0,20 --sections 10 --hold 20 --contenders 8,32.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -37,17 +39,24 @@ interface SemaphorePeer {
   contender(key: string): Promise<PermitContender>;
 }
 
-function edgelockSemaphore(env: PeerEnv): SemaphorePeer {
+/** `push`: told over a subscription (the semaphore's hand-off channels), else polling. */
+function edgelockSemaphore(env: PeerEnv, push = false): SemaphorePeer {
   return {
-    id: "edgelock-semaphore",
-    label: "edgelock semaphore",
+    id: push ? "edgelock-semaphore-push" : "edgelock-semaphore",
+    label: push ? "edgelock semaphore push" : "edgelock semaphore",
     transport: "REST",
-    config: `client.semaphore(key, { initialPermits: ${PERMITS} }), lease ${LEASE_MS} ms, wait defaults (FIFO, polling)`,
+    config: `client.semaphore(key, { initialPermits: ${PERMITS} }), lease ${LEASE_MS} ms, ${
+      push
+        ? 'wait { mode: "push", wakeBy: "subscription" } (FIFO; a release grants parked waiters)'
+        : "wait defaults (FIFO, polling)"
+    }`,
     contender: async (key) => {
       const client = new LockClient({
         redis: new Redis({ url: env.restUrl, token: env.token }),
         prefix: "bench",
-        wait: { maxPolls: 100_000 },
+        wait: push
+          ? { maxPolls: 100_000, mode: "push", wakeBy: "subscription" }
+          : { maxPolls: 100_000 },
       });
       const semaphore = client.semaphore(key, { initialPermits: PERMITS });
       let held: PermitHandle | undefined;
@@ -104,6 +113,8 @@ interface Row {
   readonly idealPerSec: number;
   readonly efficiency: number;
   readonly requestsPerAcquisition: number;
+  /** Hand-off words pushed to subscribed waiters, per acquisition (not requests). */
+  readonly pushedPerAcquisition: number;
   readonly mostInside: number;
   readonly waitP50Ms: number;
   readonly waitP99Ms: number;
@@ -174,6 +185,7 @@ async function run(
       idealPerSec: round(idealPerSec),
       efficiency: round(throughputPerSec / idealPerSec, 3),
       requestsPerAcquisition: round(wire.requests / acquisitions, 2),
+      pushedPerAcquisition: round((wire.commandsByName.pushed ?? 0) / acquisitions, 2),
       mostInside,
       waitP50Ms: round(percentile(waits, 0.5)),
       waitP99Ms: round(percentile(waits, 0.99)),
@@ -211,7 +223,7 @@ const env: PeerEnv = {
   tcpPort: backend.tcpPort,
   leaseMs: LEASE_MS,
 };
-const peers = [edgelockSemaphore(env), redisSemaphore(env)];
+const peers = [edgelockSemaphore(env), edgelockSemaphore(env, true), redisSemaphore(env)];
 console.log(`semaphore bench: ${PERMITS} permits, hold ${holdMs} ms, ${sections} sections each`);
 console.log(`backend: ${backend.description}`);
 for (const peer of peers)
@@ -237,6 +249,7 @@ try {
           `${row.latency.padEnd(8)} N=${String(contenders).padEnd(3)} ${row.peer.padEnd(34)} ` +
             `${row.throughputPerSec.toFixed(1).padStart(7)}/s of ${row.idealPerSec.toFixed(1)}/s ideal ` +
             `(${(row.efficiency * 100).toFixed(0)} %), ${row.requestsPerAcquisition} req/acq, ` +
+            `${row.pushedPerAcquisition} pushed/acq, ` +
             `most inside ${row.mostInside}, wait p50 ${row.waitP50Ms} ms p99 ${row.waitP99Ms} ms`,
         );
       }

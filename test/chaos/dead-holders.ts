@@ -10,6 +10,8 @@ export interface DeadHolderWatch {
   readonly record: DeadHolderRecord;
   /** The bound as known now: it can still move while a request of the holder settles. */
   readonly boundOf: () => number;
+  /** What the holder sent (its requests, traced), kept when it is seen held past its bound. */
+  readonly describe?: () => string;
 }
 
 /** Probes until the hold is gone, or `giveUpAfterMs` past its bound. */
@@ -38,4 +40,7 @@ export async function watchDeadHolder(
     await sleepMs(probeIntervalMs);
   }
   record.boundAt = watch.boundOf();
+  if (record.lastSeenHeldAt !== null && record.lastSeenHeldAt > record.boundAt) {
+    record.context = watch.describe?.();
+  }
 }

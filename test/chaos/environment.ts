@@ -281,6 +281,19 @@ interface TransportHooks {
     | undefined;
 }
 
+/**
+ * The owner a script argument names: the owner itself, or a semaphore's hold `<owner> <fencing
+ * token>` (semaphore.extend and semaphore.release name the hold only: a crashed holder's renewal
+ * or release of its permits must not leave its process either, and they re-arm its lease).
+ */
+function ownerNamedBy(arg: unknown): string | undefined {
+  if (typeof arg !== "string") return undefined;
+  const hold = SEMAPHORE_HOLD.exec(arg);
+  return hold === null ? arg : hold[1];
+}
+
+const SEMAPHORE_HOLD = /^(\S+) \d+$/;
+
 /** Operation ids as `newOperationId()` makes them. */
 const OPERATION_ID = /^[0-9a-f]{24}$/;
 
@@ -300,9 +313,10 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
     args: readonly unknown[],
     send: () => Promise<T>,
   ): Promise<T> => {
-    const owners = args.filter(
-      (arg): arg is string => typeof arg === "string" && requests.has(arg),
-    );
+    const owners = args.flatMap((arg) => {
+      const owner = ownerNamedBy(arg);
+      return owner !== undefined && requests.has(owner) ? [owner] : [];
+    });
     if (owners.some((owner) => crashed.has(owner))) {
       throw new Error("chaos: the owner's process crashed, this request never left it");
     }

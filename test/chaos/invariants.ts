@@ -460,7 +460,9 @@ export function checkDeadHolders(
         `key ${holder.key}: ${holder.cause} holder ${holder.owner.slice(0, 8)} ` +
         (holder.freedAt === null
           ? "was never seen free"
-          : `still held ${(holder.lastSeenHeldAt ?? 0) - holder.boundAt} ms past its bound`),
+          : `still held ${(holder.lastSeenHeldAt ?? 0) - holder.boundAt} ms past its bound ` +
+            `(${holder.boundAt})`) +
+        (holder.context === undefined ? "" : `; ${holder.context}`),
     );
   }
   return tally.result();

@@ -117,6 +117,8 @@ export interface DeadHolderRecord {
   lastSeenHeldAt: number | null;
   /** When a probe first found it free (null if none did before probing stopped). */
   freedAt: number | null;
+  /** For one seen held past its bound: the owner's requests, for the report. */
+  context?: string;
 }
 
 /** A release sequence that ended cleanly, and what the fault-free observer saw right after. */

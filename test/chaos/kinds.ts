@@ -28,6 +28,11 @@ export interface ChaosKind {
    * run's subscription faults apply to their streams.
    */
   readonly subscribes?: boolean;
+  /**
+   * The run's config as this kind takes it (default: as given), e.g. fewer keys, so that its
+   * waiters meet busy keys as often as a lock's do.
+   */
+  tune?(config: ChaosConfig): ChaosConfig;
   create(env: ChaosEnvironment, config: ChaosConfig): ChaosPrimitive;
 }
 
@@ -99,6 +104,22 @@ export const KINDS = {
     name: "semaphore",
     databases: 1,
     create: (env) => semaphorePrimitive(env.prefix, env.observer, 3),
+  },
+  "semaphore-sub": {
+    name: "semaphore (push, subscription)",
+    databases: 1,
+    subscribes: true,
+    // Half the keys, so that waiters park and releases grant (over the run's keys, 3 permits
+    // each, few would wait); twice the isolates with half the holders each, so that as many
+    // streams open (one per isolate and key) and meet the stream faults.
+    tune: (config) => ({
+      ...config,
+      keys: Math.ceil(config.keys / 2),
+      isolates: config.isolates * 2,
+      holdersPerIsolate: Math.ceil(config.holdersPerIsolate / 2),
+    }),
+    create: (env, config) =>
+      semaphorePrimitive(env.prefix, env.observer, 3, subscriptionWaiting(env, config)),
   },
   do: {
     name: "lock (Durable Object watchdog)",

@@ -617,5 +617,10 @@ function bury(
     freedAt: null,
   };
   ctx.journal.dead.push(record);
-  ctx.bury({ record, boundOf });
+  ctx.bury({
+    record,
+    boundOf,
+    describe: () =>
+      `died at ${diedAt}; requests: ${isolate.requestsOf(owner).map(traced).join(" | ")}`,
+  });
 }

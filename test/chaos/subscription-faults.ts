@@ -1,8 +1,9 @@
 /**
  * Faults on the words of push hand-off over a subscription (`wait.wakeBy: "subscription"`, the
- * `*-sub` kinds), done on the isolates' side of the stream: the server subscribes, decides and
- * publishes for real; what the library hears through `redis.subscribe()` is tampered with, at
- * seeded rates (each isolate its own draws from the run's seed):
+ * `*-sub` kinds: the locks' and the semaphore's hand-off channels, the latch's), done on the
+ * isolates' side of the stream: the server subscribes, decides and publishes for real; what the
+ * library hears through `redis.subscribe()` is tampered with, at seeded rates (each isolate its
+ * own draws from the run's seed):
  * - a word (`<operation id> grant …` or `<operation id> behind …`, or a count-down latch's
  *   `opened`, the `latch-sub` kind) lost;
  * - a word late, by up to `lateMaxMs` (some past the grant's claim window); a stream keeps its
@@ -20,6 +21,7 @@
 import type { Redis } from "@upstash/redis";
 import { createPrng } from "../../dev/rest/faults.js";
 import { ACQUIRE_ARGS } from "../../src/locks/exclusive/acquire.js";
+import { SEMAPHORE_ACQUIRE } from "../../src/locks/semaphore/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../src/transport/redis-like.js";
 import { isOpenedWord, parseHandOffWord } from "../../src/wait/subscription.js";
 
@@ -85,24 +87,54 @@ export interface SubscriptionCounts {
   heldAfterLostWord: number;
 }
 
-const OWNER = ACQUIRE_ARGS.indexOf("owner");
-const CLAIM_MS = ACQUIRE_ARGS.indexOf("claimMs");
-const PARK_ID = ACQUIRE_ARGS.indexOf("parkId");
-const WAKE_BY = ACQUIRE_ARGS.indexOf("wakeBy");
+/** Where an acquire script's ARGV has what a waiter sent listening registers. */
+interface ListeningArgs {
+  readonly owner: number;
+  readonly claimMs: number;
+  readonly parkId: number;
+  readonly wakeBy: number;
+}
+
+function listeningArgsOf(names: readonly string[]): ListeningArgs {
+  const at = (name: string) => {
+    const index = names.indexOf(name);
+    if (index < 0) throw new Error(`chaos: an acquire script without ${name}`);
+    return index;
+  };
+  return {
+    owner: at("owner"),
+    claimMs: at("claimMs"),
+    parkId: at("parkId"),
+    wakeBy: at("wakeBy"),
+  };
+}
+
+/** The plain, fair and write locks' acquire scripts: their ARGV start with ACQUIRE_ARGS. */
+const LOCK_ACQUIRE = listeningArgsOf(ACQUIRE_ARGS);
+/** The semaphore's acquire script (semaphore.acquire): its own ARGV. */
+const SEMAPHORE_ACQUIRE_ARGS = listeningArgsOf(SEMAPHORE_ACQUIRE.argNames);
+/** Where the semaphore's acquire script has its capacity key, by which it is told apart. */
+const SEMAPHORE_CAPACITY = SEMAPHORE_ACQUIRE.keyNames.indexOf("capacityKey");
 
 /**
  * The owner and operation id of an acquire attempt (plain, fair, write lock: their ARGV start with
- * ACQUIRE_ARGS) sent listening: it registers its waiter, if busy, to be told by word.
+ * ACQUIRE_ARGS; a semaphore's, told apart by its KEYS) sent listening: it registers its waiter, if
+ * busy, to be told by word.
  */
 export function listeningAttempt(
   args: readonly unknown[],
+  keys: readonly string[] = [],
 ): { readonly owner: string; readonly operationId: string; readonly shard: number } | undefined {
-  const wakeBy = args[WAKE_BY];
-  if (typeof wakeBy !== "string" || !wakeBy.startsWith("sub") || !(Number(args[CLAIM_MS]) > 0)) {
+  const semaphore =
+    keys.length === SEMAPHORE_ACQUIRE.keyNames.length &&
+    keys[SEMAPHORE_CAPACITY]?.endsWith(":semaphore:capacity") === true;
+  const at = semaphore ? SEMAPHORE_ACQUIRE_ARGS : LOCK_ACQUIRE;
+  const wakeBy = args[at.wakeBy];
+  if (typeof wakeBy !== "string" || !wakeBy.startsWith("sub") || !(Number(args[at.claimMs]) > 0)) {
     return undefined;
   }
-  const owner = args[OWNER];
-  const operationId = args[PARK_ID];
+  const owner = args[at.owner];
+  const operationId = args[at.parkId];
   if (typeof owner !== "string" || typeof operationId !== "string") return undefined;
   // `sub<attempt>.<shard>`: the shard of the lock's hand-off channels it listens on.
   const shard = Number(wakeBy.split(".")[1] ?? 0);
@@ -200,7 +232,7 @@ export class SubscriptionFaults {
     keys: readonly string[],
     streams: IsolateSubscriptions,
   ): { readonly owner: string; readonly operationId: string } | undefined {
-    const listening = listeningAttempt(args);
+    const listening = listeningAttempt(args, keys);
     if (listening === undefined) return undefined;
     this.counts.listening += 1;
     this.#owners.set(listening.operationId, { owner: listening.owner, isolate: streams });

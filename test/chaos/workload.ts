@@ -113,9 +113,10 @@ export interface ChaosRunOptions {
 }
 
 export async function runChaos(
-  config: ChaosConfig,
+  given: ChaosConfig,
   options: ChaosRunOptions = {},
 ): Promise<ChaosResult> {
+  const config = options.kind?.tune?.(given) ?? given;
   const env = await startEnvironment({
     ...config,
     maxHangMs: config.requestTimeoutMs * 4,

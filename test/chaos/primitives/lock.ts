@@ -59,8 +59,11 @@ type ForceRelease = (
   heldAs: "exclusive" | "shared" | undefined,
 ) => { holds: ForceReleaseTarget["holds"]; run: () => Promise<boolean> };
 
-/** A lock's acquisitions with `wait` (push mode) over the client's polling policy. */
-function waitingWith(lock: Opener, { wait, acquired }: PushWaiting): Opener {
+/**
+ * A lock's (or a semaphore's) acquisitions with `wait` (push mode) over the client's polling
+ * policy; every hold one returns is told to `acquired`.
+ */
+export function waitingWith(lock: Opener, { wait, acquired }: PushWaiting): Opener {
   const seen = <H extends HeldHandle | null>(handle: H): H => {
     if (handle !== null) acquired?.(handle);
     return handle;
@@ -84,8 +87,8 @@ export function pushWaiting(env: ChaosEnvironment, config: ChaosConfig): PushWai
 }
 
 /**
- * Push mode woken over a subscription to the lock's hand-off channel (the `upstash` profile,
- * where pops never block): the run's park and claim windows; its streams, the faults on them and
+ * Push mode woken over a subscription to the lock's (or semaphore's) hand-off channels (the
+ * `upstash` profile, where pops never block): the run's park and claim windows; its streams, the faults on them and
  * what came of the hand-offs among the figures (subscription-faults.ts). Every figure must be
  * met by the short run (test/node/chaos).
  */

@@ -4,18 +4,22 @@
  * capacity, so the exclusion checks count at most `permits` holders at once. A "re-entry" is one
  * more permit for the same owner (semaphores do not re-enter), which the workload treats as a
  * hold of its own. No force release; no fencing-counter reading (tokens of concurrent holders
- * interleave, so "the latest token is mine" does not apply).
+ * interleave, so "the latest token is mine" does not apply). With `push` (the `semaphore-sub`
+ * kind), its waiters wait in push mode over the semaphore's hand-off channels, as the locks' do
+ * (primitives/lock.ts): a release grants the parked waiters its permits cover.
  */
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import type { Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";
 import { readKeys } from "../server-state.js";
-import { acquireHold } from "./hold.js";
+import { acquireHold, type OpenerFactory } from "./hold.js";
+import { type PushWaiting, waitingWith } from "./lock.js";
 
 export function semaphorePrimitive(
   prefix: string,
   observer: Observer,
   permits: number,
+  push?: PushWaiting,
 ): ChaosPrimitive {
   const layout = (key: string) => {
     const keys = semaphoreKeys(prefix, key);
@@ -25,16 +29,16 @@ export function semaphorePrimitive(
     const state = (await readKeys(observer.raw, [layout(key)])).get(key)!;
     return [...state.holders.keys()];
   };
+  const open: OpenerFactory = (isolate, key) => {
+    const semaphore = isolate.client.semaphore(key, { initialPermits: permits });
+    return push ? waitingWith(semaphore, push) : semaphore;
+  };
   return {
-    name: `semaphore (${permits} permits)`,
+    name: push ? `semaphore (${permits} permits, ${push.label})` : `semaphore (${permits} permits)`,
     capacity: permits,
-    acquire: (isolate, key, plan) =>
-      acquireHold(
-        (isolate) => isolate.client.semaphore(key, { initialPermits: permits }),
-        isolate,
-        key,
-        plan,
-      ),
+    ...(push ? { figures: push.figures, parks: true } : {}),
+    ...(push?.killParkedRate === undefined ? {} : { killParkedRate: push.killParkedRate }),
+    acquire: (isolate, key, plan) => acquireHold(open, isolate, key, plan),
     isHeldBy: async (key, owner) => (await holders(key)).includes(owner),
     holders,
     state: (keys) => readKeys(observer.raw, keys.map(layout)),

@@ -89,7 +89,7 @@ function coverageGaps(result: ChaosResult, name: string): string[] {
           // member) and RedLock's (per database) have none, and a semaphore's concurrent
           // holders each have their own token, none of them "the latest".
           !(
-            (name === "redlock" || name === "multi" || name === "semaphore") &&
+            (name === "redlock" || name === "multi" || name.startsWith("semaphore")) &&
             invariant.name === "a trusted hold is the lock's current one (its token)"
           ),
       )

@@ -44,8 +44,8 @@ export type Pacing<View extends TurnView> =
   | {
       /** By the kind's own rule (a semaphore's, permits.ts). */
       readonly by: "kind";
-      /** Ms to sleep after a busy answer, the `attempts`-th request of the acquisition. */
-      delayMs(view: View, attempts: number): number;
+      /** Ms to sleep after a busy answer (the kind keeps what it needs of earlier ones). */
+      delayMs(view: View): number;
     };
 
 export interface QueuedKind<View extends TurnView = TurnView> {
@@ -85,7 +85,7 @@ export function queuedAttempts<View extends TurnView>(
   // Made lazily: a parked waiter may never need it.
   let pacer: TurnPacer | undefined;
   const nextPollMs = (view: View): number => {
-    if (pacing.by === "kind") return pacing.delayMs(view, requests);
+    if (pacing.by === "kind") return pacing.delayMs(view);
     pacer ??= new TurnPacer(
       policy,
       Math.floor(waiterTimeoutMs / 3),

@@ -19,7 +19,7 @@ import {
   acquireOrThrow,
 } from "../../wait/acquire.js";
 import type { QueuedAttemptOutcome, WaitPlan } from "../../wait/attempt.js";
-import { type PermitView, permitPollDelay } from "../../wait/permits.js";
+import { PermitPacer, type PermitView } from "../../wait/permits.js";
 import {
   checkWaiterTimeout,
   type QueuedKind,
@@ -195,6 +195,7 @@ export class Semaphore {
     // Releases in flight by hold: a renewal that finds its hold gone waits for the release's
     // answer, so that a release racing a renewal is not reported lost (redis-semaphore#205).
     const releasing = new Map<number, Promise<unknown>>();
+    const pacer = new PermitPacer(plan.policy, waiterTimeoutMs);
     const waiters: QueuedKind<PermitTurnView> = {
       attempt: async (owner, leaseMs, operationId, terms) =>
         this.#outcome(
@@ -208,7 +209,7 @@ export class Semaphore {
         ),
       pacing: {
         by: "kind",
-        delayMs: (view, attempts) => permitPollDelay(view, plan.policy, waiterTimeoutMs, attempts),
+        delayMs: (view) => pacer.next(view),
       },
       // A hold of the owner's lets none of its other tasks in: each takes permits of its own.
       reentrant: false,

@@ -1,6 +1,6 @@
 /** How a semaphore's waiter paces its polls from its busy answer (src/wait/permits.ts). */
 import { describe, expect, it } from "vitest";
-import { permitPollDelay as pollDelay } from "../../../src/wait/permits.js";
+import { PermitPacer, permitPollDelay as pollDelay } from "../../../src/wait/permits.js";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 
 const busy = (missing: number, permitGapMs: number | null, soonestLeaseEndMs: number | null) =>
@@ -41,6 +41,26 @@ describe("a semaphore waiter's pace", () => {
       pollDelay(busy(1, null, 60_000), DEFAULT_WAIT_POLICY, 5_000, i + 1, top),
     ).reduce((sum, ms) => sum + ms, 0);
     expect(total).toBeGreaterThan(20_000);
+  });
+
+  it("a waiter that moved up a long queue backs off from the first step once next in line", () => {
+    const pacer = new PermitPacer(DEFAULT_WAIT_POLICY, 5_000, top);
+    // Twenty busy answers on the way up (each sleep aimed by the permits it lacks)…
+    for (let missing = 21; missing > 1; missing--) pacer.next(busy(missing, 5, 60_000));
+    // …then next in line: the first backoff step, then the second, as a fresh waiter would.
+    expect(pacer.next(busy(1, 5, 60_000))).toBeLessThanOrEqual(10);
+    expect(pacer.next(busy(1, 5, 60_000))).toBeLessThanOrEqual(20);
+    // Moved back (a waiter ahead for more), then next again: from the first step again.
+    pacer.next(busy(3, 5, 60_000));
+    expect(pacer.next(busy(1, 5, 60_000))).toBeLessThanOrEqual(10);
+  });
+
+  it("further back before the holds' pace is known, backs off over all its polls", () => {
+    const pacer = new PermitPacer(DEFAULT_WAIT_POLICY, 5_000, top);
+    const delays = Array.from({ length: 7 }, () => pacer.next(busy(5, null, 60_000)));
+    expect(delays).toEqual([20, 20, 40, 80, 160, 250, 250]);
+    // Once it is known, by the pace: four permits to come back, one every 50 ms.
+    expect(pacer.next(busy(5, 50, 60_000))).toBe(160);
   });
 
   it("never sleeps past the soonest lease end, nor a third of the waiter timeout", () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { LockAbortedError, type LockClient, type LockHandle } from "../../../src/index.js";
 import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/acquire.js";
 import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/subscription.js";
@@ -71,15 +71,22 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
   it("a word reaches the streams of its waiter's shard, not every waiting stream", async () => {
     const prefix = freshPrefix();
     const holder = bed.client({ prefix, scriptKeyLocking: true });
-    const waiters = Array.from({ length: 8 }, () => {
+    // A Node client draws its shard as it is made: here client i gets shard i, so that the count
+    // below does not hang on how eight random draws collide (55 words once in CI).
+    const waiters = Array.from({ length: 8 }, (_, shard) => {
       const { redis, tap } = tapped(bed.redis());
-      const client = bed.client({
-        prefix,
-        redis,
-        scriptKeyLocking: true,
-        wait: { mode: "push", wakeBy: "subscription" },
-      });
-      return { client, tap };
+      const draw = vi.spyOn(Math, "random").mockReturnValue((shard + 0.5) / 8);
+      try {
+        const client = bed.client({
+          prefix,
+          redis,
+          scriptKeyLocking: true,
+          wait: { mode: "push", wakeBy: "subscription" },
+        });
+        return { client, tap };
+      } finally {
+        draw.mockRestore();
+      }
     });
     const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
     // Eight clients wait; each passes the lock on as soon as it holds it: eight grants by word.

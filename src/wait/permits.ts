@@ -20,9 +20,10 @@ export interface PermitView {
  * How long a busy waiter sleeps: the next in line (one permit short; `polls`: its busy answers
  * in a row as next in line) backs off as blind polling does, from the first step when it came to
  * the head (so a wait on long holds does not spend its poll budget in a second, and a waiter that
- * moved up a long queue does not sleep the longest steps at the head); one further back sleeps until about when it will be next in line
- * (the permits it still lacks, less one, times how far apart permits come back: the learnt
- * average hold over the capacity; the second backoff step before that is known). Never past
+ * moved up a long queue does not sleep the longest steps at the head); one further back sleeps
+ * until about when it will be next in line (the permits it still lacks, less one, times how far
+ * apart permits come back: the learnt average hold over the capacity; the backoff, over all its
+ * polls, before that is known). Never past
  * the soonest lease end (a permit returns then at the latest), and at least every third of the
  * waiter timeout (to keep its place).
  */
@@ -52,7 +53,7 @@ export function permitPollDelay(
 /**
  * One waiter's pacing over its busy answers: next in line, its backoff counts from when it became
  * so, not from its first poll: one that moved up a long queue would otherwise sleep the longest steps
- * at the head while permits came back (32 waiters on 4 permits: 34 % of the ideal, not 67 %).
+ * at the head while permits came back (32 waiters on 4 permits at 20 ms: 34 % of the ideal, not 72 %).
  */
 export class PermitPacer {
   readonly #policy: WaitPolicy;

@@ -363,18 +363,30 @@ end`;
 
 /**
  * Before an acquire script's replay (replayAcquisition): a hand-off announced to this
- * acquisition (`granted <fence>` in its parked registration, see handOffToParkedHead) becomes
- * its operation record, so the attempt replays that hold (or finds it gone) instead of taking
- * the lock again. A no-op where the caller never parks (`parkedKey` nil).
+ * acquisition (`granted <fence>` in its parked registration, see handOffToParkedHead, or a
+ * semaphore's grantToParkedWaiters) becomes its operation record, so the attempt replays that
+ * hold (or finds it gone) instead of taking the lock again. A no-op where the caller never parks
+ * (`parkedKey` nil). `waiter`: a local with the acquisition's member in `parkedKey` where it is
+ * not the lock's `<owner> <parkId>` (a semaphore's names its permits too).
  */
-export function takeAnnouncedGrant(parkedKey: string, operationKey: string): string {
+export function takeAnnouncedGrant(
+  parkedKey: string,
+  operationKey: string,
+  waiter?: string,
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "takeAnnouncedGrant",
-    lua: () => takeAnnouncedGrant(parkedKey, operationKey),
-    needs: [parkedKey, operationKey, "owner", "parkId", "operationTtlMs"],
+    lua: () => takeAnnouncedGrant(parkedKey, operationKey, waiter),
+    needs: [
+      parkedKey,
+      operationKey,
+      waiter === undefined ? "owner" : waiter,
+      waiter === undefined ? "parkId" : undefined,
+      "operationTtlMs",
+    ],
   });
   return `if ${parkedKey} then
-  local member = owner .. ' ' .. parkId
+  local member = ${waiter ?? "owner .. ' ' .. parkId"}
   local granted = string.match(redis.call('HGET', ${parkedKey}, member) or '', '^granted (%d+)$')
   if granted then
     redis.call('HDEL', ${parkedKey}, member)

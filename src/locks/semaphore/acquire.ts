@@ -6,10 +6,11 @@
  */
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { takeAnnouncedGrant } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
-import { registerParkedPermits, takeAnnouncedPermits } from "./hand-off.js";
+import { registerParkedPermits } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd } from "./lua.js";
 
@@ -55,7 +56,7 @@ export const SEMAPHORE_ACQUIRE = defineScript({
   replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
   lua: `${SERVER_NOW_MS}
 ${pruneExpiredLeases("leasesKey", "countsKey")}
-${takeAnnouncedPermits()}
+${takeAnnouncedGrant("parkedKey", "operationKey", "waiter")}
 local replay = redis.call('GET', operationKey)
 if replay then
   -- A re-send of an attempt that took permits re-arms that hold; nothing is taken twice.

@@ -4,19 +4,20 @@
  * to the parked waiters of the queue, first come first served, as many as the permits cover. A
  * granted waiter becomes a holder with its own fencing token and a lease of its claim window; the
  * grant is recorded in its parked registration and announced on its shard's channel, as a lock's
- * is (queue/hand-off.ts), and its next attempt replays it (takeAnnouncedPermits). Only a waiter
+ * is (queue/hand-off.ts), and its next attempt replays it (takeAnnouncedGrant). Only a waiter
  * listening on a channel is granted: a polling waiter ahead keeps its permits reserved, as the
  * acquire script reserves them, so nobody behind it takes them first.
  */
 import { LUA_FRAGMENTS } from "../fragment.js";
 import {
   HAND_OFF_CHANNEL_KEYS,
+  handOffChannelKeys,
   PARKED_REGISTRATION,
   pruneGrantRecords,
   publishOnShard,
   recordAnnouncedGrant,
 } from "../queue/hand-off.js";
-import { pruneDeadWaiters } from "../queue/lua.js";
+import { ownerOfWaiter, pruneDeadWaiters } from "../queue/lua.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, heldPermits } from "./lua.js";
 
@@ -33,17 +34,14 @@ export const PERMIT_HAND_OFF_KEYS = [
 /** The values of PERMIT_HAND_OFF_KEYS for semaphore `keys`. */
 export function permitHandOffKeys(
   keys: SemaphoreKeys,
-): Record<(typeof PERMIT_HAND_OFF_KEYS)[number], string> {
-  const channels = Object.fromEntries(
-    HAND_OFF_CHANNEL_KEYS.map((name, shard) => [name, keys.handOffChannels[shard] ?? ""]),
-  ) as Record<(typeof HAND_OFF_CHANNEL_KEYS)[number], string>;
+): Record<(typeof PERMIT_HAND_OFF_KEYS)[number], string | undefined> {
   return {
     fenceKey: keys.fence,
     queueKey: keys.queue,
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
     grantsKey: keys.grants,
-    ...channels,
+    ...handOffChannelKeys(keys),
   };
 }
 
@@ -84,7 +82,7 @@ do
     if wakeBy == 'sub' and held + reserved + wanted <= capacity then
       lease = math.min(tonumber(claim), tonumber(lease))
       local fence = redis.call('INCR', fenceKey)
-      local hold = string.match(member, '^(%S+)') .. ' ' .. fence
+      local hold = ${ownerOfWaiter("member")} .. ' ' .. fence
       redis.call('ZADD', leasesKey, now + lease, hold)
       redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
       redis.call('ZREM', queueKey, member)
@@ -99,26 +97,6 @@ do
   end
   if grants > 0 then
     ${expireWithLastLease("leasesKey", "countsKey")}
-  end
-end`;
-}
-
-/**
- * Before an acquire script's replay: a grant announced to this waiter (`granted <fence>` in its
- * parked registration) becomes its operation record, so the attempt replays that hold (or finds
- * it gone) instead of taking permits again.
- */
-export function takeAnnouncedPermits(): string {
-  /* @__PURE__ */ LUA_FRAGMENTS.push({
-    name: "takeAnnouncedPermits",
-    lua: takeAnnouncedPermits,
-    needs: ["parkedKey", "operationKey", "waiter", "operationTtlMs"],
-  });
-  return `do
-  local announced = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
-  if announced then
-    redis.call('HDEL', parkedKey, waiter)
-    redis.call('SET', operationKey, announced, 'PX', operationTtlMs)
   end
 end`;
 }

@@ -28,7 +28,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],
   ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
-  ["semaphore.acquire", "d35a9ad7d099fd490ca1fbb74c7ec8015910f7ba"],
+  ["semaphore.acquire", "da028a3deeb716d652c406478c2d299e756aae45"],
   ["semaphore.extend", "b52f3cbbb94f98e4c19829fbcbc3f5f3e164ef40"],
   ["semaphore.release", "bda24a984c3b47134a218e5fd1687c630e930a31"],
   ["semaphore.abandon", "9122ef28e8f31d9e5d52134af8a635e65daa1aa0"],

@@ -73,7 +73,12 @@ export type DeathCause =
   /** A push-mode waiter killed while parked: a hand-off may still reach its registration. */
   | "killed-parked"
   /** A late copy of an owner's request took a hold after its section (a sibling's) had ended. */
-  | "late-copy";
+  | "late-copy"
+  /**
+   * An acquisition gave up and its leave was never answered: a release handed a hold to the
+   * place and parked registration the leave may not have removed.
+   */
+  | "leave-unheard";
 
 /** An administrator's force release: it took effect, if at all, between sent and settled. */
 export interface ForceReleaseRecord {

@@ -218,7 +218,12 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
   for (const key of group.keys) {
     const stillHeld = await primitive.isHeldBy(key, owner);
     const copied = isolate.requestsOf(owner).some((request) => request.copy === true);
-    if (stillHeld && ((group.gaveUp && copied) || (primitive.databases ?? 1) > 1)) {
+    // A leave never answered may not have run: its waiter's place and parked registration stay
+    // until they time out, and a release may hand them a hold (documented: it lapses with the
+    // grant's claim window, as a dead waiter's does).
+    const leaveUnheard = isolate.requestsOf(owner).some((request) => request.failed === true);
+    const gaveUpUnsure = group.gaveUp && (copied || leaveUnheard);
+    if (stillHeld && (gaveUpUnsure || (primitive.databases ?? 1) > 1)) {
       // A late copy of an acquisition that gave up may take a hold after all (documented: it
       // expires with its lease); RedLock may leave a database's copy to its lease.
       const at = Date.now();
@@ -227,7 +232,7 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
         isolate,
         key,
         owner,
-        group.gaveUp && copied ? "late-copy" : "release-left-copy",
+        gaveUpUnsure ? (copied ? "late-copy" : "leave-unheard") : "release-left-copy",
         at,
         () => at,
         Math.max(config.leaseMs, config.watchdogTimeoutMs),

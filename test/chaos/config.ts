@@ -89,6 +89,15 @@ export interface ChaosConfig {
    * late: past the claim window (`push.claimMs`) about half the time.
    */
   readonly subscription: SubscriptionFaultOptions;
+  /**
+   * The liveness check (invariants.ts, checkLiveness): how long, in ms, the observer may see a key
+   * free for its waiters while one of them is live, with nothing on that key to excuse it (a
+   * fault the docs let cost one park, a dead waiter's registration, a spike): polling kinds (a
+   * waiter at the head past the expected release polls within `wait.maxDelayMs`; one further back
+   * sleeps to its expected turn) and push kinds (the release hands over inside Redis; a grant
+   * nobody claims lapses after `push.claimMs`, and the waiter behind, told when, takes it then).
+   */
+  readonly liveness: { readonly pollIdleMs: number; readonly pushIdleMs: number };
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -137,6 +146,8 @@ export const SHORT_RUN: ChaosConfig = {
     endWithinMs: 800,
     killRate: 0.25,
   },
+  // Push: the claim window (200 ms) + a round trip and a reading or two under load.
+  liveness: { pollIdleMs: 1_000, pushIdleMs: 400 },
 };
 
 /**

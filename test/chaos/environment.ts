@@ -196,10 +196,12 @@ export function createIsolate(
 ): ChaosIsolate {
   const renewer = new KillableRenewer(renewal?.inner, renewal?.remote);
   const crashed = new Set<string>();
+  const crashedAt = new Map<string, number>();
   const requests: OwnerRequests = new Map();
   const killWhenParked = new Map<string, (at: number) => void>();
   const crash = (owner: string) => {
     crashed.add(owner);
+    if (!crashedAt.has(owner)) crashedAt.set(owner, Date.now());
     renewer.kill(owner);
   };
   const hooks: TransportHooks = {
@@ -252,6 +254,7 @@ export function createIsolate(
     track(owner) {
       if (!requests.has(owner)) requests.set(owner, []);
     },
+    crashedAt: (owner) => crashedAt.get(owner),
     requestsOf(owner) {
       return requests.get(owner) ?? [];
     },

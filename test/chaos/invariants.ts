@@ -7,12 +7,14 @@ import type {
   ForceReleaseRecord,
   HoldRecord,
   Journal,
+  LivenessExcuse,
   ReleaseCheck,
   SectionRecord,
   TokenRecord,
+  WaitRecord,
   WriteRecord,
 } from "./journal.js";
-import type { Sample } from "./server-state.js";
+import type { KeyState, Sample } from "./server-state.js";
 
 export interface InvariantResult {
   readonly name: string;
@@ -381,6 +383,117 @@ export function checkFairOrder(
         );
       }
     }
+  }
+  return tally.result();
+}
+
+/** Until when a wait was owed the lock: it returned, its process was killed, or it gave up. */
+export function liveUntil(wait: WaitRecord, crashedAt: number | undefined): number {
+  return Math.min(wait.endedAt, wait.abortedAt, crashedAt ?? Number.POSITIVE_INFINITY);
+}
+
+/** What the liveness check needs of a run. */
+export interface LivenessOptions {
+  /** Idle allowed with nothing to excuse it: a hand-off's round trips, a claim window, timers. */
+  readonly baseMs: number;
+  /** The harness's timer lateness over an interval (see LoopLag): excused as well. */
+  readonly lateness?: (from: number, to: number) => number;
+}
+
+/** One stretch of readings of a key that showed it free while some live waiter waited. */
+export interface IdleStretch {
+  readonly key: string;
+  /** Answer of the first such reading, send of the last: surely idle in between. */
+  readonly from: number;
+  readonly to: number;
+  /** The waiters live in it. */
+  readonly waiters: readonly WaitRecord[];
+}
+
+/**
+ * The stretches in which the observer's readings showed a key free (for its waiters) while at
+ * least one live waiter waited on it, read after read, with no grant between them (the key's
+ * grant counter unchanged): surely idle from the first reading's answer to the last one's send.
+ */
+export function idleStretches(
+  samples: readonly Sample[],
+  waits: readonly (WaitRecord & { readonly liveUntil: number })[],
+  free: (state: KeyState) => boolean,
+): IdleStretch[] {
+  const stretches: IdleStretch[] = [];
+  const waitsByKey = groupBy(waits, (wait) => wait.key);
+  for (const [key, list] of samplesByKey(samples)) {
+    const keyWaits = waitsByKey.get(key) ?? [];
+    if (keyWaits.length === 0) continue;
+    let open:
+      | { from: number; to: number; grants: number | undefined; waiters: Set<WaitRecord> }
+      | undefined;
+    const close = () => {
+      if (open !== undefined && open.to > open.from) {
+        stretches.push({ key, from: open.from, to: open.to, waiters: [...open.waiters] });
+      }
+      open = undefined;
+    };
+    for (const sample of list) {
+      const state = sample.states.get(key)!;
+      const live = keyWaits.filter(
+        (wait) => wait.startedAt <= sample.sentAt && sample.answeredAt <= wait.liveUntil,
+      );
+      const grants = state.fence ?? state.granted;
+      if (!free(state) || live.length === 0 || (open !== undefined && open.grants !== grants)) {
+        close();
+        if (!free(state) || live.length === 0) continue;
+      }
+      if (open === undefined) {
+        open = { from: sample.answeredAt, to: sample.answeredAt, grants, waiters: new Set() };
+      } else {
+        open.to = Math.max(open.to, sample.sentAt);
+      }
+      for (const wait of live) open.waiters.add(wait);
+    }
+    close();
+  }
+  return stretches;
+}
+
+/**
+ * Liveness, from the observer's readings (the client is not asked): no key stayed free for its
+ * waiters — nobody holding it, or a semaphore's permits free — while one of them was live
+ * (waiting, not killed, not given up) for longer than the base bound, unless something the docs
+ * allow to cost that much happened on that key (a lost word costs one park, a dead waiter's
+ * registration its park + grace + claim window, a spike its latency...): each such excuse lets the
+ * key stay idle until its own end, plus the base bound, and no longer.
+ */
+export function checkLiveness(
+  stretches: readonly IdleStretch[],
+  excuses: readonly LivenessExcuse[],
+  options: LivenessOptions,
+): InvariantResult {
+  const tally = new Tally("no free lock or permit idle past its bound while a live waiter waits");
+  const byKey = groupBy(
+    excuses.filter((excuse) => excuse.key !== undefined),
+    (excuse) => excuse.key!,
+  );
+  const everywhere = excuses.filter((excuse) => excuse.key === undefined);
+  for (const stretch of stretches) {
+    let excusedUntil = stretch.from;
+    const reasons: string[] = [];
+    for (const excuse of [...(byKey.get(stretch.key) ?? []), ...everywhere]) {
+      if (excuse.at > stretch.to || excuse.until < stretch.from) continue;
+      if (excuse.until > excusedUntil) {
+        excusedUntil = excuse.until;
+        reasons.push(`${excuse.what} at ${excuse.at}`);
+      }
+    }
+    const late = options.lateness?.(stretch.from, stretch.to) ?? 0;
+    const bound = excusedUntil + options.baseMs + late;
+    tally.check(
+      stretch.to <= bound,
+      () =>
+        `key ${stretch.key}: free and idle ${stretch.to - stretch.from} ms (${stretch.from}–${stretch.to}) while ` +
+        `${stretch.waiters.map((wait) => `${wait.owner.slice(0, 8)} (isolate ${wait.isolate}, waiting since ${wait.startedAt})`).join(", ")} waited; ` +
+        `allowed until ${bound} (${reasons.length > 0 ? `excused by ${reasons.slice(-2).join(", ")}; ` : ""}base ${options.baseMs} ms, timers ${late} ms late)`,
+    );
   }
   return tally.result();
 }

@@ -126,6 +126,38 @@ export interface DeadHolderRecord {
   context?: string;
 }
 
+/**
+ * One `acquire` that waited (not a `tryAcquire`, not a re-entry): from the call until it returned,
+ * and until when it was owed the lock — its isolate did not kill it, its signal had not fired.
+ */
+export interface WaitRecord {
+  /** The workload key, which is also the key of its state readings (single-key kinds). */
+  readonly key: string;
+  readonly owner: string;
+  readonly isolate: number;
+  readonly shared: boolean;
+  readonly startedAt: number;
+  /** When the call returned (Infinity: never during the run). */
+  endedAt: number;
+  /** When its signal fired (a scope task that gave up), if it did before the call returned. */
+  abortedAt: number;
+  /** The token of the hold the call returned, if it returned one. */
+  token: number | undefined;
+}
+
+/**
+ * Something that may keep a free key idle while its waiters wait, as the docs allow: a fault on
+ * a waiter's word, stream or request, a waiter killed while parked, a latency spike. A free key
+ * with a live waiter may stay idle until `until` (+ the base bound), no longer.
+ */
+export interface LivenessExcuse {
+  /** The workload key it concerns; undefined: every key (a spike). */
+  readonly key: string | undefined;
+  readonly at: number;
+  readonly until: number;
+  readonly what: string;
+}
+
 /** A release sequence that ended cleanly, and what the fault-free observer saw right after. */
 export interface ReleaseCheck {
   readonly key: string;
@@ -142,6 +174,8 @@ export class Journal {
   readonly dead: DeadHolderRecord[] = [];
   readonly releaseChecks: ReleaseCheck[] = [];
   readonly forceReleases: ForceReleaseRecord[] = [];
+  readonly waits: WaitRecord[] = [];
+  readonly excuses: LivenessExcuse[] = [];
   readonly patterns: PatternCounts = {
     siblingGroups: 0,
     siblingTasks: 0,

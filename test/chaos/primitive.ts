@@ -28,6 +28,8 @@ export interface ChaosIsolate {
    * blocking pop leaves), then calls `killed`. Returns the function that disarms it.
    */
   killWhenParked(owner: string, killed: (at: number) => void): () => void;
+  /** When `owner`'s process was killed (crash or killWhenParked), if it was. */
+  crashedAt(owner: string): number | undefined;
   /** Times from now on every request of this isolate that names `owner` (see requestsOf). */
   track(owner: string): void;
   /** The requests naming a tracked `owner`: when each was sent and settled. */

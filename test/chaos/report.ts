@@ -58,6 +58,20 @@ export function figureRows(result: ChaosResult): [string, string][] {
     ],
     ["  latest sighting vs its bound", `${deadHolders.latestSightingPastBoundMs} ms`],
     ...patternRows(result),
+    ...(result.liveness === undefined
+      ? []
+      : ([
+          [
+            "waits (acquire calls that waited)",
+            `${result.liveness.waits}: ${result.liveness.idleStretches} idle stretches seen (a key free for a live waiter), the longest ${result.liveness.longestIdleMs} ms, ${result.liveness.pastBaseExcused} past the base bound of ${result.liveness.baseMs} ms`,
+          ],
+          [
+            "  excuses (what may keep a key idle)",
+            Object.entries(result.liveness.excuses)
+              .map(([what, count]) => `${what} ${count}`)
+              .join(", ") || "none",
+          ],
+        ] as [string, string][])),
     ...Object.entries(result.primitiveFigures ?? {}).map(([name, value]): [string, string] => [
       name,
       String(value),

@@ -20,6 +20,11 @@ export interface KeyState {
   readonly stale: ReadonlySet<string>;
   /** The fencing counter (grants so far), where the layout names it. */
   readonly fence?: number;
+  /**
+   * A counter of grants that is not one holder's token (a semaphore's: concurrent holders each
+   * have their own), where the layout names it: a change between two readings means a grant.
+   */
+  readonly granted?: number;
 }
 
 /** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
@@ -47,6 +52,8 @@ export interface KeyLayout {
   readonly timeouts?: string;
   /** The fencing counter. */
   readonly fence?: string;
+  /** A counter of grants that is not the latest holder's token (KeyState.granted). */
+  readonly granted?: string;
 }
 
 // KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'z' (ZRANGE WITHSCORES) or 'g' (GET).
@@ -91,8 +98,9 @@ export async function readKeys(
       keys.push(zset);
       kinds.push("z");
     }
-    if (layout.fence !== undefined) {
-      keys.push(layout.fence);
+    for (const counter of [layout.fence, layout.granted]) {
+      if (counter === undefined) continue;
+      keys.push(counter);
       kinds.push("g");
     }
   }
@@ -135,7 +143,14 @@ export async function readKeys(
       }
     }
     const fence = layout.fence === undefined ? undefined : Number(reply[next++]);
-    states.set(layout.key, { holders, queue, stale, ...(fence === undefined ? {} : { fence }) });
+    const granted = layout.granted === undefined ? undefined : Number(reply[next++]);
+    states.set(layout.key, {
+      holders,
+      queue,
+      stale,
+      ...(fence === undefined ? {} : { fence }),
+      ...(granted === undefined ? {} : { granted }),
+    });
   }
   return states;
 }

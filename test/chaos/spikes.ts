@@ -10,6 +10,8 @@ export interface SpikeSchedule {
 export interface Spikes {
   /** Spikes started so far. */
   readonly count: number;
+  /** When each spike started (client ms). */
+  readonly startedAt: readonly number[];
   /** Stops the schedule and ends a spike in progress. */
   stop(): void;
 }
@@ -22,6 +24,7 @@ export function startSpikes(
     for (const faults of controllers) faults.configure({ latencyMs });
   };
   let count = 0;
+  const startedAt: number[] = [];
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -32,6 +35,7 @@ export function startSpikes(
   const spike = () => {
     if (stopped) return;
     count += 1;
+    startedAt.push(Date.now());
     configure(schedule.latencyMs);
     timer = setTimeout(calm, schedule.durationMs);
   };
@@ -44,6 +48,7 @@ export function startSpikes(
     get count() {
       return count;
     },
+    startedAt,
     stop() {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);

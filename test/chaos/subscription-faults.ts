@@ -166,6 +166,24 @@ function isLatchWord(channel: string, message: unknown): boolean {
 
 type StreamEnd = "client" | "silent" | "error";
 
+/**
+ * A fault the docs let cost a waiter one park (push.md, "A word that never comes costs a bounded
+ * wait"): a word lost or heard past its claim window, an attempt sent listening on a stream that
+ * had ended silently, a stream that ended with an error or was never confirmed. The liveness check
+ * lets a free key with a waiter on `key` stay idle one park past `at` for it (and no longer).
+ */
+export interface ParkCostingFault {
+  /** The lock's (or semaphore's) name: the workload key. */
+  readonly key: string;
+  readonly at: number;
+  readonly what: string;
+}
+
+/** The name inside a channel's or key's hash tag: `<prefix>:{<name>}…` (workload key). */
+export function nameOf(channelOrKey: string): string {
+  return /\{([^}]*)\}/.exec(channelOrKey)?.[1] ?? channelOrKey;
+}
+
 /** The run's subscription faults: shared counts, and each isolate's tampering. */
 export class SubscriptionFaults {
   readonly counts: SubscriptionCounts = {
@@ -189,6 +207,8 @@ export class SubscriptionFaults {
     heldByWord: 0,
     heldAfterLostWord: 0,
   };
+  /** Every fault that may cost a waiter one park, when and on which key. */
+  readonly parkCosts: ParkCostingFault[] = [];
   readonly #options: SubscriptionFaultOptions;
   readonly #seed: number;
   /** Operation id of an attempt sent listening → its owner, and the isolate it was sent from. */
@@ -240,6 +260,7 @@ export class SubscriptionFaults {
     const channel = `${parked?.slice(0, -7)}:hand-offs:${listening.shard}`;
     if (parked !== undefined && streams.endedSilently(channel)) {
       this.counts.listeningOnSilentStream += 1;
+      this.costsAPark(channel, "an attempt sent listening on a stream that had ended silently");
     }
     return listening;
   }
@@ -248,6 +269,11 @@ export class SubscriptionFaults {
   ownerIn(isolate: IsolateSubscriptions, operationId: string): string | undefined {
     const known = this.#owners.get(operationId);
     return known?.isolate === isolate ? known.owner : undefined;
+  }
+
+  /** Records a fault on `channel` (or a key of its lock) that may cost its waiters one park. */
+  costsAPark(channel: string, what: string): void {
+    this.parkCosts.push({ key: nameOf(channel), at: Date.now(), what });
   }
 
   grantHeard(owner: string, fence: number): void {
@@ -350,6 +376,7 @@ export class IsolateSubscriptions {
       if (endTimer !== undefined) clearTimeout(endTimer);
       closeInner();
       if (how === "silent") counts.endedSilently += 1;
+      if (how !== "client") this.#faults.costsAPark(channel, `a stream ended (${how})`);
       if (how === "error") {
         counts.endedWithError += 1;
         for (const listener of listeners.error) listener(new Error("chaos: the stream broke"));
@@ -360,6 +387,7 @@ export class IsolateSubscriptions {
       if (state.ended !== undefined) return;
       if (neverConfirm) {
         counts.neverConfirmed += 1;
+        this.#faults.costsAPark(channel, "a stream never confirmed");
         return;
       }
       passOn(0, () => {
@@ -416,6 +444,7 @@ export class IsolateSubscriptions {
       const delayDraw = random();
       if (lostDraw < options.lostRate) {
         counts.lost += 1;
+        this.#faults.costsAPark(channel, "a word lost");
         if (word.fence !== undefined) this.#faults.grantLost(owner, word.fence);
         return;
       }
@@ -427,6 +456,8 @@ export class IsolateSubscriptions {
       // Heard after its claim window: the waiter cannot trust it (its next attempt replays it).
       const tooLate = word.fence !== undefined && delayMs >= word.leaseMs;
       if (tooLate) counts.lateBeyondClaim += 1;
+      // A grant heard within its claim window is held (the key is not free meanwhile).
+      if (tooLate) this.#faults.costsAPark(channel, "a grant heard past its claim window");
       passOn(delayMs, () => {
         if (state.ended !== undefined) {
           if (state.ended !== "client") counts.cutOff += 1;

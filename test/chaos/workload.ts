@@ -6,6 +6,7 @@
  */
 import { createPrng } from "../../dev/rest/faults.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
+import { PARK_GRACE_MS } from "../../src/wait/parking.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import {
@@ -15,8 +16,21 @@ import {
   startEnvironment,
 } from "./environment.js";
 import { FencedStore } from "./fenced-store.js";
-import { checkAll, type InvariantResult } from "./invariants.js";
-import { Journal, type OperationKind, type PatternCounts } from "./journal.js";
+import {
+  checkAll,
+  checkLiveness,
+  type IdleStretch,
+  type InvariantResult,
+  idleStretches,
+  liveUntil,
+} from "./invariants.js";
+import {
+  Journal,
+  type LivenessExcuse,
+  type OperationKind,
+  type PatternCounts,
+  type WaitRecord,
+} from "./journal.js";
 import { type ChaosKind, KINDS } from "./kinds.js";
 import type { LateCopyCounts } from "./late-copies.js";
 import { LoopLag } from "./loop-lag.js";
@@ -99,8 +113,25 @@ export interface ChaosResult {
     readonly forceReleasesThatFreed: number;
     readonly lateCopies: LateCopyCounts;
   };
+  /** What the liveness check measured (kinds it applies to). */
+  readonly liveness?: LivenessFigures;
   readonly invariants: readonly InvariantResult[];
   readonly violations: number;
+}
+
+/** The liveness check's figures: waits, idle stretches seen, and what excused the long ones. */
+export interface LivenessFigures {
+  /** `acquire` calls that waited (not tryAcquire, not re-entries). */
+  readonly waits: number;
+  /** Idle stretches (a key free for its waiters while one of them was live), and the longest. */
+  readonly idleStretches: number;
+  readonly longestIdleMs: number;
+  /** Of the stretches, those longer than the base bound (each excused, or a violation). */
+  readonly pastBaseExcused: number;
+  /** Base bound used (push or poll), in ms. */
+  readonly baseMs: number;
+  /** Excuses recorded, by what. */
+  readonly excuses: Readonly<Record<string, number>>;
 }
 
 export interface ChaosRunOptions {
@@ -139,7 +170,7 @@ async function runIn(
   const journal = new Journal();
   const operations = new OperationRunner(journal, env.server.token, config.hangAfterMs);
   const kind: ChaosKind = options.kind ?? KINDS.lock;
-  const primitive = options.primitive?.(env) ?? kind.create(env, config);
+  const primitive = recordingWaits(options.primitive?.(env) ?? kind.create(env, config), journal);
   const keys = Array.from({ length: config.keys }, (_, i) => `key-${i}`);
   const stores = new Map(keys.map((key) => [key, new FencedStore(`${env.prefix}-store`, key)]));
   const watches: Promise<void>[] = [];
@@ -247,19 +278,23 @@ async function runIn(
     await sleepMs(config.probeIntervalMs);
   }
   const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
+  const liveness = livenessOf(env, config, primitive, journal, isolates, spikes.startedAt, loopLag);
   process.off("unhandledRejection", onUnhandled);
   primitive.close?.();
 
-  const invariants = checkAll(journal, {
-    capacity: primitive.capacity,
-    toleranceMs: BOUND_TOLERANCE_MS,
-    leftHeld,
-    inspectedForSecrets: operations.inspected,
-    signalSlackMs: config.signalSlackMs + (primitive.lossReportSlackMs ?? 0),
-    lateness: (from, to) => loopLag.lateness(from, to),
-    fair: kind.fair === true && options.primitive === undefined,
-    multi: kind.multi === true && options.primitive === undefined,
-  });
+  const invariants = [
+    ...checkAll(journal, {
+      capacity: primitive.capacity,
+      toleranceMs: BOUND_TOLERANCE_MS,
+      leftHeld,
+      inspectedForSecrets: operations.inspected,
+      signalSlackMs: config.signalSlackMs + (primitive.lossReportSlackMs ?? 0),
+      lateness: (from, to) => loopLag.lateness(from, to),
+      fair: kind.fair === true && options.primitive === undefined,
+      multi: kind.multi === true && options.primitive === undefined,
+    }),
+    ...(liveness === undefined ? [] : [liveness.result]),
+  ];
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
   const accepted = totals.reduce((sum, t) => sum + t.accepted, 0);
   const finalValues = totals.reduce((sum, t) => sum + t.value, 0);
@@ -321,6 +356,7 @@ async function runIn(
         seen.length === 0 ? 0 : Math.max(...seen.map((d) => d.lastSeenHeldAt! - d.boundAt)),
     },
     can: { forceRelease: primitive.forceRelease !== undefined, parks: primitive.parks === true },
+    ...(liveness === undefined ? {} : { liveness: liveness.figures }),
     patterns: {
       ...journal.patterns,
       forceReleases: journal.forceReleases.length,
@@ -396,6 +432,136 @@ function startForceReleases(
       wake();
       await loop;
       await Promise.all([...pending]);
+    },
+  };
+}
+
+/**
+ * The primitive with every waiting `acquire` (not a tryAcquire; re-entries go through the hold)
+ * recorded in the journal: when it started and returned, when its signal fired, what it got.
+ */
+function recordingWaits(primitive: ChaosPrimitive, journal: Journal): ChaosPrimitive {
+  return {
+    ...primitive,
+    async acquire(isolate, key, plan) {
+      if (plan.tryOnly) return primitive.acquire(isolate, key, plan);
+      const wait: WaitRecord = {
+        key,
+        owner: plan.owner,
+        isolate: isolate.id,
+        shared: plan.shared,
+        startedAt: Date.now(),
+        endedAt: Number.POSITIVE_INFINITY,
+        abortedAt: Number.POSITIVE_INFINITY,
+        token: undefined,
+      };
+      journal.waits.push(wait);
+      const onAbort = () => {
+        wait.abortedAt = Math.min(wait.abortedAt, Date.now());
+      };
+      if (plan.signal?.aborted) onAbort();
+      plan.signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        const hold = await primitive.acquire(isolate, key, plan);
+        wait.token = hold?.fencingToken;
+        return hold;
+      } finally {
+        wait.endedAt = Date.now();
+        plan.signal?.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+}
+
+/**
+ * The liveness check of a run (single-database kinds whose readings have one key per workload
+ * key): the idle stretches the observer saw, and what may excuse each — the park-costing faults
+ * on the subscription, a waiter killed while parked or a waiter's request that failed (its
+ * registration or place left behind: its park + grace + claim window, or the waiter timeout for
+ * polling kinds), a latency spike (its length and latency).
+ */
+function livenessOf(
+  env: ChaosEnvironment,
+  config: ChaosConfig,
+  primitive: ChaosPrimitive,
+  journal: Journal,
+  isolates: readonly ChaosIsolate[],
+  spikes: readonly number[],
+  loopLag: LoopLag,
+): { result: InvariantResult; figures: LivenessFigures } | undefined {
+  if ((primitive.databases ?? 1) > 1 || primitive.keysOf !== undefined) return undefined;
+  const push = primitive.parks === true;
+  const parkMs = config.push.parkMs + config.push.claimMs;
+  // A registration nobody ends (its waiter dead, its leave lost) keeps its place this long; a
+  // polling waiter's place is kept until the waiter timeout prunes it.
+  const orphanMs = push ? config.push.parkMs + PARK_GRACE_MS + config.push.claimMs : 5_000;
+  const excuses: LivenessExcuse[] = [...journal.excuses];
+  for (const fault of env.subscriptions?.parkCosts ?? []) {
+    excuses.push({ key: fault.key, at: fault.at, until: fault.at + parkMs, what: fault.what });
+  }
+  for (const at of spikes) {
+    excuses.push({
+      key: undefined,
+      at,
+      until: at + config.spike.durationMs + config.spike.latencyMs,
+      what: "a latency spike",
+    });
+  }
+  const waits = journal.waits.map((wait) => {
+    const isolate = isolates[wait.isolate]!;
+    const crashedAt = isolate.crashedAt(wait.owner);
+    if (crashedAt !== undefined && crashedAt < wait.endedAt) {
+      excuses.push({
+        key: wait.key,
+        at: crashedAt,
+        until: crashedAt + orphanMs,
+        what: "a waiter killed",
+      });
+    }
+    return { ...wait, liveUntil: liveUntil(wait, crashedAt) };
+  });
+  for (const wait of waits) {
+    for (const request of isolates[wait.isolate]!.requestsOf(wait.owner)) {
+      if (request.failed !== true && request.copy !== true) continue;
+      if (request.sentAt < wait.startedAt || request.sentAt > wait.endedAt) continue;
+      const settledAt = request.settledAt ?? Number.POSITIVE_INFINITY;
+      // A failure the waiter rides out costs it its next attempt (push: the park it was part
+      // of); one it does not outlive (it gave up, was killed), or a late copy that registers it
+      // again, leaves its place and registration to time out.
+      const orphaned = request.copy === true || settledAt >= wait.liveUntil;
+      excuses.push({
+        key: wait.key,
+        at: request.sentAt,
+        until: settledAt + (orphaned ? orphanMs : push ? parkMs : 0),
+        what:
+          request.copy === true
+            ? "a late copy of a waiter's request"
+            : orphaned
+              ? "a request failed as its waiter gave up"
+              : "a waiter's request failed",
+      });
+    }
+  }
+  const capacity = primitive.capacity;
+  const stretches: IdleStretch[] = idleStretches(journal.samples, waits, (state) =>
+    capacity === 1 ? state.holders.size === 0 : state.holders.size < capacity,
+  );
+  const baseMs = push ? config.liveness.pushIdleMs : config.liveness.pollIdleMs;
+  const result = checkLiveness(stretches, excuses, {
+    baseMs,
+    lateness: (from, to) => loopLag.lateness(from, to),
+  });
+  const byWhat: Record<string, number> = {};
+  for (const excuse of excuses) byWhat[excuse.what] = (byWhat[excuse.what] ?? 0) + 1;
+  return {
+    result,
+    figures: {
+      waits: waits.length,
+      idleStretches: stretches.length,
+      longestIdleMs: Math.max(0, ...stretches.map((stretch) => stretch.to - stretch.from)),
+      pastBaseExcused: stretches.filter((stretch) => stretch.to - stretch.from > baseMs).length,
+      baseMs,
+      excuses: byWhat,
     },
   };
 }

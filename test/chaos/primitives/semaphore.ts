@@ -23,7 +23,13 @@ export function semaphorePrimitive(
 ): ChaosPrimitive {
   const layout = (key: string) => {
     const keys = semaphoreKeys(prefix, key);
-    return { key, leases: keys.leases, queue: keys.queue, timeouts: keys.timeouts };
+    return {
+      key,
+      leases: keys.leases,
+      queue: keys.queue,
+      timeouts: keys.timeouts,
+      granted: keys.fence,
+    };
   };
   const holders = async (key: string) => {
     const state = (await readKeys(observer.raw, [layout(key)])).get(key)!;

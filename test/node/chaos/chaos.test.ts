@@ -10,10 +10,12 @@ import { runIdempotencyChaos } from "../../chaos/idempotency.js";
 import {
   checkExclusion,
   checkFencing,
+  checkLiveness,
   checkLostSignals,
   checkOwnHold,
   cutByForceReleases,
   type InvariantResult,
+  idleStretches,
 } from "../../chaos/invariants.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
 import { type LatchUnderTest, runLatchChaos } from "../../chaos/latch.js";
@@ -562,5 +564,40 @@ describe("the chaos checks fail when what they guard is broken", () => {
     // its acquisition was sent) ended it before it began.
     const requested = { ...trusted, requestedAt: -50 };
     expect(cutByForceReleases([requested], [release(-20, -5, "exclusive")])[0]!.validEnd).toBe(0);
+  });
+
+  it("sees a free lock idle past its bound while a live waiter waits, and excuses it only so far", () => {
+    // Readings every 50 ms from 0 to 1000: nobody holds key k, its fence stays 3.
+    const samples = Array.from({ length: 21 }, (_, i) => reading(i * 50, null, 3));
+    const waiter = {
+      key: "k",
+      owner: "w",
+      isolate: 0,
+      shared: false,
+      startedAt: 0,
+      endedAt: 1_100,
+      abortedAt: Number.POSITIVE_INFINITY,
+      token: undefined,
+      liveUntil: 1_100,
+    };
+    const free = (state: { holders: ReadonlyMap<string, unknown> }) => state.holders.size === 0;
+    const stretches = idleStretches(samples, [waiter], free);
+    expect(stretches.map(({ from, to }) => [from, to])).toEqual([[1, 1_000]]);
+    expect(checkLiveness(stretches, [], { baseMs: 400 }).violations).toBe(1);
+    // A fault the docs let cost one park, until 650: idle allowed until 1050.
+    const lost = { key: "k", at: 100, until: 650, what: "a word lost" };
+    expect(checkLiveness(stretches, [lost], { baseMs: 400 }).violations).toBe(0);
+    // ...but one on another key, or one whose cost ran out too early, excuses nothing.
+    expect(checkLiveness(stretches, [{ ...lost, key: "j" }], { baseMs: 400 }).violations).toBe(1);
+    expect(checkLiveness(stretches, [{ ...lost, until: 500 }], { baseMs: 400 }).violations).toBe(1);
+    // A waiter that gave up at 300 is owed nothing after: idle for 250 ms only.
+    const gaveUp = idleStretches(samples, [{ ...waiter, liveUntil: 300 }], free);
+    expect(checkLiveness(gaveUp, [], { baseMs: 400 }).violations).toBe(0);
+    // A grant between two readings (the fence moved at 500) splits the stretch in two.
+    expect(checkLiveness(stretches, [], { baseMs: 500 }).violations).toBe(1);
+    const twice = samples.map((sample, i) => (i >= 10 ? reading(i * 50, null, 4) : sample));
+    expect(
+      checkLiveness(idleStretches(twice, [waiter], free), [], { baseMs: 500 }).violations,
+    ).toBe(0);
   });
 });

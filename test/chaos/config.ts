@@ -98,6 +98,12 @@ export interface ChaosConfig {
    * nobody claims lapses after `push.claimMs`, and the waiter behind, told when, takes it then).
    */
   readonly liveness: { readonly pollIdleMs: number; readonly pushIdleMs: number };
+  /**
+   * The Durable Object kind: fraction of re-entries of a watchdog-mode hold made, in watchdog
+   * mode, through another isolate's LockClient given the hold's owner (another invocation passing
+   * `owner`), released soon while the first holder holds on for three leases (issue 41 case 0).
+   */
+  readonly reentryElsewhereRate: number;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -148,6 +154,7 @@ export const SHORT_RUN: ChaosConfig = {
   },
   // Push: the claim window (200 ms) + a round trip and a reading or two under load.
   liveness: { pollIdleMs: 1_000, pushIdleMs: 400 },
+  reentryElsewhereRate: 0.7,
 };
 
 /**

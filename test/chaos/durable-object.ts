@@ -23,13 +23,16 @@ import type {
 import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
 import { lockKeys } from "../../src/locks/keys.js";
+import { sleep as sleepMs } from "../../src/sleep.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 import { sentScript } from "../support/sent-script.js";
 import type { ChaosConfig } from "./config.js";
 import type { ChaosEnvironment } from "./environment.js";
+import { type InvariantResult, seenLost, Tally } from "./invariants.js";
+import type { HoldRecord, Journal } from "./journal.js";
 import type { ArmingRequest } from "./killable-renewer.js";
 import { copyArmingRequest, type LateCopies } from "./late-copies.js";
-import type { ChaosPrimitive } from "./primitive.js";
+import type { ChaosHold, ChaosIsolate, ChaosPrimitive, HoldPlan } from "./primitive.js";
 import { reentrantLockPrimitive } from "./primitives/lock.js";
 
 /** `ctx.storage.sql` over an in-memory node:sqlite database (swapped by `deleteAll`). */
@@ -70,6 +73,8 @@ export interface WatchdogJournal {
   duplicateAlarms: number;
   /** Holder → object calls whose answer never came: not delivered, or delivered and withheld. */
   readonly hungCalls: { notDelivered: number; answerWithheld: number };
+  /** When a holder → object call of an owner hung or failed: the object may not have heard it. */
+  readonly callTroubles: Map<string, number[]>;
 }
 
 export interface InProcessWatchdogs {
@@ -111,6 +116,13 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
     heardAt: new Map(),
     duplicateAlarms: 0,
     hungCalls: { notDelivered: 0, answerWithheld: 0 },
+    callTroubles: new Map(),
+  };
+  const trouble = (owner: string | undefined) => {
+    if (owner === undefined) return;
+    const times = journal.callTroubles.get(owner) ?? [];
+    times.push(Date.now());
+    journal.callTroubles.set(owner, times);
   };
   const random = createPrng(options.seed ^ 0x00d0d0d0);
   const hangs = createPrng(options.seed ^ 0x0e0e0e0e);
@@ -197,9 +209,15 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
       const delivered = hangs() < 0.5;
       if (hung && !delivered) {
         journal.hungCalls.notDelivered += 1;
+        trouble(owner);
         return never();
       }
-      const response = await objectNamed(name).fetch(new Request(input, init));
+      const response = await objectNamed(name)
+        .fetch(new Request(input, init))
+        .catch((error: unknown) => {
+          trouble(owner);
+          throw error;
+        });
       const route = new URL(input).pathname;
       if (
         owner !== undefined &&
@@ -209,6 +227,7 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
       }
       if (hung) {
         journal.hungCalls.answerWithheld += 1;
+        trouble(owner);
         return never();
       }
       return response;
@@ -312,8 +331,12 @@ export function durableObjectLockPrimitive(
         (hold.name === undefined || request.lockKey === lockKeys(env.prefix, hold.name).lock) &&
         (hold.fencingToken === undefined || request.fencingToken === hold.fencingToken),
     );
+  const base = reentrantLockPrimitive(env.prefix, env.observer);
+  const elsewhere = reentriesElsewhere(base, config);
   return {
-    ...reentrantLockPrimitive(env.prefix, env.observer),
+    ...base,
+    acquire: elsewhere.acquire,
+    checks: (run) => [checkNoHoldDropped(run, requestsOf, journal)],
     name: "lock (Durable Object watchdog)",
     renewal: () => ({
       inner: durableObjectWatchdog(watchdogs.namespace, {
@@ -349,8 +372,168 @@ export function durableObjectLockPrimitive(
         // One figure (each figure is a case a short run must meet): both kinds together.
         "holder → object calls hung (not delivered, or answer withheld)":
           journal.hungCalls.notDelivered + journal.hungCalls.answerWithheld,
+        ...(config.reentryElsewhereRate > 0
+          ? { "re-entries made through another isolate's client (same owner)": elsewhere.count() }
+          : {}),
       };
     },
     close: () => watchdogs.close(),
   };
+}
+
+/** How long, in leases, the first holder holds on after the other invocation's re-entry ended. */
+const HOLD_ON_AFTER_LEASES = 3;
+
+/** A hold's fields and methods as a plain object (a ChaosHold may be a class with getters). */
+function copyOf(hold: ChaosHold): ChaosHold {
+  return {
+    owner: hold.owner,
+    fencingToken: hold.fencingToken,
+    signal: hold.signal,
+    shared: hold.shared ?? false,
+    validUntil: () => hold.validUntil(),
+    lastArmedSettledAt: (sentBefore) => hold.lastArmedSettledAt(sentBefore),
+    confirmedDeadline: () => hold.confirmedDeadline(),
+    ...(hold.extend === undefined ? {} : { extend: (ms: number) => hold.extend!(ms) }),
+    ...(hold.reenter === undefined
+      ? {}
+      : { reenter: (mode?: HoldPlan["mode"]) => hold.reenter!(mode) }),
+    release: () => hold.release(),
+    crash: () => hold.crash(),
+  };
+}
+
+/**
+ * The kind's acquire, whose watchdog-mode holds re-enter now and then (`reentryElsewhereRate`)
+ * through another isolate's client, as lease-vs-watchdog.md allows ("re-entrant handles of one
+ * hold share its token and its registration", across invocations with `owner`): that
+ * isolate tracks the owner (its requests are timed; a crash of the section kills the owner there
+ * too, its heartbeats with it).
+ */
+function reentriesElsewhere(
+  base: ChaosPrimitive,
+  config: ChaosConfig,
+): { acquire: ChaosPrimitive["acquire"]; count(): number } {
+  const isolates = new Map<number, ChaosIsolate>();
+  const random = createPrng(config.seed ^ 0x0c0551);
+  let count = 0;
+  const wrap = (hold: ChaosHold, isolate: ChaosIsolate, key: string, plan: HoldPlan): ChaosHold => {
+    const reenteredOn = new Set<ChaosIsolate>();
+    const reenter = hold.reenter;
+    return {
+      ...copyOf(hold),
+      crash() {
+        hold.crash();
+        for (const other of reenteredOn) other.crash(hold.owner);
+      },
+      ...(reenter === undefined
+        ? {}
+        : {
+            async reenter(mode?: HoldPlan["mode"]) {
+              const others = [...isolates.values()].filter((other) => other !== isolate);
+              const other = others[Math.floor(random() * others.length)];
+              // Both through the object: the first hold and the other invocation's re-entry.
+              if (
+                other === undefined ||
+                plan.mode !== "watchdog" ||
+                random() >= config.reentryElsewhereRate
+              ) {
+                return reenter.call(hold, mode);
+              }
+              count += 1;
+              other.track(hold.owner);
+              reenteredOn.add(other);
+              const { signal: _, ...outer } = plan;
+              const inner = await base.acquire(other, key, {
+                ...outer,
+                mode: "watchdog",
+                waitMs: 0,
+                tryOnly: false,
+              });
+              if (inner === null) throw new Error("chaos: a re-entry came back empty");
+              // The other invocation's task is short: it releases its re-entry soon, while this
+              // one holds on for a few leases (renewed by the object, as its handle is held).
+              await sleepMs(random() * config.watchdogTimeoutMs * 0.5);
+              const released = await inner.release().then(
+                () => true,
+                () => false,
+              );
+              await sleepMs(HOLD_ON_AFTER_LEASES * config.watchdogTimeoutMs);
+              // Its handle was the other invocation's: nothing left to extend or release here.
+              const { extend: _extend, ...done } = copyOf(inner);
+              return released ? { ...done, release: async () => {} } : done;
+            },
+          }),
+    };
+  };
+  return {
+    async acquire(isolate, key, plan) {
+      isolates.set(isolate.id, isolate);
+      const hold = await base.acquire(isolate, key, plan);
+      return hold === null ? null : wrap(hold, isolate, key, plan);
+    },
+    count: () => count,
+  };
+}
+
+/**
+ * The watchdog drops no hold while its holder holds it: a watchdog-mode hold whose signal aborted
+ * during its section had a cause the docs name — a renewal of that hold (its owner and token)
+ * that failed, hung past the abort or found the hold gone; a call of its owner to the object that
+ * hung or failed (the object may have stopped hearing it); or a force release of its key that
+ * may have met it. Otherwise the object stopped renewing a hold that was still held: something
+ * done for another handle (a re-entry's deregistration) landed on it.
+ */
+export function checkNoHoldDropped(
+  run: Journal,
+  requestsOf: (owner: string, hold: { name?: string; fencingToken?: number }) => RenewRequest[],
+  journal: WatchdogJournal,
+): InvariantResult {
+  const tally = new Tally("the Durable Object watchdog drops no hold its holder still holds");
+  const lostAtOf = seenLost(run.holds, run.samples);
+  for (const hold of run.holds) {
+    if (hold.mode !== "watchdog" || hold.token === undefined || hold.keys.length !== 1) continue;
+    // Told (its signal), or seen lost by the observer while its holder still held it.
+    const abortedAt = Math.min(hold.abortedAt(), lostAtOf.get(hold) ?? Number.POSITIVE_INFINITY);
+    const key = hold.keys[0]!;
+    tally.check(
+      abortedAt >= hold.end || causeOfLoss(run, hold, key, abortedAt, requestsOf, journal),
+      () =>
+        `key ${key}: ${hold.owner.slice(0, 8)}'s hold (token ${hold.token}) lost at ${abortedAt}, ` +
+        `section ${hold.start}–${hold.end}, with every renewal of it confirmed, no call to its object ` +
+        `failed and no force release: renewals ${
+          requestsOf(hold.owner, { name: key, fencingToken: hold.token! })
+            .filter((request) => request.copy !== true)
+            .map(
+              (request) =>
+                `${request.sentAt}–${request.settledAt} ${request.confirmed ? "ok" : "not confirmed"}`,
+            )
+            .join(", ") || "none"
+        }`,
+    );
+  }
+  return tally.result();
+}
+
+function causeOfLoss(
+  run: Journal,
+  hold: HoldRecord,
+  key: string,
+  abortedAt: number,
+  requestsOf: (owner: string, hold: { name?: string; fencingToken?: number }) => RenewRequest[],
+  journal: WatchdogJournal,
+): boolean {
+  const renewals = requestsOf(hold.owner, { name: key, fencingToken: hold.token! }).filter(
+    (request) => request.copy !== true && request.sentAt <= abortedAt,
+  );
+  const renewalFailed = renewals.some(
+    (request) =>
+      request.settledAt === undefined || request.settledAt > abortedAt || !request.confirmed,
+  );
+  const callFailed = (journal.callTroubles.get(hold.owner) ?? []).some((at) => at <= abortedAt);
+  const forced = run.forceReleases.some(
+    (release) =>
+      release.keys.includes(key) && release.sentAt <= abortedAt && release.settledAt >= hold.start,
+  );
+  return renewalFailed || callFailed || forced;
 }

@@ -265,18 +265,16 @@ export function checkOwnHold(
 }
 
 /**
- * Every hold the server showed lost (its owner not holding, or holding a later hold: the lock's
- * token moved on) while its section still ran had its signal aborted by its confirmed deadline (+ `slackMs` for timers under load, + the harness process's own timer
- * lateness measured around the deadline, `lateness`), unless the section ended before.
+ * When the observer first showed each hold lost during its section (answer time): its owner not
+ * holding a key of it, or holding a later hold (the lock's token moved on). Holds never seen lost
+ * are absent.
  */
-export function checkLostSignals(
+export function seenLost(
   holds: readonly HoldRecord[],
   samples: readonly Sample[],
-  slackMs: number,
-  lateness: (from: number, to: number) => number = () => 0,
-): InvariantResult {
-  const tally = new Tally("every lost hold's signal aborted by its confirmed end");
+): Map<HoldRecord, number> {
   const byKey = samplesByKey(samples);
+  const lost = new Map<HoldRecord, number>();
   for (const hold of holds) {
     let lostAt = Number.POSITIVE_INFINITY;
     for (const key of hold.keys) {
@@ -295,6 +293,26 @@ export function checkLostSignals(
         }
       }
     }
+    if (lostAt !== Number.POSITIVE_INFINITY) lost.set(hold, lostAt);
+  }
+  return lost;
+}
+
+/**
+ * Every hold the server showed lost (its owner not holding, or holding a later hold: the lock's
+ * token moved on) while its section still ran had its signal aborted by its confirmed deadline (+ `slackMs` for timers under load, + the harness process's own timer
+ * lateness measured around the deadline, `lateness`), unless the section ended before.
+ */
+export function checkLostSignals(
+  holds: readonly HoldRecord[],
+  samples: readonly Sample[],
+  slackMs: number,
+  lateness: (from: number, to: number) => number = () => 0,
+): InvariantResult {
+  const tally = new Tally("every lost hold's signal aborted by its confirmed end");
+  const lostAtOf = seenLost(holds, samples);
+  for (const hold of holds) {
+    const lostAt = lostAtOf.get(hold) ?? Number.POSITIVE_INFINITY;
     if (lostAt === Number.POSITIVE_INFINITY) continue;
     const deadline = hold.deadline();
     const late = lateness(deadline, deadline + slackMs);

@@ -6,6 +6,8 @@
  */
 import type { Redis } from "@upstash/redis";
 import type { LockClient, Renewer } from "../../src/index.js";
+import type { InvariantResult } from "./invariants.js";
+import type { Journal } from "./journal.js";
 import type { ArmingRequest, KillableRenewer, RemoteRenewals } from "./killable-renewer.js";
 import type { KeyState } from "./server-state.js";
 
@@ -155,6 +157,8 @@ export interface ChaosPrimitive {
    * `signalSlackMs`: the Durable Object watchdog tells the holder at its next heartbeat. Default 0.
    */
   readonly lossReportSlackMs?: number;
+  /** Checks of the primitive's own (read after the run), beside the run's invariants. */
+  checks?(run: Journal): readonly InvariantResult[];
   /** Figures of the primitive's own machinery for the report (read after the run). */
   figures?(): Readonly<Record<string, number>>;
   /** Called once the run is over. */

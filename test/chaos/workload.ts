@@ -294,6 +294,7 @@ async function runIn(
       multi: kind.multi === true && options.primitive === undefined,
     }),
     ...(liveness === undefined ? [] : [liveness.result]),
+    ...(primitive.checks?.(journal) ?? []),
   ];
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
   const accepted = totals.reduce((sum, t) => sum + t.accepted, 0);

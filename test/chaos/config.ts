@@ -104,6 +104,19 @@ export interface ChaosConfig {
    * `owner`), released soon while the first holder holds on for three leases (issue 41 case 0).
    */
   readonly reentryElsewhereRate: number;
+  /**
+   * Read-write kinds woken by word (`rw-sub`): every this many ms on average (0: never), two read
+   * holds taken on a key outside the sections — one with a long lease, one with the run's lease
+   * whose holder then crashes — and, once a writer waits there, the long one released early:
+   * the parked writer must hold soon after the crashed reader's lease ends (issue 41 case 8). The
+   * kind's parks last at least 1.5 s then, so that a park not re-timed shows past the base bound.
+   */
+  readonly readersAroundWriterEveryMs: number;
+  /**
+   * The check "a grant to a live waiter is the hold it gets" (FIFO kinds told by word: fair-sub,
+   * semaphore-sub; issue 41 cases 2 and 10).
+   */
+  readonly checkGrantsKept: boolean;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -155,6 +168,8 @@ export const SHORT_RUN: ChaosConfig = {
   // Push: the claim window (200 ms) + a round trip and a reading or two under load.
   liveness: { pollIdleMs: 1_000, pushIdleMs: 400 },
   reentryElsewhereRate: 0.7,
+  readersAroundWriterEveryMs: 400,
+  checkGrantsKept: true,
 };
 
 /**

@@ -498,6 +498,15 @@ export function checkLiveness(
     const reasons: string[] = [];
     for (const excuse of [...(byKey.get(stretch.key) ?? []), ...everywhere]) {
       if (excuse.at > stretch.to || excuse.until < stretch.from) continue;
+      if (excuse.owner !== undefined && !stretch.waiters.some((w) => w.owner === excuse.owner)) {
+        continue;
+      }
+      if (
+        excuse.isolate !== undefined &&
+        !stretch.waiters.some((w) => w.isolate === excuse.isolate)
+      ) {
+        continue;
+      }
       if (excuse.until > excusedUntil) {
         excusedUntil = excuse.until;
         reasons.push(`${excuse.what} at ${excuse.at}`);
@@ -511,6 +520,53 @@ export function checkLiveness(
         `key ${stretch.key}: free and idle ${stretch.to - stretch.from} ms (${stretch.from}–${stretch.to}) while ` +
         `${stretch.waiters.map((wait) => `${wait.owner.slice(0, 8)} (isolate ${wait.isolate}, waiting since ${wait.startedAt})`).join(", ")} waited; ` +
         `allowed until ${bound} (${reasons.length > 0 ? `excused by ${reasons.slice(-2).join(", ")}; ` : ""}base ${options.baseMs} ms, timers ${late} ms late)`,
+    );
+  }
+  return tally.result();
+}
+
+/** A waiting acquisition with until when it was owed the lock (see liveUntil). */
+export type LiveWait = WaitRecord & { readonly liveUntil: number };
+
+/**
+ * A grant to a live waiter is its hold (fair kinds and semaphores: FIFO). Whenever the observer
+ * saw a waiter's owner granted a hold (its token: the lock's fence while the owner held it, or a
+ * semaphore lease of it) during that owner's wait, the wait — still live until it returned — must
+ * return that very hold (the grant outlives a park whose word was lost, the next attempt replays
+ * it): a waiter that ends up with a later token lost its grant, and its place, to those behind it.
+ * Only owners with one wait and no other hold during it are checked (scope siblings share an
+ * owner), and `excused` ones are left out (a request of theirs failed: what it did is unknown),
+ * as are those whose grant `excusedGrant` excuses (a spike delayed its word past any window).
+ */
+export function checkGrantsKept(
+  samples: readonly Sample[],
+  waits: readonly LiveWait[],
+  excused: (wait: LiveWait) => boolean,
+  excusedGrant: (wait: LiveWait, seenAt: number) => boolean = () => false,
+): InvariantResult {
+  const tally = new Tally("a grant to a live waiter is the hold it gets (its place kept)");
+  const byKey = samplesByKey(samples);
+  const waitsOf = groupBy(waits, (wait) => wait.owner);
+  for (const wait of waits) {
+    if (waitsOf.get(wait.owner)!.length !== 1) continue;
+    if (wait.token === undefined || wait.liveUntil < wait.endedAt || excused(wait)) continue;
+    const granted = new Set<number>();
+    let firstSeenAt = Number.POSITIVE_INFINITY;
+    for (const sample of samplesFrom(byKey.get(wait.key) ?? [], wait.startedAt)) {
+      if (sample.answeredAt >= wait.endedAt) break;
+      const state = sample.states.get(wait.key)!;
+      if (!state.holders.has(wait.owner)) continue;
+      firstSeenAt = Math.min(firstSeenAt, sample.sentAt);
+      for (const token of state.tokens?.get(wait.owner) ?? [state.fence]) {
+        if (token !== undefined) granted.add(token);
+      }
+    }
+    if (granted.size === 0 || excusedGrant(wait, firstSeenAt)) continue;
+    tally.check(
+      granted.size === 1 && granted.has(wait.token),
+      () =>
+        `key ${wait.key}: ${wait.owner.slice(0, 8)} (isolate ${wait.isolate}) waited from ${wait.startedAt} to ${wait.endedAt}, ` +
+        `was granted token ${[...granted].join(", ")} from ${firstSeenAt} on (observer), and got token ${wait.token}`,
     );
   }
   return tally.result();

@@ -156,6 +156,13 @@ export interface LivenessExcuse {
   readonly at: number;
   readonly until: number;
   readonly what: string;
+  /**
+   * Whose wait it slows, when it is one waiter's (its word, its request) or one isolate's (its
+   * stream): it excuses a stretch only if such a waiter was live in it. Neither: any waiter's (a
+   * dead waiter's registration, a spike).
+   */
+  readonly owner?: string;
+  readonly isolate?: number;
 }
 
 /** A release sequence that ended cleanly, and what the fault-free observer saw right after. */

@@ -90,6 +90,12 @@ export const KINDS = {
     name: "read-write lock (push, subscription)",
     databases: 1,
     subscribes: true,
+    // Readers around a parked writer: parks long enough that one not re-timed when a read hold
+    // ends early outlasts the crashed reader's lease by more than the liveness base bound.
+    tune: (config) =>
+      config.readersAroundWriterEveryMs > 0
+        ? { ...config, push: { ...config.push, parkMs: Math.max(config.push.parkMs, 1_500) } }
+        : config,
     create: (env, config) =>
       // Fewer read holds than rw-push's 60 %: readers poll, the words are for writers.
       readWriteLockPrimitive(env.prefix, env.observer, subscriptionWaiting(env, config), 0.2),

@@ -157,6 +157,17 @@ export interface ChaosPrimitive {
    * `signalSlackMs`: the Durable Object watchdog tells the holder at its next heartbeat. Default 0.
    */
   readonly lossReportSlackMs?: number;
+  /**
+   * A read hold outside the sections (read-write kinds), in lease mode: the readers around a
+   * parked writer (config.readersAroundWriterEveryMs).
+   */
+  readHold?(
+    isolate: ChaosIsolate,
+    key: string,
+    owner: string,
+    leaseMs: number,
+    waitMs: number,
+  ): Promise<{ release(): Promise<void> }>;
   /** Checks of the primitive's own (read after the run), beside the run's invariants. */
   checks?(run: Journal): readonly InvariantResult[];
   /** Figures of the primitive's own machinery for the report (read after the run). */

@@ -58,6 +58,14 @@ export function figureRows(result: ChaosResult): [string, string][] {
     ],
     ["  latest sighting vs its bound", `${deadHolders.latestSightingPastBoundMs} ms`],
     ...patternRows(result),
+    ...(result.readersAroundWriter === undefined
+      ? []
+      : ([
+          [
+            "read holds around a parked writer (rounds / a writer waited)",
+            `${result.readersAroundWriter.rounds} / ${result.readersAroundWriter.aroundAWriter}`,
+          ],
+        ] as [string, string][])),
     ...(result.liveness === undefined
       ? []
       : ([

@@ -25,6 +25,8 @@ export interface KeyState {
    * have their own), where the layout names it: a change between two readings means a grant.
    */
   readonly granted?: number;
+  /** A semaphore's live holds, by owner: their fencing tokens (each hold has its own). */
+  readonly tokens?: ReadonlyMap<string, readonly number[]>;
 }
 
 /** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
@@ -117,9 +119,13 @@ export async function readKeys(
       for (const [owner, count] of pairs(reply[next++]))
         if (Number(count) > 0) holders.set(owner, "exclusive");
     }
+    const tokens = new Map<string, number[]>();
     if (layout.leases !== undefined) {
       for (const [member, expiry] of pairs(reply[next++])) {
-        if (Number(expiry) > serverMs) holders.set(member.split(" ")[0]!, "exclusive");
+        if (Number(expiry) <= serverMs) continue;
+        const [owner, token] = member.split(" ");
+        holders.set(owner!, "exclusive");
+        tokens.set(owner!, [...(tokens.get(owner!) ?? []), Number(token)]);
       }
     }
     if (layout.reads !== undefined) {
@@ -150,6 +156,7 @@ export async function readKeys(
       stale,
       ...(fence === undefined ? {} : { fence }),
       ...(granted === undefined ? {} : { granted }),
+      ...(layout.leases === undefined ? {} : { tokens }),
     });
   }
   return states;

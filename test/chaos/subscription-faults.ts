@@ -177,6 +177,9 @@ export interface ParkCostingFault {
   readonly key: string;
   readonly at: number;
   readonly what: string;
+  /** Whose wait it concerns: the owner told (a word), or the isolate's every waiter (a stream). */
+  readonly owner?: string;
+  readonly isolate?: number;
 }
 
 /** The name inside a channel's or key's hash tag: `<prefix>:{<name>}…` (workload key). */
@@ -230,6 +233,7 @@ export class SubscriptionFaults {
   /** The tampering of one isolate: `crashed` are its owners whose process is gone. */
   forIsolate(id: number, crashed: ReadonlySet<string>): IsolateSubscriptions {
     return new IsolateSubscriptions(
+      id,
       this,
       this.#open,
       this.#options,
@@ -260,7 +264,9 @@ export class SubscriptionFaults {
     const channel = `${parked?.slice(0, -7)}:hand-offs:${listening.shard}`;
     if (parked !== undefined && streams.endedSilently(channel)) {
       this.counts.listeningOnSilentStream += 1;
-      this.costsAPark(channel, "an attempt sent listening on a stream that had ended silently");
+      this.costsAPark(channel, "an attempt sent listening on a stream that had ended silently", {
+        owner: listening.owner,
+      });
     }
     return listening;
   }
@@ -272,8 +278,8 @@ export class SubscriptionFaults {
   }
 
   /** Records a fault on `channel` (or a key of its lock) that may cost its waiters one park. */
-  costsAPark(channel: string, what: string): void {
-    this.parkCosts.push({ key: nameOf(channel), at: Date.now(), what });
+  costsAPark(channel: string, what: string, whose: { owner?: string; isolate?: number }): void {
+    this.parkCosts.push({ key: nameOf(channel), at: Date.now(), what, ...whose });
   }
 
   grantHeard(owner: string, fence: number): void {
@@ -308,6 +314,7 @@ type Listeners = { [T in keyof SubscriptionEvents]: ((event: SubscriptionEvents[
 
 /** One isolate's streams, each tampered with as drawn when it opened. */
 export class IsolateSubscriptions {
+  readonly #id: number;
   readonly #faults: SubscriptionFaults;
   readonly #open: Set<() => void>;
   readonly #options: SubscriptionFaultOptions;
@@ -317,12 +324,14 @@ export class IsolateSubscriptions {
   readonly #latest = new Map<string, { ended: StreamEnd | undefined }>();
 
   constructor(
+    id: number,
     faults: SubscriptionFaults,
     open: Set<() => void>,
     options: SubscriptionFaultOptions,
     random: () => number,
     crashed: ReadonlySet<string>,
   ) {
+    this.#id = id;
     this.#faults = faults;
     this.#open = open;
     this.#options = options;
@@ -376,7 +385,8 @@ export class IsolateSubscriptions {
       if (endTimer !== undefined) clearTimeout(endTimer);
       closeInner();
       if (how === "silent") counts.endedSilently += 1;
-      if (how !== "client") this.#faults.costsAPark(channel, `a stream ended (${how})`);
+      if (how !== "client")
+        this.#faults.costsAPark(channel, `a stream ended (${how})`, { isolate: this.#id });
       if (how === "error") {
         counts.endedWithError += 1;
         for (const listener of listeners.error) listener(new Error("chaos: the stream broke"));
@@ -387,7 +397,7 @@ export class IsolateSubscriptions {
       if (state.ended !== undefined) return;
       if (neverConfirm) {
         counts.neverConfirmed += 1;
-        this.#faults.costsAPark(channel, "a stream never confirmed");
+        this.#faults.costsAPark(channel, "a stream never confirmed", { isolate: this.#id });
         return;
       }
       passOn(0, () => {
@@ -444,7 +454,7 @@ export class IsolateSubscriptions {
       const delayDraw = random();
       if (lostDraw < options.lostRate) {
         counts.lost += 1;
-        this.#faults.costsAPark(channel, "a word lost");
+        this.#faults.costsAPark(channel, "a word lost", { owner });
         if (word.fence !== undefined) this.#faults.grantLost(owner, word.fence);
         return;
       }
@@ -457,7 +467,8 @@ export class IsolateSubscriptions {
       const tooLate = word.fence !== undefined && delayMs >= word.leaseMs;
       if (tooLate) counts.lateBeyondClaim += 1;
       // A grant heard within its claim window is held (the key is not free meanwhile).
-      if (tooLate) this.#faults.costsAPark(channel, "a grant heard past its claim window");
+      if (tooLate)
+        this.#faults.costsAPark(channel, "a grant heard past its claim window", { owner });
       passOn(delayMs, () => {
         if (state.ended !== undefined) {
           if (state.ended !== "client") counts.cutOff += 1;

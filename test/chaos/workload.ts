@@ -18,6 +18,7 @@ import {
 import { FencedStore } from "./fenced-store.js";
 import {
   checkAll,
+  checkGrantsKept,
   checkLiveness,
   type IdleStretch,
   type InvariantResult,
@@ -36,6 +37,7 @@ import type { LateCopyCounts } from "./late-copies.js";
 import { LoopLag } from "./loop-lag.js";
 import { OperationRunner } from "./operations.js";
 import type { ChaosIsolate, ChaosPrimitive } from "./primitive.js";
+import { type ReaderCounts, startReadersAroundWriter } from "./readers-around-writer.js";
 import { runSection, type SectionContext } from "./section.js";
 import { startSampler } from "./server-state.js";
 import { startSpikes } from "./spikes.js";
@@ -113,6 +115,8 @@ export interface ChaosResult {
     readonly forceReleasesThatFreed: number;
     readonly lateCopies: LateCopyCounts;
   };
+  /** Read holds taken around parked writers (rw-sub; see readers-around-writer.ts). */
+  readonly readersAroundWriter?: ReaderCounts;
   /** What the liveness check measured (kinds it applies to). */
   readonly liveness?: LivenessFigures;
   readonly invariants: readonly InvariantResult[];
@@ -219,6 +223,10 @@ async function runIn(
     config.sampleIntervalMs,
   );
   const admin = startForceReleases(context, isolates, config);
+  const readers =
+    kind.subscribes === true && options.primitive === undefined
+      ? startReadersAroundWriter(primitive, journal, isolates, keys, config, context.bury)
+      : undefined;
   try {
     const holder = async (isolate: (typeof isolates)[number]) => {
       while (journal.totalOperations < config.operations) {
@@ -233,6 +241,7 @@ async function runIn(
     );
   } finally {
     await admin.stop();
+    await readers?.stop();
     // Copies still pending never arrive; those in flight are waited for (with the faults on).
     await env.lateCopies.stop();
     spikes.stop();
@@ -278,7 +287,20 @@ async function runIn(
     await sleepMs(config.probeIntervalMs);
   }
   const totals = await Promise.all(keys.map((key) => stores.get(key)!.totals(env.observer.redis)));
-  const liveness = livenessOf(env, config, primitive, journal, isolates, spikes.startedAt, loopLag);
+  const liveness = livenessOf(
+    env,
+    config,
+    primitive,
+    journal,
+    isolates,
+    spikes.startedAt,
+    loopLag,
+    // FIFO kinds told by word: their grants must outlive a park whose word was lost.
+    options.primitive === undefined &&
+      config.checkGrantsKept &&
+      kind.subscribes === true &&
+      (kind.fair === true || primitive.capacity > 1),
+  );
   process.off("unhandledRejection", onUnhandled);
   primitive.close?.();
 
@@ -293,7 +315,7 @@ async function runIn(
       fair: kind.fair === true && options.primitive === undefined,
       multi: kind.multi === true && options.primitive === undefined,
     }),
-    ...(liveness === undefined ? [] : [liveness.result]),
+    ...(liveness?.results ?? []),
     ...(primitive.checks?.(journal) ?? []),
   ];
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
@@ -358,6 +380,9 @@ async function runIn(
     },
     can: { forceRelease: primitive.forceRelease !== undefined, parks: primitive.parks === true },
     ...(liveness === undefined ? {} : { liveness: liveness.figures }),
+    ...(readers === undefined || readers.counts.rounds === 0
+      ? {}
+      : { readersAroundWriter: readers.counts }),
     patterns: {
       ...journal.patterns,
       forceReleases: journal.forceReleases.length,
@@ -489,7 +514,8 @@ function livenessOf(
   isolates: readonly ChaosIsolate[],
   spikes: readonly number[],
   loopLag: LoopLag,
-): { result: InvariantResult; figures: LivenessFigures } | undefined {
+  fifo: boolean,
+): { results: InvariantResult[]; figures: LivenessFigures } | undefined {
   if ((primitive.databases ?? 1) > 1 || primitive.keysOf !== undefined) return undefined;
   const push = primitive.parks === true;
   const parkMs = config.push.parkMs + config.push.claimMs;
@@ -498,7 +524,7 @@ function livenessOf(
   const orphanMs = push ? config.push.parkMs + PARK_GRACE_MS + config.push.claimMs : 5_000;
   const excuses: LivenessExcuse[] = [...journal.excuses];
   for (const fault of env.subscriptions?.parkCosts ?? []) {
-    excuses.push({ key: fault.key, at: fault.at, until: fault.at + parkMs, what: fault.what });
+    excuses.push({ ...fault, until: fault.at + parkMs });
   }
   for (const at of spikes) {
     excuses.push({
@@ -532,6 +558,8 @@ function livenessOf(
       const orphaned = request.copy === true || settledAt >= wait.liveUntil;
       excuses.push({
         key: wait.key,
+        // Ridden out: it slows its own waiter only.
+        ...(orphaned ? {} : { owner: wait.owner }),
         at: request.sentAt,
         until: settledAt + (orphaned ? orphanMs : push ? parkMs : 0),
         what:
@@ -552,10 +580,37 @@ function livenessOf(
     baseMs,
     lateness: (from, to) => loopLag.lateness(from, to),
   });
+  // FIFO kinds: a grant to a live waiter is its hold. A wait with a failed request of its own
+  // (what it did is unknown) or met by a force release of its key is not checked.
+  const grantsKept = fifo
+    ? checkGrantsKept(
+        journal.samples,
+        waits,
+        (wait) => {
+          const failed = isolates[wait.isolate]!.requestsOf(wait.owner).some(
+            (request) =>
+              request.failed === true &&
+              request.sentAt >= wait.startedAt &&
+              request.sentAt <= wait.endedAt,
+          );
+          const forced = journal.forceReleases.some(
+            (release) =>
+              release.keys.includes(wait.key) &&
+              release.sentAt <= wait.endedAt &&
+              release.settledAt >= wait.startedAt,
+          );
+          return failed || forced;
+        },
+        (_wait, seenAt) =>
+          spikes.some(
+            (at) => at <= seenAt && seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
+          ),
+      )
+    : undefined;
   const byWhat: Record<string, number> = {};
   for (const excuse of excuses) byWhat[excuse.what] = (byWhat[excuse.what] ?? 0) + 1;
   return {
-    result,
+    results: grantsKept === undefined ? [result] : [result, grantsKept],
     figures: {
       waits: waits.length,
       idleStretches: stretches.length,

@@ -189,7 +189,7 @@ export function readWriteLockPrimitive(
   push?: PushWaiting,
   sharedRate = 0.6,
 ): ChaosPrimitive {
-  return lockFamily(
+  const family = lockFamily(
     "read-write lock",
     observer,
     (isolate, key, plan) => {
@@ -219,4 +219,9 @@ export function readWriteLockPrimitive(
     },
     { sharedRate, push },
   );
+  return {
+    ...family,
+    readHold: (isolate, key, owner, leaseMs, waitMs) =>
+      isolate.client.readWriteLock(key).readLock().acquire({ owner, leaseMs, waitMs }),
+  };
 }

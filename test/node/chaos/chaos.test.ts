@@ -10,6 +10,7 @@ import { runIdempotencyChaos } from "../../chaos/idempotency.js";
 import {
   checkExclusion,
   checkFencing,
+  checkGrantsKept,
   checkLiveness,
   checkLostSignals,
   checkOwnHold,
@@ -103,9 +104,15 @@ function coverageGaps(result: ChaosResult, name: string): string[] {
 /**
  * Issue 41's patterns that today's library fails (each catches a case fixed on a branch of its
  * own): off in `npm test` until those fixes land; on in `run.ts --short` and the long run.
- * - reentryElsewhereRate: case 0, a re-entry through another client ends the hold's renewal.
+ * - reentryElsewhereRate: case 0, a re-entry through another client ends the hold's renewal;
+ * - readersAroundWriterEveryMs: case 8, a parked writer not re-timed when a read hold ends early;
+ * - checkGrantsKept: cases 2 and 10, a fair or semaphore waiter whose word was lost loses its turn.
  */
-const UNTIL_ISSUE_41_FIXES: Partial<ChaosConfig> = { reentryElsewhereRate: 0 };
+const UNTIL_ISSUE_41_FIXES: Partial<ChaosConfig> = {
+  reentryElsewhereRate: 0,
+  readersAroundWriterEveryMs: 0,
+  checkGrantsKept: false,
+};
 
 /** Runs of one kind the short run may take to meet every case (each checked in full). */
 const MAX_SHORT_RUNS = 3;
@@ -607,5 +614,29 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(
       checkLiveness(idleStretches(twice, [waiter], free), [], { baseMs: 500 }).violations,
     ).toBe(0);
+  });
+
+  it("sees a live fair waiter granted a hold that then gets a later one (its turn lost)", () => {
+    // W waits 0–1000; the observer sees it granted token 4 at 200 (its word lost, the grant
+    // lapsed), others after; W ends up with token 7.
+    const samples = [reading(100, "h", 3), reading(200, "w", 4), reading(450, "x", 5)];
+    const wait = {
+      key: "k",
+      owner: "w",
+      isolate: 0,
+      shared: false,
+      startedAt: 0,
+      endedAt: 1_000,
+      abortedAt: Number.POSITIVE_INFINITY,
+      token: 7,
+      liveUntil: 1_000,
+    };
+    expect(checkGrantsKept(samples, [wait], () => false).violations).toBe(1);
+    // Replayed: it got the token it was granted.
+    expect(checkGrantsKept(samples, [{ ...wait, token: 4 }], () => false).violations).toBe(0);
+    // A waiter that gave up (or was killed) before it returned was owed nothing.
+    expect(checkGrantsKept(samples, [{ ...wait, liveUntil: 300 }], () => false).violations).toBe(0);
+    // Nor one whose own request failed (what it did is unknown).
+    expect(checkGrantsKept(samples, [wait], () => true).violations).toBe(0);
   });
 });

@@ -120,11 +120,20 @@ async function startDatabase(
     port: 0,
   });
   closers.push(() => observerServer.close());
+  const serverEndRate = options.subscriptionFaults?.serverEndRate ?? 0;
   const proxy = await startHangProxy({
     target: server.url,
     hangRate: options.hangRate,
     seed,
     maxHangMs: options.maxHangMs,
+    ...(serverEndRate > 0
+      ? {
+          endStreams: {
+            rate: serverEndRate,
+            withinMs: options.subscriptionFaults!.endWithinMs,
+          },
+        }
+      : {}),
   });
   closers.push(() => proxy.close());
   const redis = new Redis({ url: observerServer.url, token: server.token, enableTelemetry: false });
@@ -161,6 +170,9 @@ export async function startEnvironment(options: EnvironmentOptions): Promise<Cha
     options.subscriptionFaults === undefined
       ? undefined
       : new SubscriptionFaults(options.subscriptionFaults, options.seed);
+  for (const { proxy } of databases) {
+    proxy.onStreamEnded((path) => subscriptions?.endedByServer(path));
+  }
   return {
     server: first.server,
     observer: first.observer,

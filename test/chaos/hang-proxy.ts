@@ -39,6 +39,11 @@ export interface HangProxy {
   /** Calls `listener` with every request once its body has arrived (settledAt filled later). */
   onRequest(listener: (request: ProxiedRequest) => void): void;
   counts(): HangCounts;
+  /**
+   * Calls `listener` with the path of every subscription stream the proxy ended on the server's
+   * behalf (see HangProxyOptions.endStreams), as it ends it.
+   */
+  onStreamEnded(listener: (path: string) => void): void;
   /** Stops hanging new requests (requests already hung stay so until their client gives up). */
   disable(): void;
   close(): Promise<void>;
@@ -52,11 +57,20 @@ export interface HangProxyOptions {
   readonly seed: number;
   /** A hung request is dropped (socket destroyed) after this long even if its client waits on. */
   readonly maxHangMs: number;
+  /**
+   * Subscription streams the server ends: a fraction `rate` of them is ended cleanly (the body
+   * ends, as a proxy or the server closing a long-lived SSE stream would), at a uniform moment
+   * within `withinMs` of its answer. Default: none.
+   */
+  readonly endStreams?: { readonly rate: number; readonly withinMs: number };
 }
 
 export async function startHangProxy(options: HangProxyOptions): Promise<HangProxy> {
   const target = new URL(options.target);
   const random = createPrng(options.seed ^ 0x5a5a5a5a);
+  // Apart from the hangs' draws, so that turning stream ends on changes no seed's hangs.
+  const streamEnds = createPrng(options.seed ^ 0x0e5d0e5d);
+  const streamEndListeners: ((path: string) => void)[] = [];
   let enabled = options.hangRate > 0;
   let requests = 0;
   let hungBeforeExecute = 0;
@@ -125,6 +139,21 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
         }
         outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(outgoing);
+        if (isEventStream(answer) && options.endStreams !== undefined) {
+          // Two draws per stream whatever the rate, so that a seed replays the same ends.
+          const ends = streamEnds() < options.endStreams.rate;
+          const afterMs = streamEnds() * options.endStreams.withinMs;
+          if (ends) {
+            const timer = setTimeout(() => {
+              if (outgoing.writableEnded || outgoing.destroyed) return;
+              answer.unpipe(outgoing);
+              outgoing.end();
+              forwarded.destroy();
+              for (const listener of streamEndListeners) listener(incoming.url ?? "");
+            }, afterMs);
+            outgoing.once("close", () => clearTimeout(timer));
+          }
+        }
       },
     );
     forwarded.on("error", () => {
@@ -141,6 +170,9 @@ export async function startHangProxy(options: HangProxyOptions): Promise<HangPro
     counts: () => ({ requests, hungBeforeExecute, hungAfterExecute }),
     onRequest(listener) {
       listeners.push(listener);
+    },
+    onStreamEnded(listener) {
+      streamEndListeners.push(listener);
     },
     disable() {
       enabled = false;

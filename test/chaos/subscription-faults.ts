@@ -39,6 +39,12 @@ export interface SubscriptionFaultOptions {
   readonly errorEndRate: number;
   readonly endWithinMs: number;
   /**
+   * Fraction of streams the server side ends (the proxy ends the body cleanly, as one closing a
+   * long-lived SSE stream would), within `endWithinMs` of the answer: no tampering on the
+   * client's side, so the library meets a stream as @upstash/redis reads it when it ends.
+   */
+  readonly serverEndRate: number;
+  /**
    * Fraction of sections whose waiter is killed once it listens (its first attempt sent listening
    * is answered); instead of the run's `killParkedRate`, as many waits never listen (their stream
    * is not confirmed yet when they ask).
@@ -56,6 +62,8 @@ export interface SubscriptionCounts {
   neverConfirmed: number;
   endedSilently: number;
   endedWithError: number;
+  /** Streams the server side ended (cleanly, at the proxy). */
+  endedByServer: number;
   /** Attempts sent listening (they may register their waiter to be told by word). */
   listening: number;
   /** Of those, sent while the isolate's latest stream on that lock had ended silently. */
@@ -195,6 +203,7 @@ export class SubscriptionFaults {
     neverConfirmed: 0,
     endedSilently: 0,
     endedWithError: 0,
+    endedByServer: 0,
     listening: 0,
     listeningOnSilentStream: 0,
     words: 0,
@@ -275,6 +284,12 @@ export class SubscriptionFaults {
   ownerIn(isolate: IsolateSubscriptions, operationId: string): string | undefined {
     const known = this.#owners.get(operationId);
     return known?.isolate === isolate ? known.owner : undefined;
+  }
+
+  /** The proxy ended a stream (its request path `/subscribe/<channel>`) on the server's behalf. */
+  endedByServer(path: string): void {
+    this.counts.endedByServer += 1;
+    this.costsAPark(decodeURIComponent(path), "a stream ended by the server", {});
   }
 
   /** Records a fault on `channel` (or a key of its lock) that may cost its waiters one park. */

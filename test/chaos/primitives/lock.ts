@@ -107,6 +107,9 @@ export function subscriptionWaiting(env: ChaosEnvironment, config: ChaosConfig):
       "  confirmation withheld (never confirmed)": counts.neverConfirmed,
       "  ended mid-way silently (no event)": counts.endedSilently,
       "  ended mid-way with an error event": counts.endedWithError,
+      ...(config.subscription.serverEndRate > 0
+        ? { "  ended by the server (the proxy ended the body)": counts.endedByServer }
+        : {}),
       "attempts sent listening": counts.listening,
       "  on a stream that had ended silently": counts.listeningOnSilentStream,
       "hand-off words pushed to the isolates": counts.words,

@@ -396,16 +396,12 @@ async function checkInspector(scratch: string, env: NodeJS.ProcessEnv, banner: s
   return "edgelock dev serves the inspector page, edgelock inspect --table shows the lock held";
 }
 
-/** The README's Worker quickstart, and the function its `given` declares, for running it. */
+/** The README's Worker quickstart, verbatim. */
 function workerQuickstart(): string {
   const snippets = extractSnippets("README.md", readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
   const quickstart = snippets.find((snippet) => snippet.runtime === "worker");
   if (!quickstart) throw new Error("README.md lost its Worker quickstart (snippet: worker)");
-  return `${quickstart.code}
-
-// What the quickstart's \`given\` declares, for running it.
-async function issueInvoice(_id: string, _options: { fencingToken: number }): Promise<void> {}
-`;
+  return quickstart.code;
 }
 
 /**
@@ -534,7 +530,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "Testing your Worker (docs/testing.md, and the README's copy of its config) inside workerd",
+    "Testing your Worker (docs/testing.md) inside workerd",
     async (scratch, env) => {
       writeFileSync(
         join(scratch, "wrangler.toml"),
@@ -564,7 +560,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       );
       if (typed.code !== 0)
         throw new Error(`tsc -p test/tsconfig.json exited ${typed.code}:\n${typed.output}`);
-      for (const file of ["docs/testing.md", "README.md"]) {
+      for (const file of ["docs/testing.md"]) {
         writeFileSync(
           join(scratch, guideConfigFileName()),
           snippetOf(file, "cloudflareTest(", "vitest config"),
@@ -656,17 +652,19 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       const worker = `http://127.0.0.1:${workerPort}`;
       try {
         await waitForOutput(wrangler, /Ready on/, 120_000);
-        const issue = async (id: string) => {
-          const res = await fetch(`${worker}/?invoice=${id}`);
+        // The quickstart numbers a customer's invoices under the customer's lock.
+        const issue = async (customer: string, number: number) => {
+          const res = await fetch(`${worker}/?customer=${customer}`);
           const text = await res.text();
-          if (res.status !== 200 || !text.includes(`invoice ${id} issued`))
+          if (res.status !== 200 || !text.includes(`invoice ${customer}-${number} issued`))
             throw new Error(`the quickstart answered ${res.status}: ${text}`);
         };
-        await issue("1");
+        await issue("a", 1);
+        await issue("a", 2);
         // Restart the REST server under the running wrangler dev (which read .dev.vars once).
         await stopChild(rest);
         rest = await startRest();
-        await issue("2");
+        await issue("b", 1);
         const hono = await fetch(`${worker}/hono/orders/1`, { method: "POST" });
         const said = await hono.text();
         if (

@@ -120,16 +120,14 @@ function endOfRideOut(
 ): unknown {
   if (!(error instanceof LockBackendError) || error.name !== "LockBackendError") return error;
   if (!isTransientFailure(error)) return error;
-  const failingMs = now - outage.since;
   const reason =
     outage.poll >= policy.maxPolls
-      ? `its poll budget (wait.maxPolls: ${policy.maxPolls}) ran out`
+      ? "wait.maxPolls"
       : now >= outage.deadline
-        ? "its waitMs ran out"
-        : `failures had lasted past wait.outageMs (${policy.outageMs} ms)`;
+        ? "waitMs"
+        : `wait.outageMs (${policy.outageMs} ms)`;
   const ended = new LockBackendError(
-    `${error.message}. The wait retried for ${failingMs} ms over ${failures} requests, then ` +
-      `gave up: ${reason}. To fail at the first failure, pass wait: { outageMs: 0 }.`,
+    `${error.message}. The wait retried for ${now - outage.since} ms over ${failures} requests, until ${reason}; wait: { outageMs: 0 } fails at once.`,
     { cause: error },
   );
   return markTransient(ended);

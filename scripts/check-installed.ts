@@ -575,7 +575,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           throw new Error(`vitest with ${file}'s config exited ${result.code}:\n${result.output}`);
       }
       return (
-        "the guide's test type-checks (strict, cloudflare:test) and passed under either config, " +
+        "the guide's test type-checks (strict, cloudflare:test) and passed, " +
         "beside a semaphore, a latch and push over a subscription from the installed package"
       );
     },

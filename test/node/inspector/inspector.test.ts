@@ -365,6 +365,10 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     expect(await main(["inspect", ...common, "--table"], io)).toBe(0);
     expect(lines.join("\n")).toMatch(/^cli\s+lock\s+held\s+[0-9a-f]{12}×1/m);
     expect(lines.join("\n")).not.toContain(held.owner);
+    // Issue 44: the reads' cost is commands, not a count of locks (a fresh server's first refresh
+    // sends each read script twice: it said "2 lock read(s)" for one lock).
+    expect(lines.join("\n")).toMatch(/SCAN, \d+ to read the locks, semaphores and latches/);
+    expect(lines.join("\n")).not.toContain("lock read(s)");
     await held.release();
   });
 });

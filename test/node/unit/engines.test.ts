@@ -13,6 +13,7 @@ const ROOT = join(import.meta.dirname, "../../..");
 interface Manifest {
   engines?: { node?: string };
   dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
@@ -41,6 +42,12 @@ function shipped(): string[] {
 }
 
 describe("engines", () => {
+  it("the local server's Lua engine (wasmoon) is optional: a Worker install may omit it", () => {
+    const root = manifest(join(ROOT, "package.json"));
+    expect(root.dependencies ?? {}).toEqual({});
+    expect(Object.keys(root.optionalDependencies ?? {})).toEqual(["wasmoon"]);
+  });
+
   it("the package asks for a Node that is still maintained (22 or later)", () => {
     expect(floor(manifest(join(ROOT, "package.json")).engines?.node)[0]).toBeGreaterThanOrEqual(22);
   });
@@ -51,6 +58,7 @@ describe("engines", () => {
     // The root's devDependencies are this repository's tools, not the user's.
     const names = Object.keys({
       ...own.dependencies,
+      ...own.optionalDependencies,
       ...own.peerDependencies,
       ...(isRoot ? {} : own.devDependencies),
     }).filter((name) => name !== "edgelock");

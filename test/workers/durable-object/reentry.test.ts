@@ -7,6 +7,7 @@
  * repeated and foreign deregistrations, per-registration caps, heartbeats and a hold found gone.
  * Real alarms, real Redis, real time.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -17,6 +18,7 @@ import {
 import type { LockHandle } from "../../../src/index.js";
 import {
   objectLeft,
+  objectOf,
   plainClient,
   renewals,
   server,
@@ -238,5 +240,51 @@ describe(`the LockWatchdog's registrations of one hold on ${server.kind}`, () =>
     expect(late.state).not.toBe("renewing");
     await sleepMs(400);
     expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("a hold an older object kept in its one-row-per-hold table is renewed on, and joined", async () => {
+    const { bed, lock, key, hold, registration, leaseMs } = await heldByHand("adopted");
+    // The table objects kept until now (one row per hold, with its kind), holding this hold.
+    await runInDurableObject(objectOf(bed.client, "adopted"), async (_object, state) => {
+      state.storage.sql.exec(`CREATE TABLE edgelock_watchdog_leases_v2 (
+        lock_key TEXT NOT NULL, owner TEXT NOT NULL, fencing_token INTEGER NOT NULL,
+        registration TEXT NOT NULL, lease_ms INTEGER NOT NULL, registered_at INTEGER NOT NULL,
+        hold_until INTEGER NOT NULL, heartbeat_timeout_ms INTEGER,
+        last_heartbeat_at INTEGER NOT NULL, confirmed_at INTEGER NOT NULL,
+        renewals INTEGER NOT NULL, last_renewed_at INTEGER, next_renewal_at INTEGER NOT NULL,
+        failures INTEGER NOT NULL, kind TEXT NOT NULL DEFAULT 'lock',
+        PRIMARY KEY (lock_key, owner, fencing_token))`);
+      const now = Date.now();
+      state.storage.sql.exec(
+        "INSERT INTO edgelock_watchdog_leases_v2 VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, 0, NULL, ?, 0, 'lock')",
+        key,
+        OWNER,
+        hold.fencingToken,
+        FIRST,
+        leaseMs,
+        now,
+        now + 60_000,
+        now,
+        now,
+        now + 100,
+      );
+      await state.storage.setAlarm(now + 100);
+    });
+    // Three leases: the lock would have expired after the first without its renewal.
+    await sleepMs(3 * leaseMs);
+    expect(await lock.isHeldBy(OWNER)).toBe(true);
+    expect(await send(key, ROUTES.status, hold)).toMatchObject({
+      state: "renewing",
+      registrations: 1,
+    });
+    // Another client's registration joins it; the adopted one's deregistration leaves that one.
+    const limits = { maxHoldMs: 60_000, heartbeatTimeoutMs: null };
+    expect(await send(key, ROUTES.register, registration(SECOND, limits))).toMatchObject({
+      registrations: 2,
+    });
+    const deregister = (id: string) => send(key, ROUTES.deregister, { ...hold, registration: id });
+    expect(await deregister(FIRST)).toMatchObject({ state: "renewing", registrations: 1 });
+    expect(await deregister(SECOND)).toMatchObject({ state: "unknown" });
+    expect(await objectLeft(bed.client, "adopted")).toEqual({ alarm: null, tables: 0 });
   });
 });

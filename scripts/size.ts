@@ -50,7 +50,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",
     worker: `export { LockWatchdog, durableObjectWatchdog } from "edgelock/durable-object";`,
-    limitBytes: 11_600,
+    limitBytes: 12_100,
   },
   {
     name: "`edgelock/inspector` (`inspector` + `inspectorHandler`, the page included)",

@@ -29,7 +29,7 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /**
    * Told how many commands the call's scripts ran (each `redis.call`/`redis.pcall` that reached a
-   * command, as Redis's INFO commandstats counts them), when there were any: Upstash bills each
+   * command, as Redis's INFO commandstats counts `calls`), when there were any: Upstash bills each
    * one besides the EVAL/EVALSHA itself. A call may report in parts; the counts add up.
    */
   readonly onScriptCommands?: (count: number) => void;

@@ -67,14 +67,14 @@ export async function createRedisUrlBackend(
 }
 
 /**
- * Whether INFO commandstats answers (a restricted ACL user may be refused it, INFO being
+ * Whether INFO stats answers (a restricted ACL user may be refused it, INFO being
  * @dangerous): scripts are metered only then, since a refused INFO would discard the script's
  * transaction with it.
  */
 async function canReadCommandStats(pool: RespPool): Promise<boolean> {
   try {
     const connection = await pool.acquire();
-    const [info] = await connection.send([["INFO", "commandstats"]]);
+    const [info] = await connection.send([["INFO", "stats"]]);
     return totalCalls(info) !== undefined;
   } catch {
     return false;

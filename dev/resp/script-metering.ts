@@ -3,11 +3,14 @@
  * figure (Upstash bills every `redis.call` besides the EVAL/EVALSHA).
  *
  * Redis keeps no per-client count of the commands its scripts ran (7.0 has no `tot-cmds` in
- * CLIENT INFO), and INFO commandstats is server-wide: a delta read around a script from outside
+ * CLIENT INFO), and its counters are server-wide: a delta read around a script from outside
  * would count every other client's commands too. So each script run goes in its own
- * `MULTI / INFO commandstats / <script> / INFO commandstats / EXEC`: EXEC runs the five
- * atomically, nothing else runs between the two readings, and their difference in `calls` is
- * exactly the first INFO, the script and the commands it ran. The script text and SHA are
+ * `MULTI / INFO stats / <script> / INFO stats / EXEC`: EXEC runs the five atomically, nothing
+ * else runs between the two readings, and their difference in `total_commands_processed` is
+ * exactly the first INFO, the script and the commands it ran (counted as INFO commandstats
+ * counts `calls`: a command that failed while running counts, one refused before it does not).
+ * `INFO stats` rather than `INFO commandstats`: one number, and its cost does not grow with the
+ * number of distinct commands the server has seen. The script text and SHA are
  * untouched; the only difference a script could see is that its clock is frozen at EXEC's start,
  * a few microseconds earlier than its own.
  */
@@ -17,7 +20,7 @@ import { commandName } from "./command-policy.js";
 
 const SCRIPT_RUNS = new Set(["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"]);
 
-const READING: Command = ["INFO", "commandstats"];
+const READING: Command = ["INFO", "stats"];
 
 /** Commands sent for one script run: MULTI, INFO, the script, INFO, EXEC. */
 const BRACKET_LENGTH = 5;
@@ -26,16 +29,12 @@ export function isScriptRun(command: Command): boolean {
   return SCRIPT_RUNS.has(commandName(command));
 }
 
-/** Sum of `calls=` over INFO commandstats, or undefined when the reply is not that. */
+/** `total_commands_processed` out of INFO stats, or undefined when the reply is not that. */
 export function totalCalls(info: Reply | undefined): number | undefined {
   if (info?.type !== "bulk" || info.value === null) return undefined;
-  let total = 0;
-  for (const match of Buffer.from(info.value)
-    .toString("latin1")
-    .matchAll(/\bcalls=(\d+)/g)) {
-    total += Number(match[1]);
-  }
-  return total;
+  const text = Buffer.from(info.value).toString("latin1");
+  const match = /^total_commands_processed:(\d+)/m.exec(text);
+  return match === null ? undefined : Number(match[1]);
 }
 
 /** The commands to write for `commands`: each script run in its bracket, the rest as they are. */

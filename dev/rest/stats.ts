@@ -37,7 +37,7 @@ export interface StatsSnapshot {
   readonly commandsByName: Readonly<Record<string, number>>;
   /**
    * Commands scripts ran: every redis.call/pcall that reached a command (on redis-server read
-   * off INFO commandstats around each script run, see dev/resp/script-metering.ts).
+   * off INFO stats around each script run, see dev/resp/script-metering.ts).
    */
   readonly scriptCommands: number;
   /**

@@ -1,7 +1,7 @@
 /**
  * The billed-commands figure on both backends: what Upstash bills is every command a request
  * sends plus every redis.call/pcall its scripts ran (the embedded engine counts its own; on
- * redis-server each script run is read off INFO commandstats inside a MULTI of its own, so
+ * redis-server each script run is read off INFO stats inside a MULTI of its own, so
  * concurrent requests are never counted into each other).
  */
 import { createHash } from "node:crypto";

@@ -254,7 +254,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     } finally {
       if (blocking) blockedRequests -= 1;
     }
-    stats.recordCommands(outcome.executed);
+    stats.recordCommands(outcome.executed, outcome.scriptCommands);
     if (monitor.active && outcome.executed.length > 0) {
       const socket = request.socket;
       monitor.publish(

@@ -35,6 +35,16 @@ export interface StatsSnapshot {
   readonly commands: number;
   /** Commands handed to the backend, by lower-case name, e.g. `{ evalsha: 2, eval: 1 }`. */
   readonly commandsByName: Readonly<Record<string, number>>;
+  /**
+   * Commands scripts ran: every redis.call/pcall that reached a command (on redis-server read
+   * off INFO stats around each script run, see dev/resp/script-metering.ts).
+   */
+  readonly scriptCommands: number;
+  /**
+   * What Upstash bills: `commands` plus `scriptCommands` (an EVALSHA whose script ran 3
+   * redis.calls is 4; a pipeline of 3 plain commands is 3). docs/upstash.md has the price.
+   */
+  readonly billedCommands: number;
   /** Request body bytes received. */
   readonly bytesIn: number;
   /** Response body bytes sent. */
@@ -55,6 +65,7 @@ export class ServerStats {
   private byStatus = new Map<number, number>();
   private commandCount = 0;
   private byName = new Map<string, number>();
+  private scriptCommandCount = 0;
   private bytesInCount = 0;
   private bytesOutCount = 0;
   private globalLockScripts = 0;
@@ -74,6 +85,8 @@ export class ServerStats {
       responsesByStatus: Object.fromEntries(this.byStatus),
       commands: this.commandCount,
       commandsByName: Object.fromEntries(this.byName),
+      scriptCommands: this.scriptCommandCount,
+      billedCommands: this.commandCount + this.scriptCommandCount,
       streams: { subscriptions: this.subscriptionCount, pushedMessages: this.pushedMessageCount },
       bytesIn: this.bytesInCount,
       bytesOut: this.bytesOutCount,
@@ -94,6 +107,7 @@ export class ServerStats {
     this.byStatus = new Map();
     this.commandCount = 0;
     this.byName = new Map();
+    this.scriptCommandCount = 0;
     this.bytesInCount = 0;
     this.bytesOutCount = 0;
     this.globalLockScripts = 0;
@@ -123,9 +137,13 @@ export class ServerStats {
     this.bytesInCount += bodyBytes;
   }
 
-  /** @internal Called by the server. */
-  recordCommands(names: readonly string[]): void {
+  /**
+   * @internal Called by the server once per request: the commands it ran, and the commands its
+   * scripts ran.
+   */
+  recordCommands(names: readonly string[], scriptCommands = 0): void {
     this.commandCount += names.length;
+    this.scriptCommandCount += scriptCommands;
     for (const name of names) this.byName.set(name, (this.byName.get(name) ?? 0) + 1);
   }
 

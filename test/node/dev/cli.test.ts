@@ -292,7 +292,7 @@ describe("edgelock dev on the embedded engine", () => {
     expect(run.err.some((line) => /answered HTTP 401$/.test(line))).toBe(true);
     const summary = run.out.find((line) => line.startsWith("served "));
     expect(summary).toMatch(
-      /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), \d+ B in, \d+ B out; HTTP 401 ×1$/,
+      /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), 2 billed, \d+ B in, \d+ B out; HTTP 401 ×1$/,
     );
   });
 
@@ -301,7 +301,7 @@ describe("edgelock dev on the embedded engine", () => {
       EDGELOCK_DEV_PROFILE: "upstash",
     });
     const redis = upstash(run.server);
-    await redis.eval("return 1", [], []);
+    await redis.eval("return redis.call('SET', KEYS[1], 'v')", ["billed"], []);
     await expect(
       redis.eval("#!lua flags=allow-key-locking\nreturn redis.call('GET', ARGV[1])", [], ["x"]),
     ).rejects.toThrow(/Dynamic keys are not allowed/);
@@ -316,7 +316,10 @@ describe("edgelock dev on the embedded engine", () => {
     expect(run.err.some((line) => /rejected: ERR Dynamic keys .* Key was: x$/.test(line))).toBe(
       true,
     );
+    expect(run.err.some((line) => / eval; billed 2 \(1 run by scripts\)$/.test(line))).toBe(true);
     const summary = run.out.find((line) => line.startsWith("served "));
+    // The rejected script's GET was refused before it ran: it is not billed.
+    expect(summary).toMatch(/, 2 commands \(eval 2\), 3 billed \(1 run by scripts\), /);
     expect(summary).toMatch(
       /; scripts: 1 under Upstash's global lock, 1 with allow-key-locking, 1 dynamic-key rejections$/,
     );

@@ -8,7 +8,12 @@
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
-import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
+import {
+  grantToParkedWaiters,
+  PERMIT_HAND_OFF_KEYS,
+  permitHandOffKeys,
+  tellWaitersThatCannotFit,
+} from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { heldPermits, permitsOf, pruneExpiredLeases } from "./lua.js";
 
@@ -23,7 +28,8 @@ export type CapacityChange = "trySet" | "set" | "add" | "drain";
 // Reply: {1, value} done (trySet/set/add: the capacity now; drain: permits taken);
 //        {0, capacity} trySet found a capacity set; {-1, capacity} add would make it negative.
 // A re-send replays the first answer. A capacity set or raised grants what it freed to parked
-// waiters (grantToParkedWaiters).
+// waiters (grantToParkedWaiters); one lowered tells the parked waiters that ask more than it to
+// ask again (tellWaitersThatCannotFit), which fails them at once.
 export const SEMAPHORE_CAPACITY = defineScript({
   name: "semaphore.capacity",
   keys: ["capacityKey", "leasesKey", "countsKey", "operationKey", ...PERMIT_HAND_OFF_KEYS],
@@ -36,12 +42,15 @@ local function answer(status, value)
   redis.call('SET', operationKey, cjson.encode({status, value}), 'PX', operationTtlMs)
   return {status, value}
 end
+local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
 local function granted(status, value)
+  if value < capacity then
+    ${tellWaitersThatCannotFit()}
+  end
   ${pruneExpiredLeases("leasesKey", "countsKey")}
   ${grantToParkedWaiters()}
   return answer(status, value)
 end
-local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
 local n = tonumber(n)
 if change == 'trySet' then
   if capacity >= 0 then return answer(0, capacity) end
@@ -61,6 +70,9 @@ ${pruneExpiredLeases("leasesKey", "countsKey")}
 ${heldPermits("countsKey")}
 local drained = math.max(0, capacity - held)
 redis.call('SET', capacityKey, capacity - drained)
+if drained > 0 then
+  ${tellWaitersThatCannotFit()}
+end
 return answer(1, drained)`,
 });
 

@@ -99,7 +99,6 @@ elseif rank > 0 then ahead = redis.call('ZRANGE', queueKey, 0, rank - 1) end
 local reserved = 0
 for i = 1, #ahead do
   local asks = tonumber(string.match(ahead[i], '(%d+)$'))
-  -- One that asks more than the capacity (it shrank) never fits: it holds nothing back.
   if asks <= capacity then reserved = reserved + asks end
 end
 if held + reserved + wanted <= capacity then

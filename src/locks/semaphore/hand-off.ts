@@ -89,11 +89,13 @@ function wantedBy(member: string): string {
   return `tonumber(string.match(${member}, ' (%d+)$'))`;
 }
 
-/** Lua: tells the waiter of parked registration `parked` (a Lua string, may be '') to ask again. */
+/**
+ * Lua: tells the waiter of parked registration `parked` (a Lua string, may be '') to ask again:
+ * `behind 0`, nothing ahead to wait for, ends its park now.
+ */
 function askAgain(parked: string): string {
   return `do
   local _, _, id, _, wakeBy, _, shard = string.match(${parked}, ${PARKED_REGISTRATION})
-  -- \`behind 0\`: nothing ahead to wait for, so its park ends now and it asks again.
   if wakeBy == 'sub' then
     ${publishOnShard("shard", "id .. ' behind 0'")}
   end
@@ -109,6 +111,11 @@ end`;
  * nothing and is told to ask again (its attempt fails it). After a grant, the next waiter is told
  * when the grant lapses where its park would end later (noticeNextWaiter). Needs `now`; expired
  * leases must have been pruned.
+ *
+ * The queue is read from rank `from` in batches: every waiter that can fit asks at least one
+ * permit, so past the next (capacity - held - reserved) of them none fits now; a waiter that
+ * cannot fit takes no room, so another batch follows it. A grant takes the waiter out of the
+ * queue, and the ranks after it move up (`from` one back).
  */
 export function grantToParkedWaiters(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
@@ -129,8 +136,6 @@ do
   local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
   ${heldPermits("countsKey")}
   local reserved, grants, shortest = 0, 0, nil
-  -- The queue from rank \`from\` on, in batches: every waiter that can fit asks at least one
-  -- permit, so past the next (capacity - held - reserved) of them none fits now.
   local from = 0
   while held + reserved < capacity do
     local batch = redis.call('ZRANGE', queueKey, from, from + capacity - held - reserved - 1)
@@ -152,7 +157,6 @@ do
         redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
-        -- Out of the queue: the ranks after it moved up.
         from = from - 1
         ${recordAnnouncedGrant("parkedKey", "grantsKey", "member")}
         ${publishOnShard("shard", "id .. ' grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)) .. ' ' .. registration")}

@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, type PermitHandle, SemaphoreCapacityError } from "../../../src/index.js";
 import { extendPermits } from "../../../src/locks/semaphore/extend.js";
+import { permitParkBoundMs } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { scriptContext } from "../../support/model.js";
@@ -199,6 +200,39 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     expect(order).toEqual(["first", "second"]);
     expect(after.fencingToken).toBe(handle.fencingToken + 1);
     await after.release();
+  });
+
+  it("a registration records when the park ends, by the bound the waiter parks by", async () => {
+    const { prefix, semaphore, waiters } = clients(3, { claimMs: 2_000, parkMs: 5_000 });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const cancel = new AbortController();
+    const waits = [10_000, 10_000, 1_000].map((leaseMs, index) =>
+      waiters[index]!.semaphore.acquire({ leaseMs, waitMs: 20_000, signal: cancel.signal }),
+    );
+    for (const wait of waits) wait.catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 3);
+    const parked = await bed
+      .redis()
+      .hgetall<Record<string, string>>(semaphoreKeys(prefix, "pool").parked);
+    const parkFor = Object.values(parked ?? {})
+      .map((registration) => String(registration).split(" "))
+      .map(([, leaseMs, , since, parkEnd]) => ({
+        leaseMs: Number(leaseMs),
+        ms: Number(parkEnd) - Number(since),
+      }))
+      .sort((a, b) => b.leaseMs - a.leaseMs);
+    // Three quarters of the grant's lease (the claim window, or the waiter's own if shorter),
+    // whatever the place: the holder's lease (20 s) ends later.
+    expect(parkFor).toEqual([
+      { leaseMs: 10_000, ms: permitParkBoundMs(20_000, 0, 2_000, 10_000) },
+      { leaseMs: 10_000, ms: permitParkBoundMs(20_000, 1, 2_000, 10_000) },
+      { leaseMs: 1_000, ms: permitParkBoundMs(20_000, 2, 2_000, 1_000) },
+    ]);
+    expect(parkFor.map(({ ms }) => ms)).toEqual([1_500, 1_500, 750]);
+    cancel.abort();
+    await Promise.allSettled(waits);
+    await held.release();
   });
 
   it("the waiter behind a grantee that died is told when that grant's shorter lease lapses", async () => {

@@ -8,7 +8,7 @@
 
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { LockAbortedError, LockClient } from "../../src/index.js";
+import { LockAbortedError, LockClient, SemaphoreCapacityError } from "../../src/index.js";
 import { lockKeys } from "../../src/locks/keys.js";
 import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
 import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
@@ -95,6 +95,46 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
     ]);
     expect(await pool.state()).toMatchObject({ held: 2, holds: 2, waiters: 0 });
     await Promise.all(handles.map((h) => h.release()));
+  });
+
+  it("a semaphore's shrink tells a parked waiter that can no longer fit, and the release grants the one behind it", async () => {
+    const { prefix, holder, view } = contenders(server);
+    // Parks of 7.5 s (three quarters of the claim window): only a word ends them sooner.
+    const waiter = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix,
+      scriptKeyLocking: true,
+      wait: { mode: "push", wakeBy: "subscription", claimMs: 10_000, parkMs: 10_000 },
+    });
+    const keys = semaphoreKeys(prefix, "pool");
+    const parkedWaiters = async () => {
+      const parked = await view.hgetall<Record<string, string>>(keys.parked);
+      return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value)))
+        .length;
+    };
+    const pool = holder.semaphore("pool", { initialPermits: 3 });
+    const held = await pool.acquire({ permits: 3, leaseMs: 20_000 });
+    const refused = waiter
+      .semaphore("pool")
+      .acquire({ permits: 3, leaseMs: 10_000, waitMs: 15_000 })
+      .then(
+        () => undefined,
+        (error: unknown) => ({ error, at: Date.now() }),
+      );
+    await until(async () => (await parkedWaiters()) === 1);
+    const waiting = waiter.semaphore("pool").acquire({ leaseMs: 10_000, waitMs: 15_000 });
+    await until(async () => (await parkedWaiters()) === 2);
+    const shrunkAt = Date.now();
+    await pool.setPermits(2);
+    const outcome = await refused;
+    expect(outcome?.error).toBeInstanceOf(SemaphoreCapacityError);
+    expect(outcome!.at - shrunkAt).toBeLessThan(2_000);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(2_000);
+    expect(handle.fencingToken).toBe(held.fencingToken + 1); // by the release's grant
+    await handle.release();
   });
 
   it(`each owner scope (a request) keeps its own ${MAX_STREAMS_ON_WORKERS} streams of a shared client`, async () => {

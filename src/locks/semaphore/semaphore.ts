@@ -27,6 +27,7 @@ import {
   queuedAttempts,
 } from "../../wait/queued.js";
 import type { TurnView } from "../../wait/turn.js";
+import { PARK_PAST_LEASE_MS } from "../queue/hand-off.js";
 import type { LockRuntime } from "../runtime.js";
 import { abandonPermits } from "./abandon.js";
 import { attemptPermits, type PermitAttempt } from "./acquire.js";
@@ -37,6 +38,7 @@ import {
   type SemaphoreState,
 } from "./capacity.js";
 import { extendPermits } from "./extend.js";
+import { permitParkBoundMs } from "./hand-off.js";
 import { type SemaphoreKeys, semaphoreKeys } from "./keys.js";
 import { type PermitHandle, permitHandle } from "./permit-handle.js";
 import { releasePermits } from "./release.js";
@@ -206,6 +208,7 @@ export class Semaphore {
             wakeBy: terms.wakeBy === "sub" ? `sub${terms.registration}.${terms.shard}` : "",
           }),
           permits,
+          { claimMs: terms.claimMs, leaseMs },
         ),
       pacing: {
         by: "kind",
@@ -251,8 +254,15 @@ export class Semaphore {
     };
   }
 
-  /** What the shared flow makes of one attempt's answer. */
-  #outcome(outcome: PermitAttempt, permits: number): QueuedAttemptOutcome<PermitTurnView> {
+  /**
+   * What the shared flow makes of one attempt's answer, sent with `grant` (its claim window, 0
+   * when it polls, and its lease).
+   */
+  #outcome(
+    outcome: PermitAttempt,
+    permits: number,
+    grant: { readonly claimMs: number; readonly leaseMs: number },
+  ): QueuedAttemptOutcome<PermitTurnView> {
     switch (outcome.kind) {
       case "acquired":
         return outcome;
@@ -276,8 +286,7 @@ export class Semaphore {
           holderTtlMs,
           queue: {
             ...notQueued,
-            position: outcome.position,
-            holderTtlMs,
+            ...parkTurn(outcome, grant.claimMs, grant.leaseMs),
             waiters: outcome.waiters,
             missing: outcome.missing,
             permitGapMs: outcome.permitGapMs,
@@ -290,10 +299,28 @@ export class Semaphore {
 }
 
 /**
- * A busy answer as the queue flow sees it: a lock's turn (its park bound counts from the soonest
- * lease end, when a permit surely comes back without a word) and what permit pacing reads.
+ * A busy answer as the queue flow sees it: a lock's turn, which only bounds a park (see
+ * parkTurn), and what permit pacing reads.
  */
 type PermitTurnView = TurnView & PermitView;
+
+/**
+ * The turn a busy answer gives the shared park bound (parkBoundMs, src/wait/parking.ts: the
+ * holder's lease end plus PARK_PAST_LEASE_MS at the head): for a waiter that registered as parked
+ * (`claimMs` > 0), at the head with a "lease" that ends PARK_PAST_LEASE_MS before the semaphore's
+ * own bound (permitParkBoundMs: within a grant's lease, past the soonest lease end), so the park
+ * ends by that bound. Else the soonest lease end where it is queued (what polling reads).
+ */
+function parkTurn(
+  outcome: Extract<PermitAttempt, { kind: "busy" }>,
+  claimMs: number,
+  leaseMs: number,
+): Pick<TurnView, "position" | "holderTtlMs"> {
+  const { position, soonestLeaseEndMs } = outcome;
+  if (claimMs <= 0 || position < 0) return { position, holderTtlMs: soonestLeaseEndMs };
+  const boundMs = permitParkBoundMs(soonestLeaseEndMs, position, claimMs, leaseMs);
+  return { position: 0, holderTtlMs: Math.max(0, boundMs - PARK_PAST_LEASE_MS) };
+}
 
 const notQueued: PermitTurnView = {
   position: -1,

@@ -89,6 +89,8 @@ export type WatchTarget =
 export interface AcquisitionSpec {
   readonly runtime: LockRuntime;
   readonly name: string;
+  /** What errors call the hold (see HandleInit.noun). Default "lock". */
+  readonly noun?: "lock" | "semaphore";
   /** What the watchdog renews; holds of one owner on the same target share one renewal. */
   readonly watch: WatchTarget;
   /**
@@ -188,6 +190,7 @@ export async function acquireHold(
   const forgetLocalHold = noteLocalHold(runtime, spec.name, owner);
   const handle = new LockHandle({
     name: spec.name,
+    ...(spec.noun === undefined ? {} : { noun: spec.noun }),
     owner,
     fencingToken: result.value,
     leaseMs: effectiveLease,

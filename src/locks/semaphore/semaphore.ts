@@ -6,7 +6,9 @@
  * events and handle come from the shared acquisition path (src/wait/acquire.ts).
  */
 import {
+  LockBudgetExceededError,
   LockInputError,
+  LockWaitTimeoutError,
   SemaphoreCapacityError,
   SemaphoreNotInitializedError,
 } from "../../errors.js";
@@ -100,10 +102,14 @@ export class Semaphore {
    */
   async acquire(options?: PermitOptions): Promise<PermitHandle> {
     const { permits, rest } = splitPermits(options);
-    const hold = await acquireOrThrow(this.#runtime, this.name, rest, (plan) =>
-      this.#spec(permits, plan),
-    );
-    return permitHandle(hold, permits);
+    try {
+      const hold = await acquireOrThrow(this.#runtime, this.name, rest, (plan) =>
+        this.#spec(permits, plan),
+      );
+      return permitHandle(hold, permits);
+    } catch (error) {
+      throw inSemaphoreWords(error, this.name, permits);
+    }
   }
 
   /**
@@ -222,6 +228,7 @@ export class Semaphore {
     return {
       runtime,
       name,
+      noun: "semaphore",
       // Renewable from anywhere by semaphore.extend (the Durable Object watchdog does); every
       // hold renews on its own, as each has its own fencing token and lease.
       watch: { lockKey: keys.leases, kind: "semaphore" },
@@ -348,4 +355,18 @@ function splitPermits(options: PermitOptions | undefined): {
     permits: permits === undefined ? 1 : checkCount(permits, "permits", 1, MAX_PERMITS),
     rest,
   };
+}
+
+/** A wait's timeout as a semaphore's: permits not free, not a lock held by another owner. */
+function inSemaphoreWords(error: unknown, name: string, permits: number): unknown {
+  if (!(error instanceof LockWaitTimeoutError)) return error;
+  const asked = permits === 1 ? "1 permit" : `${permits} permits`;
+  if (error instanceof LockBudgetExceededError) {
+    error.message = `Gave up on semaphore "${name}" (${asked}) after ${error.polls} requests (the poll budget, option wait.maxPolls).`;
+  } else if (error.name === "LockWaitTimeoutError") {
+    const soonest =
+      error.holderTtlMs === null ? "" : ` (the soonest hold ends in ${error.holderTtlMs} ms)`;
+    error.message = `Semaphore "${name}": ${asked} not free after waiting ${error.waitMs} ms${soonest}.`;
+  }
+  return error;
 }

@@ -307,12 +307,14 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     const intruder = await holder.lock("job").tryAcquire({ leaseMs: 10_000 });
     expect(intruder).not.toBeNull();
     await sleepMs(1_500);
-    if (trusted !== undefined) {
-      // Whatever it holds, the server must hold it for it.
-      expect(await holder.lock("job").holdCount(trusted.owner)).toBeGreaterThan(0);
-    }
-    await intruder?.release();
-    await (await waiting).release();
+    // The intruder holds the lock: the waiter, its late word not trusted, still waits.
+    expect(trusted).toBeUndefined();
+    expect(await holder.lock("job").isHeldBy(intruder!.owner)).toBe(true);
+    await intruder!.release();
+    // Then it takes the lock for real, the server holding it for it.
+    const handle = await waiting;
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
   });
 
   it("a stream never confirmed: the waiter never registers to be told, and polls", async () => {

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEV_HELP, HELP, main, parseDevArgs, UsageError } from "../../../dev/cli.js";
 import type { DevServer } from "../../../dev/index.js";
-import { findRedisServerBinary } from "../../../dev/redis-server.js";
+import { redisServerUnderTest } from "../../support/backends.js";
 import { upstash } from "../../support/rest.js";
 
 function captureIo() {
@@ -338,7 +338,8 @@ describe("edgelock dev on the embedded engine", () => {
   });
 });
 
-describe.skipIf(findRedisServerBinary() === undefined)("edgelock dev", () => {
+// guard: starts a redis-server of its own; redisServerUnderTest throws under CI=true without one.
+describe.runIf(redisServerUnderTest())("edgelock dev", () => {
   it("prints the connection variables, serves requests and stops on request", async () => {
     const run = await runDevUntilStopped([
       "--port",

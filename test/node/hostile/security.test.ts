@@ -164,6 +164,7 @@ describe("lock names", () => {
           expect(key.startsWith(`${prefix}:{${name}}`)).toBe(true);
           expect(hashTag(key)).toBe(name);
         }
+        // guard: the property draws both names; when they coincide there is no other lock.
         if (otherName !== name) {
           const others = lockKeys(prefix, otherName);
           const theirs = [others.lock, others.fence, others.operation("0123456789abcdef01234567")];

@@ -8,14 +8,15 @@ import http from "node:http";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../../dev/cli.js";
-import { type DevServer, findRedisServerBinary, startDevServer } from "../../../dev/index.js";
+import { type DevServer, startDevServer } from "../../../dev/index.js";
 import { LockClient } from "../../../src/index.js";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import type { InspectorSnapshot } from "../../../src/inspector/types.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
-import { type BackendKindUnderTest, withDevServer } from "../../support/backends.js";
+import { backendKindsUnderTest, withDevServer } from "../../support/backends.js";
 
-const kinds = findRedisServerBinary() === undefined ? ["embedded"] : ["redis-server", "embedded"];
+// Like every backend file: redis-server wherever it is found, and required under CI=true.
+const kinds = backendKindsUnderTest();
 
 /** How the inspector shows an owner: the first 12 hex digits of SHA-256 of its token. */
 const shown = (owner: string) => createHash("sha256").update(owner).digest("hex").slice(0, 12);
@@ -29,7 +30,7 @@ function fresh(): string {
 
 describe.each(kinds)("inspector (%s)", (kind) => {
   // Its servers report to the script census: the read scripts run under per-key locking too.
-  const serverOf = withDevServer(kind as BackendKindUnderTest);
+  const serverOf = withDevServer(kind);
   let server: DevServer;
   beforeAll(() => {
     server = serverOf();
@@ -373,6 +374,7 @@ describe.each(kinds)("inspector (%s)", (kind) => {
   });
 });
 
+// guard: SCAN's page sizes are a real Redis's; kinds has redis-server wherever it is found (CI=true requires it).
 describe.runIf(kinds.includes("redis-server"))("SCAN budget (redis-server)", () => {
   let server: DevServer;
   beforeAll(async () => {

@@ -3,7 +3,7 @@
  * the waiter registers as parked only once its stream to the lock's
  * hand-off channel is confirmed, so no word can be published before it listens; a release hands
  * it the lock inside Redis and publishes the grant (queue/hand-off.ts). A word that never comes
- * (lost, a stream that died silently) costs the park's bound: then the waiter asks again, and its
+ * (lost, a stream whose end went unheard) costs the park's bound: then the waiter asks again, and its
  * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
  */
 import type { LockKeys } from "../locks/keys.js";

@@ -7,6 +7,7 @@
 import { HAND_OFF_SHARDS } from "../locks/keys.js";
 import { shownSafely } from "../transport/failures.js";
 import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
+import { subscribeHearingEnd } from "../transport/stream-end.js";
 import type { Grant } from "./parking.js";
 
 /** A word to one waiter from a release (see handOffToParkedHead). */
@@ -17,7 +18,7 @@ export type HandOffWord =
   | AddressedWord
   /** A count-down latch reached 0 (see LATCH_COUNT_DOWN). */
   | { readonly kind: "opened" }
-  /** The stream failed or closed: no word will come this way. */
+  /** The stream failed, ended or was closed: no word will come this way. */
   | { readonly kind: "lost" };
 
 type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
@@ -129,7 +130,8 @@ export class HandOffStream {
   ) {
     this.#lingerMs = lingerMs;
     this.#ended = ended;
-    this.#subscription = redis.subscribe(channel);
+    // A stream that ends in any way is lost: one the server ended says nothing otherwise.
+    this.#subscription = subscribeHearingEnd(redis, channel, () => this.close(true));
     this.#subscription.on("subscribe", () => {
       if (this.#state === "opening") this.#state = "open";
     });
@@ -180,7 +182,7 @@ export class HandOffStream {
     this.#mailboxes.delete(operationId);
   }
 
-  /** Ends the stream (`failed`: it broke); every reader hears `lost`. */
+  /** Ends the stream (`failed`: it broke or the server ended it); every reader hears `lost`. */
   close(failed = false): void {
     if (this.lost) return;
     const failedOpening = failed && this.#state === "opening";

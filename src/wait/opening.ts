@@ -7,7 +7,7 @@
  */
 import { newOperationId } from "../ids.js";
 import type { LockRuntime } from "../locks/runtime.js";
-import { currentScopeOwner } from "../scope.js";
+import { currentRequest } from "../scope.js";
 import { canSubscribe } from "../transport/redis-like.js";
 import type { WaitPolicy } from "./policy.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
@@ -22,7 +22,8 @@ export class OpeningWatch {
   #stream: HandOffStream | undefined;
   #mailbox: Mailbox | undefined;
   #streamsOpened = 0;
-  readonly #scope = currentScopeOwner();
+  // The request whose stream budget (Workers) this await's stream counts against.
+  readonly #request = currentRequest();
 
   /** Undefined where the await polls: poll mode, `wakeBy: "pop"`, or no usable `subscribe`. */
   static for(runtime: LockRuntime, channel: string, policy: WaitPolicy): OpeningWatch | undefined {
@@ -48,7 +49,7 @@ export class OpeningWatch {
     if (this.#streamsOpened >= STREAMS_PER_AWAIT || !canSubscribe(redis)) return;
     if (!this.#runtime.subscriptions.usable) return;
     this.close();
-    const stream = this.#runtime.subscriptions.stream(redis, this.#channel, this.#scope);
+    const stream = this.#runtime.subscriptions.stream(redis, this.#channel, this.#request);
     if (stream === undefined) return;
     stream.join();
     this.#streamsOpened += 1;

@@ -120,11 +120,60 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
     await until(async () => (await subscribers("job")) === 0);
   });
 
-  it(`outside any scope one client keeps at most ${MAX_STREAMS_ON_WORKERS} streams open; more waits poll`, async () => {
-    const { holder, waiter, subscribers } = contenders(server);
+  it(`one request keeps at most ${MAX_STREAMS_ON_WORKERS} streams open, over nested scopes and two clients`, async () => {
+    const { prefix, holder, waiter, subscribers } = contenders(server);
+    const second = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix,
+      scriptKeyLocking: true,
+      wait: { mode: "push", wakeBy: "subscription" },
+    });
     const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
-    const waits = Array.from({ length: MAX_STREAMS_ON_WORKERS + 2 }, () =>
-      waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 15_000 }),
+    // Each passes the lock on as soon as it holds it.
+    const waits = (client: LockClient, count: number) =>
+      Promise.all(
+        Array.from({ length: count }, async () =>
+          (await client.lock("job").acquire({ leaseMs: 10_000, waitMs: 15_000 })).release(),
+        ),
+      );
+    // One request: two sub-tasks in nested scopes through one client, and a second client,
+    // each waiting three times at once (9 streams before the budget was the request's).
+    const request = waiter.scope(() =>
+      Promise.all([
+        waiter.scope(() => waits(waiter, 3)),
+        waiter.scope(() => waits(waiter, 3)),
+        waits(second, 3),
+      ]),
+    );
+    let most = 0;
+    const sample = async () => {
+      most = Math.max(most, await subscribers("job"));
+      return most;
+    };
+    await until(async () => (await sample()) >= MAX_STREAMS_ON_WORKERS);
+    for (let round = 0; round < 12; round++) {
+      await sample();
+      await sleepMs(25);
+    }
+    expect(most).toBe(MAX_STREAMS_ON_WORKERS);
+    await held.release();
+    await request;
+    expect(await holder.lock("job").isLocked()).toBe(false);
+    await until(async () => (await subscribers("job")) === 0);
+  });
+
+  it(`outside any scope the clients keep at most ${MAX_STREAMS_ON_WORKERS} streams open; more waits poll`, async () => {
+    const { prefix, holder, waiter, subscribers } = contenders(server);
+    const second = new LockClient({
+      redis: new Redis({ url: server.url, token: server.token }),
+      prefix,
+      scriptKeyLocking: true,
+      wait: { mode: "push", wakeBy: "subscription" },
+    });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    // Unscoped waits cannot be told apart by request: two clients' share one budget.
+    const waits = Array.from({ length: MAX_STREAMS_ON_WORKERS + 2 }, (_, index) =>
+      (index % 2 === 0 ? waiter : second).lock("job").acquire({ leaseMs: 10_000, waitMs: 15_000 }),
     );
     await until(async () => (await subscribers("job")) === MAX_STREAMS_ON_WORKERS);
     await sleepMs(300);

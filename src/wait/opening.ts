@@ -2,8 +2,9 @@
  * A count-down latch's `await()` in push mode: instead of polling the count it listens on the
  * latch's channel, where the countDown that reaches 0 publishes `opened`. Only a read sent once
  * the server confirmed the stream counts: a latch that opens after that read is heard of. A word
- * that never comes (lost, a stream that died silently) costs one park, `parkMs` at most (and
- * never past the latch's expiry, which opens it without a word); then the count is read again.
+ * that never comes (lost, or a stream whose end went unheard) costs one park, never past the
+ * latch's expiry (which opens it without a word); then the count is read again (latch.ts: the
+ * parks double, so a long wait costs few reads).
  */
 import { newOperationId } from "../ids.js";
 import type { LockRuntime } from "../locks/runtime.js";

@@ -152,6 +152,31 @@ describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
       expect(tap.words).toBe(1);
     });
 
+    it("a long wait on a healthy stream costs a few reads and no poll budget", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      // Reading the count every 200 ms, each read a poll, spent five polls in about a second
+      // (LockBudgetExceededError at ~21 s with the default maxPolls).
+      const waiter = bed.client({
+        prefix,
+        redis,
+        wait: { mode: "push", parkMs: 200, maxPolls: 5 },
+      });
+      await bed.client({ prefix }).countDownLatch("long").trySetCount(1);
+      const opened = waiter.countDownLatch("long").await({ waitMs: 30_000 });
+      await sleepMs(3_000);
+      const readsWhileWaiting = tap.scripts;
+      const countedAt = Date.now();
+      await bed.client({ prefix }).countDownLatch("long").countDown();
+      expect(await opened).toBe(true);
+      expect(Date.now() - countedAt).toBeLessThan(1_000);
+      expect(tap.words).toBe(1);
+      // Before listening 1–2 reads, then one at confirmation and one after each park of 200,
+      // 400, 800 and 1 600 ms: about log2(3 000 / 200), not 3 000 / 200.
+      expect(readsWhileWaiting).toBeLessThanOrEqual(8);
+      expect(tap.subscribes).toBe(1);
+    });
+
     it("never parks past the latch's expiry, which opens it without a word", async () => {
       const prefix = freshPrefix();
       const { redis, tap } = listened();

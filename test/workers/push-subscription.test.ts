@@ -8,9 +8,10 @@
 
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { LockAbortedError, LockClient } from "../../src/index.js";
+import { LockAbortedError, LockClient, type RedisLike } from "../../src/index.js";
 import { lockKeys } from "../../src/locks/keys.js";
 import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
+import { subscribeHearingEnd } from "../../src/transport/stream-end.js";
 import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
 import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
@@ -182,6 +183,31 @@ describe.each(servers)("push hand-off over a subscription in workerd on $kind", 
     // Each passes the lock on as soon as it holds it.
     await Promise.all(waits.map(async (waiting) => (await waiting).release()));
     await until(async () => (await subscribers("job")) === 0);
+  });
+
+  it("the end of a stream's body is heard inside workerd (its subscribe's fetch reports it)", async () => {
+    // A subscribe that sends its one fetch synchronously, as @upstash/redis's does, to a body
+    // that ends at once (the local server's stats) and reads it to its end.
+    const bodies: Promise<string>[] = [];
+    const finite: RedisLike & Required<Pick<RedisLike, "subscribe">> = {
+      eval: () => Promise.reject(new Error("unused")),
+      evalsha: () => Promise.reject(new Error("unused")),
+      subscribe: () => {
+        const sent = fetch(`${server.url}/_edgelock/stats`, {
+          headers: { authorization: `Bearer ${server.token}` },
+        });
+        bodies.push(sent.then((response) => response.text()));
+        return { on: () => {}, unsubscribe: async () => {} };
+      },
+    };
+    const realFetch = globalThis.fetch;
+    let ended = 0;
+    subscribeHearingEnd(finite, "channel", () => {
+      ended += 1;
+    });
+    expect(globalThis.fetch).toBe(realFetch);
+    expect(JSON.parse(await bodies[0]!)).toHaveProperty("streams");
+    await until(() => ended === 1);
   });
 
   it("an acquisition cancelled while subscribed closes its stream and leaves the queue", async () => {

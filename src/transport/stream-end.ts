@@ -4,8 +4,10 @@
  * body, its reading loop stops without a word, and the subscription looks open for ever. Its
  * `subscribe()` sends the request synchronously (its first `await` is the `fetch` itself), so
  * for the length of that call the global `fetch` is one whose response body reports its end.
- * No other code runs in between; a Redis client that fetches later or otherwise (a re-send after
- * a failed first try, a RedisLike of its own) goes unheard, and its silent end costs the park.
+ * No other code runs in between. A first send that fails counts as the end too: the client's
+ * own re-send would go out through the unwrapped `fetch`, and its end would go unheard (the
+ * stream is closed, which aborts that re-send). A RedisLike that fetches otherwise goes
+ * unheard, and its silent end costs a park.
  */
 import type { ChannelSubscription, RedisLike } from "./redis-like.js";
 
@@ -20,7 +22,16 @@ export function subscribeHearingEnd(
   const scope = globalThis as { fetch?: Fetch };
   const sendsBy = scope.fetch;
   if (typeof sendsBy !== "function") return redis.subscribe(channel);
-  const hearing: Fetch = async (input, init) => reportingEnd(await sendsBy(input, init), ended);
+  const hearing: Fetch = async (input, init) => {
+    let response: Response;
+    try {
+      response = await sendsBy(input, init);
+    } catch (error) {
+      ended();
+      throw error;
+    }
+    return reportingEnd(response, ended);
+  };
   scope.fetch = hearing;
   try {
     return redis.subscribe(channel);

@@ -10,9 +10,15 @@
  */
 import { LockScopeUnavailableError } from "./errors.js";
 
+/** One scope: its owner, and the request it serves (the outermost scope's, shared inward). */
+interface ScopeFrame {
+  readonly owner: string;
+  readonly request: object;
+}
+
 interface OwnerStorage {
-  getStore(): string | undefined;
-  run<R>(store: string, fn: () => R): R;
+  getStore(): ScopeFrame | undefined;
+  run<R>(store: ScopeFrame, fn: () => R): R;
 }
 
 type AsyncHooksModule = { AsyncLocalStorage: new () => OwnerStorage };
@@ -39,7 +45,15 @@ function ownerStorage(): OwnerStorage | undefined {
 
 /** The innermost scope's. */
 export function currentScopeOwner(): string | undefined {
-  return ownerStorage()?.getStore();
+  return ownerStorage()?.getStore()?.owner;
+}
+
+/**
+ * The request the code runs for: the outermost enclosing scope (its nested scopes, and every
+ * client used in them, share it); undefined outside any scope.
+ */
+export function currentRequest(): object | undefined {
+  return ownerStorage()?.getStore()?.request;
 }
 
 export function runWithOwner<R>(owner: string, fn: () => R): R {
@@ -49,5 +63,5 @@ export function runWithOwner<R>(owner: string, fn: () => R): R {
       "scope() needs AsyncLocalStorage: add the nodejs_compat compatibility flag, or pass owner.",
     );
   }
-  return store.run(owner, fn);
+  return store.run({ owner, request: store.getStore()?.request ?? {} }, fn);
 }

@@ -185,6 +185,11 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     if (subscription !== undefined) {
       syncToken += 1;
       stats.recordSubscription();
+      const untrack = faults.trackStream(() => response.end());
+      response.once("close", () => {
+        untrack();
+        stats.recordSubscriptionEnd();
+      });
       await streamSubscription(
         subscription,
         backend,

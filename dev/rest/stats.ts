@@ -51,8 +51,16 @@ export interface StatsSnapshot {
   readonly bytesOut: number;
   readonly scripts: ScriptStats;
   readonly blocking: BlockingStats;
-  /** Pub/sub over server-sent events: streams opened, and messages pushed on them (not requests). */
-  readonly streams: { readonly subscriptions: number; readonly pushedMessages: number };
+  /**
+   * Pub/sub over server-sent events: streams opened, and messages pushed on them (not requests);
+   * streams open now, and the most open at once since the last `reset()` (or since start).
+   */
+  readonly streams: {
+    readonly subscriptions: number;
+    readonly pushedMessages: number;
+    readonly open: number;
+    readonly peakOpen: number;
+  };
 }
 
 function emptyByRoute(): Record<RouteKind, number> {
@@ -76,6 +84,8 @@ export class ServerStats {
   private blockingRefused = 0;
   private subscriptionCount = 0;
   private pushedMessageCount = 0;
+  private openStreams = 0;
+  private peakOpenStreams = 0;
 
   /** A copy of the counters, safe to keep while the server goes on counting. */
   snapshot(): StatsSnapshot {
@@ -87,7 +97,12 @@ export class ServerStats {
       commandsByName: Object.fromEntries(this.byName),
       scriptCommands: this.scriptCommandCount,
       billedCommands: this.commandCount + this.scriptCommandCount,
-      streams: { subscriptions: this.subscriptionCount, pushedMessages: this.pushedMessageCount },
+      streams: {
+        subscriptions: this.subscriptionCount,
+        pushedMessages: this.pushedMessageCount,
+        open: this.openStreams,
+        peakOpen: this.peakOpenStreams,
+      },
       bytesIn: this.bytesInCount,
       bytesOut: this.bytesOutCount,
       scripts: {
@@ -118,11 +133,20 @@ export class ServerStats {
     this.blockingRefused = 0;
     this.subscriptionCount = 0;
     this.pushedMessageCount = 0;
+    // A gauge: the streams open now stay open.
+    this.peakOpenStreams = this.openStreams;
   }
 
   /** @internal Called by the server: a subscription stream opened. */
   recordSubscription(): void {
     this.subscriptionCount += 1;
+    this.openStreams += 1;
+    this.peakOpenStreams = Math.max(this.peakOpenStreams, this.openStreams);
+  }
+
+  /** @internal Called by the server: a subscription stream ended (either side closed it). */
+  recordSubscriptionEnd(): void {
+    this.openStreams = Math.max(0, this.openStreams - 1);
   }
 
   /** @internal Called by the server: one message pushed on a stream. */

@@ -367,6 +367,43 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     await handle.release();
   });
 
+  it("a stream the server ends is heard as lost and replaced: later hand-offs stay fast", async () => {
+    // A park lasts up to 5 s: a waiter deaf to its grant would sit out most of it each round.
+    const { prefix, holder, waiter, tap } = pair({ parkMs: 5_000 });
+    const handOffMs: number[] = [];
+    let fencingToken = 0;
+    const round = async (midPark?: () => void) => {
+      const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+      const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+      await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+      midPark?.();
+      const releasedAt = Date.now();
+      await held.release();
+      const handle = await waiting;
+      handOffMs.push(Date.now() - releasedAt);
+      fencingToken = handle.fencingToken;
+      await handle.release();
+      return held.fencingToken;
+    };
+    await round();
+    expect(tap.subscribes).toBe(1);
+    // The server (as a proxy closing long-lived streams would) ends the stream of a parked
+    // waiter: @upstash/redis reads the body's end and says nothing.
+    let ended = 0;
+    const heldToken = await round(() => {
+      ended = bed.server.faults.endStreams();
+    });
+    // The waiter's, and any an earlier test's client still lets linger.
+    expect(ended).toBeGreaterThanOrEqual(1);
+    for (let later = 0; later < 3; later++) await round();
+    // Every hand-off by word or at once; a deaf waiter took its park's 5 s (4.57 s in the issue).
+    expect(Math.max(...handOffMs)).toBeLessThan(1_000);
+    // No grant lapsed unclaimed: each round's token follows its holder's.
+    expect(fencingToken).toBe(heldToken + 3 * 2 + 1);
+    // The ended stream was replaced by a new one, which served the later rounds.
+    expect(tap.subscribes).toBe(2);
+  });
+
   it("a stream never confirmed: the waiter never registers to be told, and polls", async () => {
     const { prefix, holder, waiter, tap } = pair();
     tap.neverConfirm = true;

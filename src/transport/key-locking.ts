@@ -91,69 +91,44 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
 /**
  * Sends a script with the flag where it is on (`send(true)`), else without; a script refused for
  * the flag never ran, so it is sent again without (see refusedKeyLocking). While a server's answer
- * to the flag is unknown, one script asks it and the others wait for that answer (at most
- * PROBE_WAIT_MS), so concurrent first scripts cost one refusal, not one each.
+ * to the flag is unknown, one script (the probe) asks it and the others wait for that answer (at
+ * most PROBE_WAIT_MS), so concurrent first scripts cost one refusal, not one each.
  */
 export async function sentWithKeyLocking<T>(
   redis: RedisLike,
   send: (flagged: boolean) => Promise<T>,
 ): Promise<T> {
-  if (!chosen.has(redis)) {
-    const server = serverOf(redis);
-    while (!server.state.settled) {
-      if (server.probe === undefined) return probing(server, redis, send);
-      // The probe took too long: this script goes on the guess (the flag) itself.
-      if (!(await answeredInTime(server.probe))) break;
+  const server = chosen.has(redis) ? undefined : serverOf(redis);
+  let answered: (() => void) | undefined;
+  while (server !== undefined && !server.state.settled) {
+    const asking = server.probe;
+    if (asking === undefined) {
+      const probe = new Promise<void>((resolve) => {
+        answered = () => {
+          // Once: a waiter it woke may be the next probe by the time this runs again.
+          if (server.probe === probe) server.probe = undefined;
+          resolve();
+        };
+      });
+      server.probe = probe;
+      break;
     }
+    // The probe took too long: this script goes on the guess (the flag) itself.
+    if (!(await answeredInTime(asking))) break;
   }
-  return flaggedFirst(redis, send, () => {});
-}
-
-/** `sentWithKeyLocking` as the server's probe: the waiting scripts go on once it has its answer. */
-async function probing<T>(
-  server: ServerFlag,
-  redis: RedisLike,
-  send: (flagged: boolean) => Promise<T>,
-): Promise<T> {
-  let answered!: () => void;
-  const probe = new Promise<void>((resolve) => {
-    answered = resolve;
-  });
-  server.probe = probe;
-  const done = () => {
-    // Once: a waiter woken by the answer may be the next probe by the time this runs again.
-    if (server.probe === probe) server.probe = undefined;
-    answered();
-  };
-  try {
-    return await flaggedFirst(redis, send, done);
-  } finally {
-    // Also when the probe failed otherwise (a network error): the next script asks again.
-    done();
-  }
-}
-
-/** Sends with the flag where it is on, again without when refused; `answered` once the flag's fate is known. */
-async function flaggedFirst<T>(
-  redis: RedisLike,
-  send: (flagged: boolean) => Promise<T>,
-  answered: () => void,
-): Promise<T> {
   if (usesKeyLocking(redis)) {
-    let reply: T;
     try {
-      reply = await send(true);
+      const reply = await send(true);
+      keyLockingServed(redis);
+      return reply;
     } catch (error) {
-      const refused = refusedKeyLocking(redis, error);
-      answered();
-      if (!refused) throw error;
-      return send(false);
+      if (!refusedKeyLocking(redis, error)) throw error;
+    } finally {
+      // Served, refused or failed otherwise (then the next script asks again): the waiters go on.
+      answered?.();
     }
-    keyLockingServed(redis);
-    answered();
-    return reply;
   }
-  answered();
+  answered?.();
   return send(false);
 }
 

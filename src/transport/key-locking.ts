@@ -138,7 +138,9 @@ function answeredInTime(probe: Promise<void>): Promise<boolean> {
   const late = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), PROBE_WAIT_MS);
   });
-  return Promise.race([probe.then(() => true), late]).finally(() => clearTimeout(timer));
+  return Promise.race([probe.then(() => true), late]).finally(() => {
+    if (timer !== undefined) clearTimeout(timer);
+  });
 }
 
 /** After a flagged script ran on `redis`'s server: the flag is settled there. */

@@ -261,10 +261,14 @@ describe.each(kinds)("inspector (%s)", (kind) => {
       .lock("stuck")
       .acquire({ waitMs: 3_000 })
       .catch((error: Error) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
     const handle = handlerOf(client);
-    const queued = (await snapshot(handle)).body.locks.find((l) => l.name === "stuck");
-    const member = queued?.waiters[0]?.waiter;
+    // Until the waiter's first attempt has queued it (a fixed pause was too short on a busy machine).
+    let member: string | undefined;
+    for (const deadline = Date.now() + 5_000; member === undefined && Date.now() < deadline; ) {
+      await sleep(50);
+      const queued = (await snapshot(handle)).body.locks.find((l) => l.name === "stuck");
+      member = queued?.waiters[0]?.waiter;
+    }
     expect(member).toMatch(/^[0-9a-f]{12}$/);
 
     expect(

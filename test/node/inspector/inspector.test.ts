@@ -257,9 +257,10 @@ describe.each(kinds)("inspector (%s)", (kind) => {
   it("force-releases a lock and removes a dead waiter, only with the action header and write access", async () => {
     const client = clientOf();
     const held = await client.lock("stuck").acquire({ leaseMs: 30_000 });
+    const stopWaiting = new AbortController();
     const waiter = client
       .lock("stuck")
-      .acquire({ waitMs: 3_000 })
+      .acquire({ waitMs: 3_000, signal: stopWaiting.signal })
       .catch((error: Error) => error);
     const handle = handlerOf(client);
     // Until the waiter's first attempt has queued it (a fixed pause was too short on a busy machine).
@@ -284,10 +285,12 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     // The waiter may have polled its way back in; what was removed was its place at that moment.
     expect(afterRemove?.state).toBe("held");
 
+    // The waiter, polling on, would take the lock the force-release frees: it gives up first.
+    stopWaiting.abort();
+    expect(await waiter).toBeInstanceOf(Error);
     const released = await post(handle, "force-release", { name: "stuck", kind: "lock" });
     expect(await released.json()).toMatchObject({ done: true });
     expect(await client.lock("stuck").isLocked()).toBe(false);
-    await waiter;
     await held.release().catch(() => undefined);
   });
 

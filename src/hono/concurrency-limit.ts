@@ -15,8 +15,7 @@ import type { WaitOptions } from "../wait/policy.js";
 import { inBackground, releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
-import { problem } from "./responses.js";
-import { busyRetryAfter, RecentHolds } from "./with-lock.js";
+import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 /** Why a request was turned away, as given to `onBusy`. */
 export interface ConcurrencyBusy {

@@ -16,7 +16,7 @@ import { releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
 import { inRequestScope } from "./owner-scope.js";
-import { problem, retryAfterSeconds } from "./responses.js";
+import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 /** Why a request did not get the lock, as given to `onBusy`. */
 export interface LockBusy {
@@ -145,41 +145,6 @@ function busyAnswer(exposeLockName: boolean) {
         `request; retry after ${busy.retryAfterSeconds} s.`,
       { "retry-after": String(busy.retryAfterSeconds) },
     );
-}
-
-/** How many recent hold durations a middleware keeps for its watchdog-mode Retry-After. */
-const RECENT_HOLDS = 8;
-
-/**
- * Recent hold durations of one middleware in this isolate: in watchdog mode the holder's renewed
- * lease says nothing about when it finishes (a 1 s handler would get Retry-After 30).
- */
-export class RecentHolds {
-  readonly #durations: number[] = [];
-
-  add(ms: number): void {
-    this.#durations.push(ms);
-    if (this.#durations.length > RECENT_HOLDS) this.#durations.shift();
-  }
-
-  /** The longest recent hold in ms, or null before any hold ended. */
-  longest(): number | null {
-    return this.#durations.length === 0 ? null : Math.max(...this.#durations);
-  }
-}
-
-/**
- * Retry-After for a busy lock: with a fixed lease the holder's remaining lease; in watchdog mode
- * the longest recent hold (1 s before any), capped by that lease.
- */
-export function busyRetryAfter(
-  holderTtlMs: number | null,
-  leaseMode: boolean,
-  longestHoldMs: number | null,
-): number {
-  if (leaseMode) return retryAfterSeconds(holderTtlMs);
-  const guess = longestHoldMs ?? 1_000;
-  return retryAfterSeconds(holderTtlMs === null ? guess : Math.min(holderTtlMs, guess));
 }
 
 /**

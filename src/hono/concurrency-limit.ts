@@ -15,6 +15,7 @@ import type { WaitOptions } from "../wait/policy.js";
 import { inBackground, releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
+import { lockOfKey } from "./key-scope.js";
 import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 /** Why a request was turned away, as given to `onBusy`. */
@@ -168,7 +169,11 @@ export function concurrencyLimit<E extends Env = AnyEnv>(
   return createMiddleware<WithVariables<E, ConcurrencyLimitVariables>>(
     async function concurrencyLimit(c, next) {
       const ctx = c as unknown as Context<E>;
-      const semaphore = clientFor(ctx).semaphore(await keyFor(ctx), { initialPermits: permits });
+      const named = await lockOfKey(keyFor(ctx), (name) =>
+        clientFor(ctx).semaphore(name, { initialPermits: permits }),
+      );
+      if ("refused" in named) return named.refused;
+      const semaphore = named.lock;
       let permit: PermitHandle;
       try {
         permit = await semaphore.acquire({

@@ -15,6 +15,7 @@ import type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
 import { releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
+import { lockOfKey } from "./key-scope.js";
 import { inRequestScope } from "./owner-scope.js";
 import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
@@ -190,6 +191,7 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
     const locks = clientFor?.(ctx);
     const run = async () => {
       const lock = await lockFor(ctx, locks);
+      if (lock instanceof Response) return lock;
       let held: H;
       try {
         held = await lock.acquire({
@@ -234,13 +236,16 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
 /** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */
 function resolveLock<E extends Env, H extends HeldLock>(
   given: Partial<WithLockOptions<E, H>>,
-): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H>> {
+): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H> | Response> {
   const { key, lock, client } = given;
   if (typeof lock === "function" && key === undefined) return async (c) => lock(c);
   if (typeof key === "function" && lock === undefined && client !== undefined) {
-    // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one.
-    return async (c, locks) =>
-      (locks as PlainLockClient).lock(await key(c)) as unknown as AcquirableLock<H>;
+    // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one. Any text a
+    // request gives names a lock (escaped), or the request gets 400.
+    return async (c, locks) => {
+      const named = await lockOfKey(key(c), (name) => (locks as PlainLockClient).lock(name));
+      return "lock" in named ? (named.lock as unknown as AcquirableLock<H>) : named.refused;
+    };
   }
   throw new LockInputError(
     "withLock() needs `key: (c) => name` with `client` (a LockClient or (c) => LockClient), " +

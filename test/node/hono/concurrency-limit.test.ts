@@ -76,6 +76,17 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
   });
 
+  it("limits keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
+    const client = bed.client();
+    const app = appWith({ client, permits: 1 }, (c) => c.json({ name: c.get("permit").name }));
+    const braces = await post(app, "%7Bweird%7D");
+    expect(braces.status).toBe(200);
+    expect(await braces.json()).toEqual({ name: "llm:%7Bweird%7D" });
+    const long = await post(app, "x".repeat(1_100));
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
+  });
+
   it("returns the permit when the handler throws", async () => {
     const client = bed.client();
     const app = appWith({ client, permits: 1 }, () => {

@@ -176,6 +176,39 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     expect((await second).status).toBe(200);
   });
 
+  // Issue 44 item 5: a key built from the request (a path parameter) names a lock whatever its
+  // text: braces are escaped (they were a 500 LockInputError), a name still invalid is a 400.
+  it("locks keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
+    const client = bed.client();
+    const app = appWith(client, (c) => c.json({ name: c.get("lock").name }));
+    const braces = await app.request(
+      "/orders/%7Bweird%7D",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(braces.status).toBe(200);
+    expect(await braces.json()).toEqual({ name: "orders:%7Bweird%7D" });
+    const holder = await client.lock("orders:%7Bweird%7D").acquire({ leaseMs: 5_000 });
+    const busy = await app.request(
+      "/orders/%7Bweird%7D",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(busy.status).toBe(409);
+    await holder.release();
+    const long = await app.request(
+      `/orders/${"x".repeat(1_100)}`,
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(long.status).toBe(400);
+    expect(long.headers.get("content-type")).toBe("application/problem+json");
+    expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
+  });
+
   it("lets onBusy choose the answer", async () => {
     const client = bed.client();
     const holder = await client.lock("orders:4").acquire({ leaseMs: 10_000 });

@@ -180,7 +180,7 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
   // text: braces are escaped (they were a 500 LockInputError), a name still invalid is a 400.
   it("locks keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
     const client = bed.client();
-    const app = appWith(client, (c) => c.json({ name: c.get("lock").name }));
+    const app = appWith(client, (c) => Response.json({ name: c.get("lock").name }));
     const braces = await app.request(
       "/orders/%7Bweird%7D",
       { method: "POST" },

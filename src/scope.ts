@@ -56,12 +56,26 @@ export function currentRequest(): object | undefined {
   return ownerStorage()?.getStore()?.request;
 }
 
+/** Whether this runtime gives owner scopes (AsyncLocalStorage). */
+export function scopesAvailable(): boolean {
+  return ownerStorage() !== undefined;
+}
+
+/**
+ * The error for `what` (the API the user called) where the runtime has no AsyncLocalStorage, in
+ * the runtime's own terms: a Worker's flag on Workers, elsewhere the explicit owner.
+ */
+export function scopeUnavailable(what: string, instead = "pass owner"): LockScopeUnavailableError {
+  const agent = (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent;
+  const remedy =
+    agent === "Cloudflare-Workers"
+      ? `add compatibility_flags = ["nodejs_compat"] to wrangler.toml, or ${instead}`
+      : `this runtime has none (Node, Bun, Deno and Workers with nodejs_compat have it): ${instead}`;
+  return new LockScopeUnavailableError(`${what} needs AsyncLocalStorage: ${remedy}.`);
+}
+
 export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
-  if (!store) {
-    throw new LockScopeUnavailableError(
-      "scope() needs AsyncLocalStorage: add the nodejs_compat compatibility flag, or pass owner.",
-    );
-  }
+  if (!store) throw scopeUnavailable("client.scope()");
   return store.run({ owner, request: store.getStore()?.request ?? {} }, fn);
 }

@@ -311,6 +311,62 @@ function jsonBlockOf(file: string, marker: string, what: string): string {
   return found;
 }
 
+/** The ```toml block of a Markdown file that contains `marker`. */
+function tomlBlockOf(file: string, marker: string, what: string): string {
+  const blocks = [
+    ...readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/^```toml\n([\s\S]*?)^```$/gm),
+  ].map((match) => match[1] ?? "");
+  const found = blocks.find((block) => block.includes(marker));
+  if (!found) throw new Error(`${file} lost its ${what}`);
+  return found;
+}
+
+/**
+ * `edgelock dev` (writing `dir`/.dev.vars) and `wrangler dev` on the Worker in `dir`, both on free
+ * loopback ports, for `use(worker URL, restart the REST server, the .dev.vars text)`.
+ */
+async function underWranglerDev<T>(
+  scratch: string,
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  use: (worker: string, restartRest: () => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const [restPort, workerPort] = await freePorts(2);
+  const startRest = async () => {
+    const server = spawn(
+      join(scratch, "node_modules/.bin/edgelock"),
+      ["dev", "--port", String(restPort), "--dev-vars", ".dev.vars"],
+      { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    await waitForOutput(server, /written to \.dev\.vars/);
+    return server;
+  };
+  let rest = await startRest();
+  const wrangler = spawn(
+    process.execPath,
+    [
+      join(scratch, "node_modules/wrangler/bin/wrangler.js"),
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(workerPort),
+    ],
+    { cwd: dir, env: { ...env, CI: "true", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  try {
+    await waitForOutput(wrangler, /Ready on/, 120_000);
+    return await use(`http://127.0.0.1:${workerPort}`, async () => {
+      // Under the running wrangler dev, which read .dev.vars once.
+      await stopChild(rest);
+      rest = await startRest();
+    });
+  } finally {
+    await stopChild(wrangler);
+    await stopChild(rest);
+  }
+}
+
 /** Free loopback ports (closed again before use: a small race, fine for a check). */
 async function freePorts(count: number): Promise<number[]> {
   const ports: number[] = [];
@@ -621,7 +677,37 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "the README's Worker quickstart under wrangler dev without nodejs_compat; edgelock dev restarted",
+    "the README's Worker quickstart verbatim (its src/index.ts and wrangler.toml) under wrangler dev",
+    async (scratch, env) => {
+      const dir = join(scratch, "readme-worker");
+      mkdirSync(join(dir, "src"), { recursive: true });
+      symlinkSync(join(scratch, "node_modules"), join(dir, "node_modules"), "dir");
+      writeFileSync(join(dir, "src/index.ts"), workerQuickstart());
+      writeFileSync(
+        join(dir, "wrangler.toml"),
+        tomlBlockOf("README.md", 'main = "src/index.ts"', "Quickstart wrangler.toml"),
+      );
+      return underWranglerDev(scratch, dir, env, async (worker) => {
+        const issue = async (customer: string) => {
+          const res = await fetch(`${worker}/?customer=${customer}`);
+          const text = await res.text();
+          const number = /^invoice \w+-(\d+) issued$/m.exec(text)?.[1];
+          if (res.status !== 200 || number === undefined)
+            throw new Error(`the quickstart answered ${res.status}: ${text}`);
+          return Number(number);
+        };
+        if ((await issue("acme")) !== 1) throw new Error("the first invoice is not number 1");
+        // Eight at once for one customer: the lock makes the read and the write one step each.
+        const numbers = await Promise.all(Array.from({ length: 8 }, () => issue("globex")));
+        const sorted = [...numbers].sort((x, y) => x - y).join(",");
+        if (sorted !== "1,2,3,4,5,6,7,8")
+          throw new Error(`eight concurrent invoices were numbered ${sorted}`);
+        return "runs as written; eight concurrent requests of one customer got invoices 1 to 8";
+      });
+    },
+  ],
+  [
+    "the quickstart without nodejs_compat at an older date under wrangler dev; edgelock dev restarted",
     async (scratch, env) => {
       const dir = join(scratch, "quickstart-worker");
       mkdirSync(join(dir, "src"), { recursive: true });
@@ -634,32 +720,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         join(dir, "wrangler.toml"),
         `name = "quickstart"\nmain = "src/index.ts"\ncompatibility_date = "${WITHOUT_ALS_DATE}"\n`,
       );
-      const [restPort, workerPort] = await freePorts(2);
-      const startRest = async () => {
-        const server = spawn(
-          join(scratch, "node_modules/.bin/edgelock"),
-          ["dev", "--port", String(restPort), "--dev-vars", ".dev.vars"],
-          { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] },
-        );
-        await waitForOutput(server, /written to \.dev\.vars/);
-        return server;
-      };
-      let rest = await startRest();
-      const wrangler = spawn(
-        process.execPath,
-        [
-          join(scratch, "node_modules/wrangler/bin/wrangler.js"),
-          "dev",
-          "--ip",
-          "127.0.0.1",
-          "--port",
-          String(workerPort),
-        ],
-        { cwd: dir, env: { ...env, CI: "true", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
-      );
-      const worker = `http://127.0.0.1:${workerPort}`;
-      try {
-        await waitForOutput(wrangler, /Ready on/, 120_000);
+      return underWranglerDev(scratch, dir, env, async (worker, restartRest) => {
         // The quickstart numbers a customer's invoices under the customer's lock.
         const issue = async (customer: string, number: number) => {
           const res = await fetch(`${worker}/?customer=${customer}`);
@@ -669,9 +730,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         };
         await issue("a", 1);
         await issue("a", 2);
-        // Restart the REST server under the running wrangler dev (which read .dev.vars once).
-        await stopChild(rest);
-        rest = await startRest();
+        await restartRest();
         await issue("b", 1);
         const hono = await fetch(`${worker}/hono/orders/1`, { method: "POST" });
         const said = await hono.text();
@@ -697,10 +756,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         if (table.code !== 0 || !/^held-by-worker\s+lock\s+held\s/m.test(table.output))
           throw new Error(`edgelock inspect --table exited ${table.code}:\n${table.output}`);
         return "locks without nodejs_compat, survives an edgelock dev restart; withLock() names nodejs_compat; edgelock inspect shows a lock the Worker holds";
-      } finally {
-        await stopChild(wrangler);
-        await stopChild(rest);
-      }
+      });
     },
   ],
 ];

@@ -21,7 +21,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.extendRead", "7e421d608b88f9dfd96d05afc8280cb5fa501341"],
   ["readWriteLock.forceReleaseRead", "e3ea94ae524c5dee2ad68cfd57cacc4398128187"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
-  ["readWriteLock.releaseRead", "0baa096743a5917454f602cd5ebfe87b1ee3db06"],
+  ["readWriteLock.releaseRead", "0a8ff5fb46e6f2e6bf4b1679ae1f355798c3adfc"],
   ["readWriteLock.acquireWrite", "938bae787b199d903d43644668df29a4b2d66de8"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],

@@ -17,6 +17,7 @@ import {
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/client-state.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  abortedHeadSkipped,
   concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
@@ -451,6 +452,16 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
 
   it("the fair lock: concurrent acquisitions of one owner both hold after one hand-off", () =>
     concurrentAcquisitionsOfOneOwner(bed, FAIR_LOCK));
+
+  for (const [label, parkingKind] of [
+    ["lock", PLAIN_LOCK],
+    ["fair lock", FAIR_LOCK],
+  ] as const) {
+    it(`${label}: an aborted parked head is skipped: the release hands the lock to the waiter behind`, () =>
+      abortedHeadSkipped(bed, parkingKind, false));
+    it(`${label}: a head aborted as the release comes passes its grant on to the waiter behind`, () =>
+      abortedHeadSkipped(bed, parkingKind, true));
+  }
 
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();

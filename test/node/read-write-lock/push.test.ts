@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { LockClient, WaitOptions } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  abortedHeadSkipped,
   concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
@@ -246,6 +247,12 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     // Nothing was handed to the writer that left.
     expect(await rw.writeLock().isLocked()).toBe(false);
   });
+
+  it("an aborted parked writer at the head is skipped: the release hands the lock to the writer behind", () =>
+    abortedHeadSkipped(bed, WRITE_LOCK, false));
+
+  it("a writer aborted as the release comes passes its grant on to the writer behind", () =>
+    abortedHeadSkipped(bed, WRITE_LOCK, true));
 
   it("a read release that moves the last read end earlier re-times the parked writer's park", () =>
     writerRetimedByReadRelease(

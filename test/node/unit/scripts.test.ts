@@ -14,7 +14,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "80eabdd652760ea15e23ba9a7e9ef92c7a87d9d1"],
   ["fairLock.acquire", "e377db103ffc718761c1928baebf1585d4094a6d"],
-  ["queue.leave", "631c7dd2032aaa41cd2a7b30e2bdcbc7360463a3"],
+  ["queue.leave", "9a3c2450e4bde5d27988c4bf388ccaf9bcafd67a"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],
   ["readWriteLock.acquireRead", "20492a5756bb12fd60e7ccd0249d8b4346ff87a2"],

@@ -52,8 +52,7 @@ if parkedKey then
   granted = string.match(registration, '^granted (%d+)$')
   redis.call('HDEL', parkedKey, waiter)
   ${withoutKeyLocking(`if string.match(registration, '^%d+ %d+ %S+ %d+ %d+$') then
-    -- Parked on a pop, which the client stopped waiting for but cannot cancel: end it now, or
-    -- it holds its connection (a proxy's, a Worker's) for the rest of its park.
+    -- Ends the pop its client gave up on but could not cancel.
     redis.call('RPUSH', lockKey .. ':wake:' .. waiterId, 'none')
     redis.call('PEXPIRE', lockKey .. ':wake:' .. waiterId, 2000)
   end`)}

@@ -56,7 +56,7 @@ if redis.call('EXISTS', lockKey) == 0 then
   if not lastEnd then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
   elseif tonumber(lastEnd) < tonumber(releasedEnd) then
-    -- The last read lease now ends earlier: a parked writer re-times its park to it.
+    -- The last read end moved earlier: re-time the parked writer.
     local lease = tonumber(lastEnd) - now
     ${noticeBehind("queueKey", "parkedKey")}
   end

@@ -20,6 +20,7 @@ import {
   PARK_GRACE_MS,
   parkBoundMs,
   type Registration,
+  turnKeepingParkMs,
 } from "./parking.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
 import type { TurnView } from "./turn.js";
@@ -51,12 +52,18 @@ export class Listening {
   /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
   readonly shard: number;
 
+  // A waiter next to be granted parks within the claim window (turnKeepingParkMs): a lost word
+  // costs it no turn.
+  readonly #keepsTurn: boolean;
+
   constructor(
     runtime: LockRuntime,
     redis: SubscribingRedis,
     keys: Pick<LockKeys, "lock" | "handOffChannels">,
     plan: WaitPlan,
+    keepsTurn = false,
   ) {
+    this.#keepsTurn = keepsTurn;
     this.#runtime = runtime;
     this.#redis = redis;
     this.#keys = keys;
@@ -153,7 +160,7 @@ export class Listening {
     this.#runtime.contention.saw(this.#keys.lock);
     this.#registered = {
       sentAt,
-      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs),
+      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs, this.#keepsTurn),
       view,
     };
     this.leaveSiblings();
@@ -186,7 +193,9 @@ export class Listening {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };
     }
     if (word.kind === "behind") {
-      this.#registered = behind(registered, word.leaseMs);
+      const { claimMs } = this.#plan.policy;
+      const longest = this.#keepsTurn ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
+      this.#registered = behind(registered, word.leaseMs, longest);
       return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
     }
     return this.#granted(word);

@@ -20,13 +20,19 @@ export type Reply =
   | { readonly type: "bulk"; readonly value: Uint8Array | null }
   | { readonly type: "array"; readonly value: readonly Reply[] | null };
 
-/** Per-call options of `command` and `pipeline`. */
+/** Per-call options of `command`, `pipeline` and `transaction` (which never blocks: no `signal`). */
 export interface CallOptions {
   /**
    * Aborted when the HTTP client goes away: a blocked command (BLPOP…) stops waiting and its
    * connection or waiter is released. The call then rejects. Default: never aborted.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Told how many commands the call's scripts ran (each `redis.call`/`redis.pcall` that reached a
+   * command, as Redis's INFO commandstats counts `calls`), when there were any: Upstash bills each
+   * one besides the EVAL/EVALSHA itself. A call may report in parts; the counts add up.
+   */
+  readonly onScriptCommands?: (count: number) => void;
 }
 
 /** A message delivered to a subscriber; `pattern` is set for pattern subscriptions. */
@@ -54,7 +60,7 @@ export interface Backend {
    * Resolves to the EXEC reply (an array with one reply per command), or to an `error` reply
    * when the transaction was discarded (e.g. a command that does not exist: EXECABORT).
    */
-  transaction(commands: readonly Command[]): Promise<Reply>;
+  transaction(commands: readonly Command[], options?: CallOptions): Promise<Reply>;
   /**
    * Subscribes to channels (SUBSCRIBE) or patterns (PSUBSCRIBE) until `signal` aborts. Resolves
    * once the subscription is in place; `onMessage` then receives every message published.

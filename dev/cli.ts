@@ -61,8 +61,11 @@ Options:
   -h, --help          show this help
 
 The inspector page is served at <url>/_edgelock/ when the server listens on loopback.
-On exit (Ctrl-C) it prints what it served: requests, commands and bytes, and the scripts that
-would run under Upstash's global lock. GET /_edgelock/stats serves the same counters as JSON.
+On exit (Ctrl-C) it prints what it served: requests, commands, billed commands (what Upstash
+bills: each command plus every redis.call its scripts ran) and bytes, and the scripts that
+would run under Upstash's global lock. GET /_edgelock/stats serves the same counters as JSON,
+to a request with the token (Authorization: Bearer <token>, as every REST route):
+  curl -H "Authorization: Bearer $UPSTASH_REDIS_REST_TOKEN" <url>/_edgelock/stats
 `;
 
 /** Parsed `dev` options, ready for startDevServer. */

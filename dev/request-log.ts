@@ -15,10 +15,14 @@ export class LoggingStats extends ServerStats {
     super();
   }
 
-  override recordCommands(names: readonly string[]): void {
-    super.recordCommands(names);
+  override recordCommands(names: readonly string[], scriptCommands = 0): void {
+    super.recordCommands(names, scriptCommands);
+    const billed =
+      scriptCommands === 0
+        ? ""
+        : `; billed ${names.length + scriptCommands} (${scriptCommands} run by scripts)`;
     this.log(
-      `${clock()} ${names.length === 1 ? "" : `${names.length} commands: `}${names.join(" ")}`,
+      `${clock()} ${names.length === 1 ? "" : `${names.length} commands: `}${names.join(" ")}${billed}`,
     );
   }
 
@@ -47,8 +51,8 @@ function formatBytes(bytes: number): string {
 }
 
 /**
- * One line: requests, commands (the most frequent by name), bytes in and out, error statuses, and
- * the scripts by the lock Upstash would take.
+ * One line: requests, commands (the most frequent by name), billed commands (scripts' own
+ * included), bytes in and out, error statuses, and the scripts by the lock Upstash would take.
  */
 export function summarizeStats(stats: StatsSnapshot): string {
   const top = Object.entries(stats.commandsByName)
@@ -61,6 +65,8 @@ export function summarizeStats(stats: StatsSnapshot): string {
   return (
     `served ${stats.requests} requests, ${stats.commands} commands` +
     (top.length > 0 ? ` (${top.join(", ")})` : "") +
+    `, ${stats.billedCommands} billed` +
+    (stats.scriptCommands > 0 ? ` (${stats.scriptCommands} run by scripts)` : "") +
     `, ${formatBytes(stats.bytesIn)} in, ${formatBytes(stats.bytesOut)} out` +
     (errors.length > 0 ? `; ${errors.join(", ")}` : "") +
     summarizeScripts(stats)

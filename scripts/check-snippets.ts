@@ -197,6 +197,18 @@ export function linksOutsidePackage(
     .map((path) => `${file}: ${path}`);
 }
 
+/** Raster images anywhere in the installed package (paths relative to it). */
+export function shippedPictures(dir: string, under = ""): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(join(dir, under), { withFileTypes: true })) {
+    const path = under === "" ? entry.name : `${under}/${entry.name}`;
+    if (entry.isDirectory()) {
+      if (entry.name !== "node_modules") found.push(...shippedPictures(dir, path));
+    } else if (/\.(png|jpe?g|gif|webp)$/i.test(entry.name)) found.push(path);
+  }
+  return found;
+}
+
 /** What a user meets on the package page and in node_modules, beyond the types. */
 function packageHygiene(installed: string): string[] {
   const problems = mapsMissingSources(join(installed, "dist")).map(
@@ -208,6 +220,11 @@ function packageHygiene(installed: string): string[] {
   >;
   for (const field of ["repository", "homepage"]) {
     if (manifest[field] === undefined) problems.push(`package.json has no "${field}"`);
+  }
+  // Pictures are for the repository's pages: a Worker install has no use for them (they link
+  // absolutely to the repository instead).
+  for (const picture of shippedPictures(installed)) {
+    problems.push(`the tarball ships a picture: ${picture}`);
   }
   for (const link of relativeLinks(readFileSync(join(installed, "README.md"), "utf8"))) {
     problems.push(`README.md links relatively (broken on the package page): ${link}`);

@@ -37,10 +37,18 @@ export class LockWaitTimeoutError extends EdgelockError {
     readonly waitMs: number,
     /** The holder's remaining lease at the last attempt, in ms (null when unknown). */
     readonly holderTtlMs: number | null,
+    /**
+     * The same LockClient held the lock under another owner while this wait ran: the caller
+     * most likely waited for its own hold (a nested acquisition outside `client.scope()`).
+     */
+    readonly heldByThisClient: boolean = false,
   ) {
+    const lease = holderTtlMs === null ? "" : ` (the holder's lease ends in ${holderTtlMs} ms)`;
     super(
-      `Lock "${lockName}" is still held by another owner after waiting ${waitMs} ms` +
-        (holderTtlMs === null ? "." : ` (the holder's lease ends in ${holderTtlMs} ms).`),
+      `Lock "${lockName}" is still held by another owner ${heldByThisClient ? "of this LockClient " : ""}after waiting ${waitMs} ms${lease}.` +
+        (heldByThisClient
+          ? " Likely your own hold, taken outside this acquisition's owner scope: run both in one client.scope(), or pass the first hold's owner."
+          : ""),
     );
   }
 }

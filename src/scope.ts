@@ -10,9 +10,15 @@
  */
 import { LockScopeUnavailableError } from "./errors.js";
 
+/** One scope: its owner, and the request it serves (the outermost scope's, shared inward). */
+interface ScopeFrame {
+  readonly owner: string;
+  readonly request: object;
+}
+
 interface OwnerStorage {
-  getStore(): string | undefined;
-  run<R>(store: string, fn: () => R): R;
+  getStore(): ScopeFrame | undefined;
+  run<R>(store: ScopeFrame, fn: () => R): R;
 }
 
 type AsyncHooksModule = { AsyncLocalStorage: new () => OwnerStorage };
@@ -39,15 +45,37 @@ function ownerStorage(): OwnerStorage | undefined {
 
 /** The innermost scope's. */
 export function currentScopeOwner(): string | undefined {
-  return ownerStorage()?.getStore();
+  return ownerStorage()?.getStore()?.owner;
+}
+
+/**
+ * The request the code runs for: the outermost enclosing scope (its nested scopes, and every
+ * client used in them, share it); undefined outside any scope.
+ */
+export function currentRequest(): object | undefined {
+  return ownerStorage()?.getStore()?.request;
+}
+
+/** Whether this runtime gives owner scopes (AsyncLocalStorage). */
+export function scopesAvailable(): boolean {
+  return ownerStorage() !== undefined;
+}
+
+/**
+ * The error for `what` (the API the user called) where the runtime has no AsyncLocalStorage, in
+ * the runtime's own terms: a Worker's flag on Workers, elsewhere the explicit owner.
+ */
+export function scopeUnavailable(what: string, instead = "pass owner"): LockScopeUnavailableError {
+  const agent = (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent;
+  const remedy =
+    agent === "Cloudflare-Workers"
+      ? `add compatibility_flags = ["nodejs_compat"] to wrangler.toml, or ${instead}`
+      : `this runtime has none (Node, Bun, Deno and Workers with nodejs_compat have it): ${instead}`;
+  return new LockScopeUnavailableError(`${what} needs AsyncLocalStorage: ${remedy}.`);
 }
 
 export function runWithOwner<R>(owner: string, fn: () => R): R {
   const store = ownerStorage();
-  if (!store) {
-    throw new LockScopeUnavailableError(
-      "scope() needs AsyncLocalStorage: add the nodejs_compat compatibility flag, or pass owner.",
-    );
-  }
-  return store.run(owner, fn);
+  if (!store) throw scopeUnavailable("client.scope()");
+  return store.run({ owner, request: store.getStore()?.request ?? {} }, fn);
 }

@@ -31,6 +31,7 @@ export class Engine implements CommandContext {
   private frozenAt: number | undefined;
   private lastSweep = Number.NEGATIVE_INFINITY;
   private scriptHost: ScriptHost | undefined;
+  private scriptCommandCount = 0;
 
   constructor(private readonly clock: () => number) {}
 
@@ -61,6 +62,15 @@ export class Engine implements CommandContext {
     }
   }
 
+  /**
+   * Commands scripts have run so far (redis.call/pcall that reached a command; the ones refused
+   * before running, e.g. unknown or a write in a read-only script, are not counted, as in Redis's
+   * INFO commandstats). Upstash bills each.
+   */
+  get scriptCommands(): number {
+    return this.scriptCommandCount;
+  }
+
   hasCommand(name: string): boolean {
     return this.commands.has(asciiLower(name));
   }
@@ -87,6 +97,7 @@ export class Engine implements CommandContext {
     if (spec.noScript) return R.error("ERR This Redis command is not allowed from script");
     if (spec.write && readOnly)
       return R.error("ERR Write commands are not allowed from read-only scripts.");
+    this.scriptCommandCount += 1;
     return this.invoke(spec, argv);
   }
 

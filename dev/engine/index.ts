@@ -64,10 +64,22 @@ export async function createEmbeddedBackend(
     return isBlockingCommand(command) && name !== "xread" && name !== "xreadgroup";
   };
 
+  /**
+   * Runs engine work and reports the commands its scripts ran. The engine never yields inside,
+   * so the count is exactly this call's, whatever else is in flight.
+   */
+  const metered = <T>(work: () => T, options: CallOptions | undefined): T => {
+    const before = engine.scriptCommands;
+    const result = work();
+    const ran = engine.scriptCommands - before;
+    if (ran > 0) options?.onScriptCommands?.(ran);
+    return result;
+  };
+
   /** A blocking command that found nothing parks (FIFO) until data, its timeout, or abort. */
   const runCommand = (command: Command, options: CallOptions | undefined): Promise<Reply> => {
     const argv = toArgv(command);
-    const first = thenWake(engine.execute(argv));
+    const first = thenWake(metered(() => engine.execute(argv), options));
     if (!parksInEngine(command) || !isNil(first)) return Promise.resolve(first);
     const retry = () => {
       const next = engine.execute(argv);
@@ -86,16 +98,18 @@ export async function createEmbeddedBackend(
     async pipeline(commands: readonly Command[], options?: CallOptions): Promise<Reply[]> {
       ensureOpen();
       if (!commands.some(parksInEngine)) {
-        return thenWake(commands.map((command) => engine.execute(toArgv(command))));
+        return thenWake(
+          metered(() => commands.map((command) => engine.execute(toArgv(command))), options),
+        );
       }
       // A blocking command holds up the rest of its pipeline, as on a Redis connection.
       const replies: Reply[] = [];
       for (const command of commands) replies.push(await runCommand(command, options));
       return replies;
     },
-    async transaction(commands: readonly Command[]): Promise<Reply> {
+    async transaction(commands: readonly Command[], options?: CallOptions): Promise<Reply> {
       ensureOpen();
-      return thenWake(engine.transaction(commands.map(toArgv)));
+      return thenWake(metered(() => engine.transaction(commands.map(toArgv)), options));
     },
     async subscribe(kind, targets, onMessage: (message: PubSubMessage) => void, signal) {
       ensureOpen();

@@ -60,7 +60,15 @@ export function formatTable(snapshot: InspectorSnapshot): string {
   lines.push(
     "",
     `${scan}; ${snapshot.idleCount} idle lock(s); ${snapshot.notShown} not read (--max-locks)`,
-    `this refresh cost ${snapshot.cost.total} command(s): ${snapshot.cost.scan} SCAN, ${snapshot.cost.read} lock read(s)`,
+    `this refresh cost ${snapshot.cost.total} command(s): ${snapshot.cost.scan} SCAN, ${readCost(snapshot)}`,
   );
   return lines.join("\n");
+}
+
+/**
+ * The reads' share of the cost, in commands: one read-only script per lock, semaphore or latch,
+ * two where the server lacked the script (EVALSHA refused, then EVAL). Not a count of locks.
+ */
+export function readCost(snapshot: InspectorSnapshot): string {
+  return `${snapshot.cost.read} to read the locks, semaphores and latches (one script each; two where the server lacked it)`;
 }

@@ -143,14 +143,17 @@ export class ProfileBackend implements Backend {
     return replies;
   }
 
-  async transaction(commands: readonly Command[]): Promise<Reply> {
+  async transaction(commands: readonly Command[], options?: CallOptions): Promise<Reply> {
     const prepared = commands.map((command) => this.prepare(command, true));
     const refused = prepared.find((item) => item.kind === "answer" && item.reply.type === "error");
     if (refused?.kind === "answer" && refused.reply.type === "error") {
       return reply.error(`EXECABORT Transaction discarded: ${refused.reply.message}`);
     }
     const runnable = prepared.filter((item) => item.kind === "run");
-    const result = await this.inner.transaction(runnable.map((item) => item.command));
+    const result = await this.inner.transaction(
+      runnable.map((item) => item.command),
+      options,
+    );
     if (result.type !== "array" || result.value === null) return result;
     const replies = result.value;
     return reply.array(runnable.map((item, index) => this.finish(item, replies[index]!)));

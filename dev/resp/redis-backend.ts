@@ -13,6 +13,14 @@ import { isBlockingCommand, sharedConnectionRefusal } from "./command-policy.js"
 import type { RespConnection } from "./connection.js";
 import { RespPool } from "./pool.js";
 import { describeAddress, parseRedisUrl } from "./redis-url.js";
+import {
+  bracketScripts,
+  bracketTransaction,
+  isScriptRun,
+  totalCalls,
+  unbracketReplies,
+  unbracketTransaction,
+} from "./script-metering.js";
 
 export interface RedisUrlBackendOptions {
   /** Connections in the pool. Default 4. */
@@ -55,7 +63,22 @@ export async function createRedisUrlBackend(
     const db = settings.db === 0 ? "" : `/${settings.db}`;
     description = `Redis ${version ?? "(unknown version)"} at ${describeAddress(settings)}${db}`;
   }
-  return new RedisBackend(pool, description, options.onClose);
+  return new RedisBackend(pool, description, options.onClose, await canReadCommandStats(pool));
+}
+
+/**
+ * Whether INFO stats answers (a restricted ACL user may be refused it, INFO being
+ * @dangerous): scripts are metered only then, since a refused INFO would discard the script's
+ * transaction with it.
+ */
+async function canReadCommandStats(pool: RespPool): Promise<boolean> {
+  try {
+    const connection = await pool.acquire();
+    const [info] = await connection.send([["INFO", "stats"]]);
+    return totalCalls(info) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 async function readServerVersion(pool: RespPool): Promise<string | undefined> {
@@ -76,6 +99,8 @@ class RedisBackend implements Backend {
     private readonly pool: RespPool,
     readonly description: string,
     private readonly onClose: (() => Promise<void>) | undefined,
+    /** Count the commands scripts run (script-metering.ts). */
+    private readonly meterScripts: boolean,
   ) {}
 
   async command(command: Command, options?: CallOptions): Promise<Reply> {
@@ -90,20 +115,32 @@ class RedisBackend implements Backend {
       return refusal === undefined ? undefined : reply.error(refusal);
     });
     const runnable = commands.filter((_, index) => replies[index] === undefined);
-    const results = await this.run(runnable, runnable.some(isBlockingCommand), options?.signal);
+    const blocking = runnable.some(isBlockingCommand);
+    let results: Reply[];
+    if (this.meterScripts && runnable.some(isScriptRun)) {
+      const sent = await this.run(bracketScripts(runnable), blocking, options?.signal);
+      const metered = unbracketReplies(runnable, sent);
+      results = metered.replies;
+      if (metered.scriptCommands > 0) options?.onScriptCommands?.(metered.scriptCommands);
+    } else {
+      results = await this.run(runnable, blocking, options?.signal);
+    }
     let next = 0;
     return replies.map((existing) => existing ?? results[next++]!);
   }
 
-  async transaction(commands: readonly Command[]): Promise<Reply> {
+  async transaction(commands: readonly Command[], options?: CallOptions): Promise<Reply> {
     for (const command of commands) {
       if (command.length === 0)
         return reply.error("EXECABORT Transaction discarded: empty command");
       const refusal = sharedConnectionRefusal(command);
       if (refusal !== undefined) return reply.error(`EXECABORT Transaction discarded: ${refusal}`);
     }
+    const { sent, metered } = this.meterScripts
+      ? bracketTransaction(commands)
+      : { sent: commands, metered: false };
     // MULTI, the commands and EXEC leave in one write on one connection: nothing can interleave.
-    const replies = await this.run([["MULTI"], ...commands, ["EXEC"]], false, undefined);
+    const replies = await this.run([["MULTI"], ...sent, ["EXEC"]], false, undefined);
     const exec = replies[replies.length - 1];
     const multi = replies[0];
     if (multi?.type === "error") return multi;
@@ -116,7 +153,10 @@ class RedisBackend implements Backend {
     if (exec.type === "array" && exec.value === null) {
       return reply.error("EXECABORT Transaction aborted");
     }
-    return exec;
+    if (!metered) return exec;
+    const unbracketed = unbracketTransaction(commands, exec);
+    if (unbracketed.scriptCommands > 0) options?.onScriptCommands?.(unbracketed.scriptCommands);
+    return unbracketed.exec;
   }
 
   /** A dedicated connection per subscription, closed when `signal` aborts. */

@@ -15,6 +15,8 @@ export interface RestOutcome {
   readonly body: string;
   /** Lower-case names of the commands handed to the backend. */
   readonly executed: readonly string[];
+  /** Commands the request's scripts ran (redis.call/pcall), which Upstash bills too. */
+  readonly scriptCommands: number;
 }
 
 /**
@@ -36,6 +38,25 @@ export async function executePlan(
   options: CallOptions = {},
   gate?: CommandGate,
 ): Promise<RestOutcome> {
+  let scriptCommands = 0;
+  const metered: CallOptions = {
+    ...options,
+    onScriptCommands: (count) => {
+      scriptCommands += count;
+      options.onScriptCommands?.(count);
+    },
+  };
+  const outcome = await runPlan(plan, backend, encoding, metered, gate);
+  return { ...outcome, scriptCommands };
+}
+
+async function runPlan(
+  plan: RequestPlan,
+  backend: Backend,
+  encoding: ResponseEncoding,
+  options: CallOptions,
+  gate: CommandGate | undefined,
+): Promise<Omit<RestOutcome, "scriptCommands">> {
   const refusal = (command: Command): Reply | undefined => {
     const reason = gate?.(command);
     return reason === undefined ? sharedRefusal(command) : reply.error(reason);
@@ -78,7 +99,7 @@ export async function executePlan(
           };
         }
       }
-      const result = await backend.transaction(plan.commands);
+      const result = await backend.transaction(plan.commands, options);
       const executed = plan.commands.map(commandName);
       if (result.type === "array" && result.value !== null) {
         return { status: 200, body: encodeReplyList(result.value, encoding), executed };

@@ -94,6 +94,8 @@ export class FaultController {
   private settings: FaultSettings;
   private random: () => number;
   private injected = { failBeforeExecute: 0, dropAfterExecute: 0, delayed: 0 };
+  // How to end each subscription stream open now (the server registers them: trackStream).
+  private readonly streamEnds = new Set<() => void>();
 
   constructor(options: FaultOptions = {}) {
     this.settings = {
@@ -205,6 +207,24 @@ export class FaultController {
     if (!this.active || !this.matches("path", ["subscribe"])) return 0;
     const s = this.settings;
     return Math.max(0, s.latencyMs + (this.random() * 2 - 1) * s.jitterMs);
+  }
+
+  /**
+   * Ends every subscription stream open now, cleanly, as a proxy that closes long-lived
+   * server-sent-event streams would: the client reads the body to its end, with no error and no
+   * last event. Returns how many it ended.
+   */
+  endStreams(): number {
+    const ends = [...this.streamEnds];
+    this.streamEnds.clear();
+    for (const end of ends) end();
+    return ends.length;
+  }
+
+  /** @internal Called by the server: `end` ends one open stream; returns its unregistration. */
+  trackStream(end: () => void): () => void {
+    this.streamEnds.add(end);
+    return () => this.streamEnds.delete(end);
   }
 
   private matches(route: RouteKind, commandNames: readonly string[]): boolean {

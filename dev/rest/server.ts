@@ -185,6 +185,11 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     if (subscription !== undefined) {
       syncToken += 1;
       stats.recordSubscription();
+      const untrack = faults.trackStream(() => response.end());
+      response.once("close", () => {
+        untrack();
+        stats.recordSubscriptionEnd();
+      });
       await streamSubscription(
         subscription,
         backend,
@@ -254,7 +259,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     } finally {
       if (blocking) blockedRequests -= 1;
     }
-    stats.recordCommands(outcome.executed);
+    stats.recordCommands(outcome.executed, outcome.scriptCommands);
     if (monitor.active && outcome.executed.length > 0) {
       const socket = request.socket;
       monitor.publish(

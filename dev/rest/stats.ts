@@ -35,14 +35,32 @@ export interface StatsSnapshot {
   readonly commands: number;
   /** Commands handed to the backend, by lower-case name, e.g. `{ evalsha: 2, eval: 1 }`. */
   readonly commandsByName: Readonly<Record<string, number>>;
+  /**
+   * Commands scripts ran: every redis.call/pcall that reached a command (on redis-server read
+   * off INFO stats around each script run, see dev/resp/script-metering.ts).
+   */
+  readonly scriptCommands: number;
+  /**
+   * What Upstash bills: `commands` plus `scriptCommands` (an EVALSHA whose script ran 3
+   * redis.calls is 4; a pipeline of 3 plain commands is 3). docs/upstash.md has the price.
+   */
+  readonly billedCommands: number;
   /** Request body bytes received. */
   readonly bytesIn: number;
   /** Response body bytes sent. */
   readonly bytesOut: number;
   readonly scripts: ScriptStats;
   readonly blocking: BlockingStats;
-  /** Pub/sub over server-sent events: streams opened, and messages pushed on them (not requests). */
-  readonly streams: { readonly subscriptions: number; readonly pushedMessages: number };
+  /**
+   * Pub/sub over server-sent events: streams opened, and messages pushed on them (not requests);
+   * streams open now, and the most open at once since the last `reset()` (or since start).
+   */
+  readonly streams: {
+    readonly subscriptions: number;
+    readonly pushedMessages: number;
+    readonly open: number;
+    readonly peakOpen: number;
+  };
 }
 
 function emptyByRoute(): Record<RouteKind, number> {
@@ -55,6 +73,7 @@ export class ServerStats {
   private byStatus = new Map<number, number>();
   private commandCount = 0;
   private byName = new Map<string, number>();
+  private scriptCommandCount = 0;
   private bytesInCount = 0;
   private bytesOutCount = 0;
   private globalLockScripts = 0;
@@ -65,6 +84,8 @@ export class ServerStats {
   private blockingRefused = 0;
   private subscriptionCount = 0;
   private pushedMessageCount = 0;
+  private openStreams = 0;
+  private peakOpenStreams = 0;
 
   /** A copy of the counters, safe to keep while the server goes on counting. */
   snapshot(): StatsSnapshot {
@@ -74,7 +95,14 @@ export class ServerStats {
       responsesByStatus: Object.fromEntries(this.byStatus),
       commands: this.commandCount,
       commandsByName: Object.fromEntries(this.byName),
-      streams: { subscriptions: this.subscriptionCount, pushedMessages: this.pushedMessageCount },
+      scriptCommands: this.scriptCommandCount,
+      billedCommands: this.commandCount + this.scriptCommandCount,
+      streams: {
+        subscriptions: this.subscriptionCount,
+        pushedMessages: this.pushedMessageCount,
+        open: this.openStreams,
+        peakOpen: this.peakOpenStreams,
+      },
       bytesIn: this.bytesInCount,
       bytesOut: this.bytesOutCount,
       scripts: {
@@ -94,6 +122,7 @@ export class ServerStats {
     this.byStatus = new Map();
     this.commandCount = 0;
     this.byName = new Map();
+    this.scriptCommandCount = 0;
     this.bytesInCount = 0;
     this.bytesOutCount = 0;
     this.globalLockScripts = 0;
@@ -104,11 +133,20 @@ export class ServerStats {
     this.blockingRefused = 0;
     this.subscriptionCount = 0;
     this.pushedMessageCount = 0;
+    // A gauge: the streams open now stay open.
+    this.peakOpenStreams = this.openStreams;
   }
 
   /** @internal Called by the server: a subscription stream opened. */
   recordSubscription(): void {
     this.subscriptionCount += 1;
+    this.openStreams += 1;
+    this.peakOpenStreams = Math.max(this.peakOpenStreams, this.openStreams);
+  }
+
+  /** @internal Called by the server: a subscription stream ended (either side closed it). */
+  recordSubscriptionEnd(): void {
+    this.openStreams = Math.max(0, this.openStreams - 1);
   }
 
   /** @internal Called by the server: one message pushed on a stream. */
@@ -123,9 +161,13 @@ export class ServerStats {
     this.bytesInCount += bodyBytes;
   }
 
-  /** @internal Called by the server. */
-  recordCommands(names: readonly string[]): void {
+  /**
+   * @internal Called by the server once per request: the commands it ran, and the commands its
+   * scripts ran.
+   */
+  recordCommands(names: readonly string[], scriptCommands = 0): void {
     this.commandCount += names.length;
+    this.scriptCommandCount += scriptCommands;
     for (const name of names) this.byName.set(name, (this.byName.get(name) ?? 0) + 1);
   }
 

@@ -4,7 +4,8 @@
  * `text/event-stream` and sends one `data:` line per event, comma-separated:
  * `subscribe,<channel>,<count>`, `message,<channel>,<message>`,
  * `pmessage,<pattern>,<channel>,<message>`. The stream lasts until the client disconnects,
- * which ends the subscription (on redis-server: closes its connection). Each event is held back by
+ * which ends the subscription (on redis-server: closes its connection), or until the server's
+ * fault controls end it (`faults.endStreams()`). Each event is held back by
  * the latency model of the server's faults, as a reply would be, in order.
  */
 import type http from "node:http";
@@ -45,7 +46,8 @@ function delayedWriter(response: http.ServerResponse, delayMs: () => number) {
     const due = Math.max(performance.now() + delayMs(), lastDue);
     lastDue = due;
     const wait = due - performance.now();
-    if (wait <= 0) response.write(text);
+    // A stream the server ended (FaultController.endStreams) takes no more events.
+    if (wait <= 0) response.writableEnded || response.write(text);
     else setTimeout(() => response.writableEnded || response.write(text), wait);
   };
 }

@@ -1,9 +1,12 @@
 /**
  * `LockWatchdog`: a SQLite-backed Durable Object whose alarm renews registered leases with their
  * kind's extend script (`lock.extend`, `semaphore.extend`), naming each hold by its fencing token
- * so it never re-arms a later hold of the same owner. It stops (and remembers why for an hour)
- * on deregistration, a hold gone, `maxHoldMs`, missed heartbeats, or renewals failing past the
- * lease: a crashed holder's lock or permits free within the bound of docs/lease-vs-watchdog.md.
+ * so it never re-arms a later hold of the same owner. Each client holding a hold registers it
+ * (one registration per client, however often it re-enters); the hold is renewed, once per round,
+ * while any of its registrations lives. A registration stops (and the hold's last one remembers
+ * why for an hour) on its deregistration, the hold gone, its `maxHoldMs`, missed heartbeats, or
+ * renewals failing past the lease: a crashed holder's lock or permits free within the bound of
+ * docs/lease-vs-watchdog.md.
  *
  * Alarms are at-least-once and may run late: a due lease is claimed before its renewal is sent,
  * renewals happen at a third of the lease, and the next alarm is armed in `finally`.
@@ -32,11 +35,10 @@ import {
   ENDING_RETENTION_MS,
   firstRenewalAt,
   limitReached,
-  renewalDeadline,
   renewalIntervalMs,
   retryDelayMs,
 } from "./schedule.js";
-import { type LeaseRecord, LeaseStore } from "./store.js";
+import { byHold, type LeaseRecord, LeaseStore, latestDeadline } from "./store.js";
 
 /** Re-sends of an ambiguous renewal, as a LockClient does by default. */
 const RENEW_RETRY = { retries: 2, delayMs: 50 } as const;
@@ -144,68 +146,96 @@ export class LockWatchdog {
     }
   }
 
-  /** @internal Renews (or ends) every lease due at `now`; what `alarm()` runs. */
+  /**
+   * @internal Renews (or ends) every registration due at `now`, with one request per hold
+   * however many clients registered it; what `alarm()` runs.
+   */
   protected async renewDue(now: number): Promise<void> {
     const ctx = this.#context();
     const renewals: Promise<void>[] = [];
-    for (const lease of this.#store.due(now)) {
-      const limit = limitReached(lease, now);
-      if (limit) {
-        this.#end(lease, { ...limit, at: now });
-        continue;
-      }
-      // Claimed before the request goes out: a duplicate alarm finds it no longer due.
-      this.#store.reschedule(lease, claimedUntil(now, lease.leaseMs));
-      renewals.push(this.#renew(lease, ctx));
+    for (const hold of byHold(this.#store.due(now))) {
+      const live = hold.filter((lease) => {
+        const limit = limitReached(lease, now);
+        if (limit) this.#end(lease, { ...limit, at: now });
+        return limit === null;
+      });
+      if (live.length === 0) continue;
+      // Claimed before the request goes out: a duplicate alarm finds them no longer due.
+      for (const lease of live) this.#store.reschedule(lease, claimedUntil(now, lease.leaseMs));
+      renewals.push(this.#renew(live, ctx));
     }
     // Together: @upstash/redis sends renewals issued in one tick as one /pipeline request.
     await Promise.all(renewals);
   }
 
-  async #renew(lease: LeaseRecord, ctx: OperationContext | undefined): Promise<void> {
+  /** One renewal of the hold `leases` (its due registrations) register, then each one's record. */
+  async #renew(leases: readonly LeaseRecord[], ctx: OperationContext | undefined): Promise<void> {
+    const [hold] = leases;
+    if (hold === undefined) return;
     const sentAt = Date.now();
     let held: boolean;
     try {
       if (!ctx) throw new Error("no Redis configured (UPSTASH_REDIS_REST_URL, _TOKEN)");
-      // A re-send after the renewal deadline would re-arm the lease past its documented bound.
-      const bounded = { ...ctx, retry: { ...ctx.retry, sendBy: renewalDeadline(lease) } };
-      // Named by its token: a later hold of the same owner is not this lease's to renew.
-      held = await renewHold(bounded, lease);
+      // A re-send after the last renewal deadline would re-arm the lease past its documented
+      // bound; until then one of the registrations still keeps the hold.
+      const bounded = { ...ctx, retry: { ...ctx.retry, sendBy: latestDeadline(leases) } };
+      // Named by its token: a later hold of the same owner is not this lease's to renew. The
+      // longest lease of the registrations, so that none is promised less than it asked.
+      const leaseMs = Math.max(...leases.map((lease) => lease.leaseMs));
+      held = await renewHold(bounded, { ...hold, leaseMs });
     } catch (error) {
       const at = Date.now();
-      if (at - lease.confirmedAt >= lease.leaseMs) {
-        this.#end(lease, {
-          reason: "renewal-failed",
-          detail: `renewals failed until the lease had passed: ${redisMessageOf(error)}`,
-          at,
-        });
-      } else {
-        this.#store.failed(lease, at + retryDelayMs(lease.leaseMs));
+      for (const lease of leases) {
+        if (at - lease.confirmedAt >= lease.leaseMs) {
+          this.#end(lease, {
+            reason: "renewal-failed",
+            detail: `renewals failed until the lease had passed: ${redisMessageOf(error)}`,
+            at,
+          });
+        } else {
+          this.#store.failed(lease, at + retryDelayMs(lease.leaseMs));
+        }
       }
       return;
     }
     if (held) {
-      this.#store.renewed(lease, sentAt, sentAt + renewalIntervalMs(lease.leaseMs));
-    } else {
-      this.#end(lease, {
-        reason: "gone",
-        detail:
-          lease.kind === "semaphore"
-            ? "the renew script found the permit hold gone (released, expired or removed)"
-            : "the renew script found the hold gone (expired or force-released), the lock another owner's, or a later hold of the same owner's",
-        at: Date.now(),
-      });
+      for (const lease of leases) {
+        this.#store.renewed(lease, sentAt, sentAt + renewalIntervalMs(lease.leaseMs));
+      }
+      return;
     }
+    // A hold found gone never comes back (its token is never granted again): every
+    // registration of it ends, also one that arrived while the request was out.
+    this.#store.remove(hold.key, hold.owner, hold.fencingToken, null, {
+      reason: "gone",
+      detail:
+        hold.kind === "semaphore"
+          ? "the renew script found the permit hold gone (released, expired or removed)"
+          : "the renew script found the hold gone (expired or force-released), the lock another owner's, or a later hold of the same owner's",
+      at: Date.now(),
+    });
   }
 
-  /** Stops renewing this registration and records why. */
+  /** Stops renewing this registration; records why when it was the hold's last. */
   #end(lease: LeaseRecord, ending: { reason: EndReason; detail: string; at: number }): void {
     this.#store.remove(lease.key, lease.owner, lease.fencingToken, lease.registration, ending);
   }
 
+  /**
+   * Adds this registration of the hold, beside another client's of the same hold (re-entered with
+   * the same owner), or replaces it when re-sent.
+   */
   async #register(message: RegisterMessage): Promise<WatchdogStatus> {
     const now = Date.now();
-    const nextRenewalAt = firstRenewalAt(now, message.leaseMs, message.sinceConfirmedMs);
+    const others = this.#store
+      .registrationsOf(message.key, message.owner, message.fencingToken)
+      .filter((lease) => lease.registration !== message.registration);
+    // Into the rounds of the hold's other registrations when they come sooner: one renewal for
+    // all of them. Never later than its own first renewal.
+    const nextRenewalAt = Math.min(
+      firstRenewalAt(now, message.leaseMs, message.sinceConfirmedMs),
+      ...others.map((lease) => lease.nextRenewalAt),
+    );
     this.#store.put({
       kind: message.kind,
       key: message.key,
@@ -229,8 +259,9 @@ export class LockWatchdog {
   }
 
   /**
-   * The holder's release removes its own registration (of its hold) and keeps no record; `forget()`
-   * removes hold `fencingToken`, or every hold of the owner, and records them as released.
+   * The holder's release removes its own registration (of its hold) and keeps no record: the hold
+   * stays renewed while another client's registration of it lives. `forget()` removes every
+   * registration of hold `fencingToken`, or of every hold of the owner, recorded as released.
    */
   async #deregister(message: DeregisterMessage): Promise<WatchdogStatus> {
     const { key, owner, fencingToken, registration } = message;
@@ -242,15 +273,12 @@ export class LockWatchdog {
             at: Date.now(),
           }
         : undefined;
-    const holds =
-      fencingToken === null
-        ? this.#store.leasesOf(key, owner).map((lease) => lease.fencingToken)
-        : [fencingToken];
+    const holds = fencingToken === null ? this.#store.holdsOf(key, owner) : [fencingToken];
     for (const hold of holds) {
       this.#store.remove(key, owner, hold, registration, ending);
-      // The holder released: a renewal sent between its release and this message found the hold
-      // gone and recorded that. It was the release, so nothing of the hold is kept.
-      if (registration !== null && !this.#store.get(key, owner, hold)) {
+      // The last holder released: a renewal sent between its release and this message found the
+      // hold gone and recorded that. It was the release, so nothing of the hold is kept.
+      if (registration !== null && this.#store.registrationsOf(key, owner, hold).length === 0) {
         this.#store.forgetEnding(key, owner, hold);
       }
     }
@@ -259,12 +287,14 @@ export class LockWatchdog {
     return status;
   }
 
-  /** Keeps hold `fencingToken` (null: the owner's latest hold) renewing; no other hold. */
+  /**
+   * Keeps hold `fencingToken` (null: the owner's latest hold) renewing — every registration of it,
+   * whichever client beats — and no other hold.
+   */
   async #heartbeat(query: LeaseQuery): Promise<WatchdogStatus> {
     const now = Date.now();
-    const lease = this.#store.get(query.key, query.owner, query.fencingToken);
-    if (lease) {
-      // A heartbeat after the deadline does not revive the lease: the bound holds.
+    for (const lease of this.#store.registrationsOf(query.key, query.owner, query.fencingToken)) {
+      // A heartbeat after the deadline does not revive the registration: the bound holds.
       const limit = limitReached(lease, now);
       if (limit) this.#end(lease, { ...limit, at: now });
       else this.#store.heartbeat(lease, now);

@@ -46,9 +46,15 @@ export interface RegisterMessage {
    */
   readonly key: string;
   readonly owner: string;
-  /** The hold's fencing token, which renewals name; re-entrant handles share one registration. */
+  /**
+   * The hold's fencing token, which renewals name. The re-entrant handles of one client share one
+   * registration; another client re-entering the hold (given the same `owner`) sends its own.
+   */
   readonly fencingToken: number;
-  /** Random id of this registration: a late deregistration of an older one cannot remove it. */
+  /**
+   * Random id of this registration: its deregistration removes only it (the hold stays renewed
+   * while another client's registration of it lives), and a late one cannot remove a later one.
+   */
   readonly registration: string;
   /** The lease each renewal sets, in ms (the client's watchdogTimeoutMs). */
   readonly leaseMs: number;
@@ -62,9 +68,10 @@ export interface RegisterMessage {
 
 /**
  * "Stop renewing." With a `registration` (the holder's release), only that registration of hold
- * `fencingToken`, without a record. With `registration: null` (`watchdog.forget()` from another
- * invocation), hold `fencingToken`, or every hold of the owner when that is null too, recorded
- * as "released".
+ * `fencingToken`, without a record: the hold stays renewed while another registration of it
+ * lives. With `registration: null` (`watchdog.forget()` from another invocation), every
+ * registration of hold `fencingToken`, or of every hold of the owner when that is null too,
+ * recorded as "released".
  */
 export interface DeregisterMessage {
   readonly v: typeof WATCHDOG_PROTOCOL;
@@ -111,11 +118,13 @@ export type WatchdogStatus =
       readonly key: string;
       readonly owner: string;
       readonly fencingToken: number;
+      /** The longest lease a renewal sets (its registrations' longest). */
       readonly leaseMs: number;
-      /** Object clock, epoch ms. */
+      /** When the hold's first registration still here was made. Object clock, epoch ms. */
       readonly registeredAt: number;
-      /** Renewal stops at this time (registeredAt + maxHoldMs). */
+      /** Renewal stops at this time at the latest (the last registration's registeredAt + maxHoldMs). */
       readonly holdUntil: number;
+      /** null when a registration requires no heartbeats, else the longest timeout. */
       readonly heartbeatTimeoutMs: number | null;
       readonly lastHeartbeatAt: number;
       /** Successful renewals so far. */
@@ -124,6 +133,11 @@ export type WatchdogStatus =
       readonly nextRenewalAt: number;
       /** Failed renewal attempts since the last success. */
       readonly failures: number;
+      /**
+       * Registrations keeping the hold renewed: one per client (invocation) holding it, each
+       * deregistered at that client's last release. The hold is renewed while any is left.
+       */
+      readonly registrations: number;
     }
   | ({ readonly state: "ended" } & EndedRegistration)
   | {

@@ -1,6 +1,8 @@
 /**
- * The watchdog's SQLite state: leases it renews and, for a while, why it stopped, one row per
- * hold (key, owner, fencing token; the keys of different kinds differ). Writes name their
+ * The watchdog's SQLite state: the registrations it renews and, for a while, why it stopped. A
+ * hold is (key, owner, fencing token; the keys of different kinds differ); each client holding it
+ * registers it under its own registration id, one row each, and the hold is renewed while any of
+ * its rows lives (one client's deregistration removes only its own row). Writes name their
  * registration, so an alarm awaiting Redis cannot overwrite a registration that changed
  * meanwhile.
  */
@@ -12,8 +14,9 @@ import {
   type WatchdogStatus,
 } from "./messages.js";
 import type { SqlLike, SqlValue } from "./platform.js";
-import { EARLY_RENEWAL_DIVISOR } from "./schedule.js";
+import { EARLY_RENEWAL_DIVISOR, renewalDeadline } from "./schedule.js";
 
+/** One registration of a hold: one client's, renewed until it is deregistered or ends. */
 export interface LeaseRecord {
   /** Which script renews the hold (see RegisterMessage.kind). */
   readonly kind: HoldKind;
@@ -35,8 +38,34 @@ export interface LeaseRecord {
   readonly failures: number;
 }
 
-const LEASES = "edgelock_watchdog_leases_v2";
+/** One row per registration (key, owner, fencing token, registration id). */
+const LEASES = "edgelock_watchdog_registrations_v2";
+/**
+ * One row per hold, as objects kept them before: a second client's registration of the hold
+ * replaced the first's row, and its deregistration ended the renewal of a hold still held. Its
+ * rows move to LEASES (each was one registration) and it goes.
+ */
+const HOLD_LEASES = "edgelock_watchdog_leases_v2";
 const ENDINGS = "edgelock_watchdog_endings_v2";
+
+/** The columns of a registration row, in the order of `put`. */
+const LEASE_COLUMNS = [
+  "kind",
+  "lock_key",
+  "owner",
+  "fencing_token",
+  "registration",
+  "lease_ms",
+  "registered_at",
+  "hold_until",
+  "heartbeat_timeout_ms",
+  "last_heartbeat_at",
+  "confirmed_at",
+  "renewals",
+  "last_renewed_at",
+  "next_renewal_at",
+  "failures",
+] as const;
 
 // The v1 tables knew leases by (key, owner) only: renewing them without a token is the bug v2
 // fixes, so they go (their locks expire within a lease; their holders hear "unknown").
@@ -58,8 +87,8 @@ CREATE TABLE IF NOT EXISTS ${LEASES} (
   last_renewed_at INTEGER,
   next_renewal_at INTEGER NOT NULL,
   failures INTEGER NOT NULL,
-  kind TEXT NOT NULL DEFAULT 'lock',
-  PRIMARY KEY (lock_key, owner, fencing_token)
+  kind TEXT NOT NULL,
+  PRIMARY KEY (lock_key, owner, fencing_token, registration)
 );
 CREATE INDEX IF NOT EXISTS ${LEASES}_due ON ${LEASES} (next_renewal_at);
 CREATE TABLE IF NOT EXISTS ${ENDINGS} (
@@ -72,12 +101,6 @@ CREATE TABLE IF NOT EXISTS ${ENDINGS} (
   renewals INTEGER NOT NULL,
   PRIMARY KEY (lock_key, owner, fencing_token)
 );`;
-
-/**
- * Leases tables made before holds had a kind get the column; their rows were all registered
- * as locks, the only kind renewed then, and keep being renewed as such.
- */
-const KIND_COLUMN = `ALTER TABLE ${LEASES} ADD COLUMN kind TEXT NOT NULL DEFAULT 'lock'`;
 
 function integer(row: Record<string, unknown>, column: string): number {
   const value = row[column];
@@ -137,28 +160,57 @@ function endingFrom(row: Record<string, unknown>): EndedRegistration {
   };
 }
 
-/** The status message of a lease, an ending, or neither (of hold `fencingToken`, if named). */
-export function statusOf(
-  key: string,
-  owner: string,
-  fencingToken: number | null,
-  lease: LeaseRecord | undefined,
-  ending: EndedRegistration | undefined,
-): WatchdogStatus {
-  if (lease) {
-    // The key tells the kind; the answer keeps the shape holders of every version read.
-    const { registration: _, confirmedAt: __, kind: ___, ...shown } = lease;
-    return { state: "renewing", ...shown };
-  }
-  if (ending) return { state: "ended", ...ending };
-  return { state: "unknown", key, owner, fencingToken };
-}
-
 /** Rows of hold `fencingToken` of (key, owner), or, for null, of its latest hold. */
 function holdFilter(fencingToken: number | null): { where: string; bindings: SqlValue[] } {
   return fencingToken === null
     ? { where: "ORDER BY fencing_token DESC LIMIT 1", bindings: [] }
     : { where: "AND fencing_token = ?", bindings: [fencingToken] };
+}
+
+/** The registrations of one hold, as one status: the hold is renewed while any of them lives. */
+function holdStatusOf(leases: readonly LeaseRecord[]): WatchdogStatus & { state: "renewing" } {
+  const [first] = leases;
+  if (first === undefined) throw new Error("LockWatchdog storage: a hold without registrations");
+  const most = (of: (lease: LeaseRecord) => number) => Math.max(...leases.map(of));
+  const least = (of: (lease: LeaseRecord) => number) => Math.min(...leases.map(of));
+  const renewedAt = leases.flatMap((lease) => lease.lastRenewedAt ?? []);
+  // Heartbeats stop the hold's renewal only when every registration requires them.
+  const heartbeatTimeouts = leases.map((lease) => lease.heartbeatTimeoutMs);
+  return {
+    state: "renewing",
+    key: first.key,
+    owner: first.owner,
+    fencingToken: first.fencingToken,
+    leaseMs: most((lease) => lease.leaseMs),
+    registeredAt: least((lease) => lease.registeredAt),
+    holdUntil: most((lease) => lease.holdUntil),
+    heartbeatTimeoutMs: heartbeatTimeouts.includes(null)
+      ? null
+      : Math.max(...(heartbeatTimeouts as number[])),
+    lastHeartbeatAt: most((lease) => lease.lastHeartbeatAt),
+    renewals: most((lease) => lease.renewals),
+    lastRenewedAt: renewedAt.length === 0 ? null : Math.max(...renewedAt),
+    nextRenewalAt: least((lease) => lease.nextRenewalAt),
+    failures: most((lease) => lease.failures),
+    registrations: leases.length,
+  };
+}
+
+/** `leases` grouped by hold (key, owner, fencing token), in their order. */
+export function byHold(leases: readonly LeaseRecord[]): LeaseRecord[][] {
+  const holds = new Map<string, LeaseRecord[]>();
+  for (const lease of leases) {
+    const id = `${lease.key}\n${lease.owner}\n${lease.fencingToken}`;
+    const hold = holds.get(id);
+    if (hold) hold.push(lease);
+    else holds.set(id, [lease]);
+  }
+  return [...holds.values()];
+}
+
+/** The moment the last of `leases` must stop being renewed (see renewalDeadline). */
+export function latestDeadline(leases: readonly LeaseRecord[]): number {
+  return Math.max(...leases.map(renewalDeadline));
 }
 
 export class LeaseStore {
@@ -169,11 +221,32 @@ export class LeaseStore {
   #exec(query: string, ...bindings: SqlValue[]) {
     if (!this.#schemaReady) {
       this.sql.exec(SCHEMA).toArray();
-      const columns = this.sql.exec(`PRAGMA table_info(${LEASES})`).toArray();
-      if (!columns.some((column) => column.name === "kind")) this.sql.exec(KIND_COLUMN).toArray();
+      this.#adoptHoldLeases();
       this.#schemaReady = true;
     }
     return this.sql.exec(query, ...bindings);
+  }
+
+  /**
+   * Moves the rows of the one-row-per-hold table earlier objects kept here, each of them one
+   * registration, and drops that table: their holds go on being renewed.
+   */
+  #adoptHoldLeases(): void {
+    const [table] = this.sql
+      .exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?", HOLD_LEASES)
+      .toArray();
+    if (table === undefined) return;
+    const columns = this.sql.exec(`PRAGMA table_info(${HOLD_LEASES})`).toArray();
+    // Tables made before holds had a kind held locks only, the only kind renewed then.
+    const kind = columns.some((column) => column.name === "kind") ? "kind" : "'lock'";
+    const selected = LEASE_COLUMNS.map((column) => (column === "kind" ? kind : column));
+    this.sql
+      .exec(
+        `INSERT OR IGNORE INTO ${LEASES} (${LEASE_COLUMNS.join(", ")})
+         SELECT ${selected.join(", ")} FROM ${HOLD_LEASES}`,
+      )
+      .toArray();
+    this.sql.exec(`DROP TABLE ${HOLD_LEASES}`).toArray();
   }
 
   /** Runs a write to its end; the number of rows it wrote. */
@@ -188,13 +261,14 @@ export class LeaseStore {
     this.#schemaReady = false;
   }
 
-  /** Inserts or replaces the registration of the hold (key, owner, token); forgets its ending. */
+  /**
+   * Inserts this registration of the hold (key, owner, token), or replaces it when re-sent; other
+   * registrations of the hold stay. Forgets the hold's ending.
+   */
   put(lease: LeaseRecord): void {
     this.#write(
-      `INSERT OR REPLACE INTO ${LEASES} (kind, lock_key, owner, fencing_token, registration,
-        lease_ms, registered_at, hold_until, heartbeat_timeout_ms, last_heartbeat_at,
-        confirmed_at, renewals, last_renewed_at, next_renewal_at, failures)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO ${LEASES} (${LEASE_COLUMNS.join(", ")})
+       VALUES (${LEASE_COLUMNS.map(() => "?").join(", ")})`,
       lease.kind,
       lease.key,
       lease.owner,
@@ -211,46 +285,48 @@ export class LeaseStore {
       lease.nextRenewalAt,
       lease.failures,
     );
-    this.#write(
-      `DELETE FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? AND fencing_token = ?`,
-      lease.key,
-      lease.owner,
-      lease.fencingToken,
-    );
+    this.forgetEnding(lease.key, lease.owner, lease.fencingToken);
   }
 
-  /** The lease of hold `fencingToken` of (key, owner); null: of its latest hold. */
-  get(key: string, owner: string, fencingToken: number | null): LeaseRecord | undefined {
-    const row = this.#holdRow(LEASES, key, owner, fencingToken);
-    return row === undefined ? undefined : leaseFrom(row);
-  }
-
-  /** Every lease of (key, owner), whatever the hold. */
-  leasesOf(key: string, owner: string): LeaseRecord[] {
+  /**
+   * The registrations of hold `fencingToken` of (key, owner), oldest first; null: of its latest
+   * hold (the highest token registered).
+   */
+  registrationsOf(key: string, owner: string, fencingToken: number | null): LeaseRecord[] {
+    const hold = fencingToken ?? this.holdsOf(key, owner).at(-1);
+    if (hold === undefined) return [];
     return this.#exec(
-      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ? ORDER BY fencing_token`,
+      `SELECT * FROM ${LEASES} WHERE lock_key = ? AND owner = ? AND fencing_token = ?
+       ORDER BY registered_at, registration`,
       key,
       owner,
+      hold,
     )
       .toArray()
       .map(leaseFrom);
   }
 
-  ending(key: string, owner: string, fencingToken: number | null): EndedRegistration | undefined {
-    const row = this.#holdRow(ENDINGS, key, owner, fencingToken);
-    return row === undefined ? undefined : endingFrom(row);
+  /** The fencing tokens of the holds of (key, owner) that have a registration, lowest first. */
+  holdsOf(key: string, owner: string): number[] {
+    return this.#exec(
+      `SELECT DISTINCT fencing_token FROM ${LEASES} WHERE lock_key = ? AND owner = ?
+       ORDER BY fencing_token`,
+      key,
+      owner,
+    )
+      .toArray()
+      .map((row) => integer(row, "fencing_token"));
   }
 
-  /** The row of `table` for hold `fencingToken` of (key, owner); null: its latest hold. */
-  #holdRow(table: string, key: string, owner: string, fencingToken: number | null) {
+  ending(key: string, owner: string, fencingToken: number | null): EndedRegistration | undefined {
     const hold = holdFilter(fencingToken);
     const [row] = this.#exec(
-      `SELECT * FROM ${table} WHERE lock_key = ? AND owner = ? ${hold.where}`,
+      `SELECT * FROM ${ENDINGS} WHERE lock_key = ? AND owner = ? ${hold.where}`,
       key,
       owner,
       ...hold.bindings,
     ).toArray();
-    return row;
+    return row === undefined ? undefined : endingFrom(row);
   }
 
   /**
@@ -258,18 +334,18 @@ export class LeaseStore {
    * (the highest token, renewing or ended).
    */
   status(key: string, owner: string, fencingToken: number | null): WatchdogStatus {
-    const lease = this.get(key, owner, fencingToken);
+    const leases = this.registrationsOf(key, owner, fencingToken);
     const ending = this.ending(key, owner, fencingToken);
-    if (fencingToken === null && lease && ending) {
-      // Both kinds exist for different holds: the later hold is the one asked about.
-      return lease.fencingToken > ending.fencingToken
-        ? statusOf(key, owner, null, lease, undefined)
-        : statusOf(key, owner, null, undefined, ending);
+    // A hold still registered is renewing, even if an ending of it was recorded before.
+    const renewing = leases[0];
+    if (renewing && (!ending || renewing.fencingToken >= ending.fencingToken)) {
+      return holdStatusOf(leases);
     }
-    return statusOf(key, owner, fencingToken, lease, ending);
+    if (ending) return { state: "ended", ...ending };
+    return { state: "unknown", key, owner, fencingToken };
   }
 
-  /** Leases whose renewal is due at `now` (or within a sixth of their lease), earliest first. */
+  /** Registrations whose renewal is due at `now` (or within a sixth of their lease), earliest first. */
   due(now: number): LeaseRecord[] {
     return this.#exec(
       `SELECT * FROM ${LEASES} WHERE next_renewal_at - lease_ms / ${EARLY_RENEWAL_DIVISOR} <= ?
@@ -280,14 +356,16 @@ export class LeaseStore {
       .map(leaseFrom);
   }
 
-  /** Every lease and ending, for inspection. */
+  /** Every hold renewing (one status each, whatever its registrations) and ending, for inspection. */
   list(): WatchdogStatus[] {
     const order = "ORDER BY lock_key, owner, fencing_token";
-    const leases = this.#exec(`SELECT * FROM ${LEASES} ${order}`).toArray().map(leaseFrom);
+    const leases = this.#exec(`SELECT * FROM ${LEASES} ${order}, registered_at, registration`)
+      .toArray()
+      .map(leaseFrom);
     const endings = this.#exec(`SELECT * FROM ${ENDINGS} ${order}`).toArray().map(endingFrom);
     return [
-      ...leases.map((lease) => statusOf(lease.key, lease.owner, null, lease, undefined)),
-      ...endings.map((ending) => statusOf(ending.key, ending.owner, null, undefined, ending)),
+      ...byHold(leases).map(holdStatusOf),
+      ...endings.map((ending) => ({ state: "ended" as const, ...ending })),
     ];
   }
 
@@ -330,8 +408,9 @@ export class LeaseStore {
   }
 
   /**
-   * Stops renewing hold `fencingToken` of (key, owner) — only `registration` when given — and,
-   * when `ending` is given, remembers why. Returns the removed lease, if any.
+   * Removes `registration` of hold `fencingToken` of (key, owner), or every registration of the
+   * hold when it is null. When `ending` is given and no registration of the hold is left (its
+   * renewal stopped), remembers why. Returns the removed registrations.
    */
   remove(
     key: string,
@@ -339,18 +418,21 @@ export class LeaseStore {
     fencingToken: number,
     registration: string | null,
     ending?: { reason: EndReason; detail: string; at: number },
-  ): LeaseRecord | undefined {
-    const lease = this.get(key, owner, fencingToken);
-    if (!lease || (registration !== null && lease.registration !== registration)) return undefined;
+  ): LeaseRecord[] {
+    const removed = this.registrationsOf(key, owner, fencingToken).filter(
+      (lease) => registration === null || lease.registration === registration,
+    );
+    if (removed.length === 0) return removed;
     this.#write(
       `DELETE FROM ${LEASES}
-       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND registration = ?`,
+       WHERE lock_key = ? AND owner = ? AND fencing_token = ? AND (? IS NULL OR registration = ?)`,
       key,
       owner,
       fencingToken,
-      lease.registration,
+      registration,
+      registration,
     );
-    if (ending) {
+    if (ending && this.registrationsOf(key, owner, fencingToken).length === 0) {
       this.#write(
         `INSERT OR REPLACE INTO ${ENDINGS} (lock_key, owner, fencing_token, reason, detail,
            ended_at, renewals)
@@ -361,10 +443,10 @@ export class LeaseStore {
         ending.reason,
         ending.detail,
         ending.at,
-        lease.renewals,
+        Math.max(...removed.map((lease) => lease.renewals)),
       );
     }
-    return lease;
+    return removed;
   }
 
   /** Forgets the ending of hold `fencingToken` of (key, owner), if one was recorded. */

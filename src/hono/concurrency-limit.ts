@@ -2,7 +2,8 @@
  * `concurrencyLimit()`: at most `permits` requests at once per key (a tenant, an account, an
  * upstream API), across every isolate that shares the Redis. A request takes one permit of the
  * key's semaphore before the handler and returns it once the response body has been sent (or
- * the handler threw); a request that finds the key full gets 429 with an honest Retry-After.
+ * the handler threw, or the body will never be sent); a request that finds the key full gets 429
+ * with an honest Retry-After.
  */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -14,8 +15,8 @@ import type { WaitOptions } from "../wait/policy.js";
 import { inBackground, releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
-import { problem } from "./responses.js";
-import { busyRetryAfter, RecentHolds } from "./with-lock.js";
+import { lockOfKey } from "./key-scope.js";
+import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 /** Why a request was turned away, as given to `onBusy`. */
 export interface ConcurrencyBusy {
@@ -72,6 +73,14 @@ export interface ConcurrencyLimitOptions<E extends Env = Env> {
    */
   wait?: WaitOptions;
   /**
+   * How long a response body may go without anyone asking for more of it before its permit is
+   * returned anyway, in ms: a body the runtime or another middleware discarded is never read nor
+   * cancelled. The body still streams if it is read later. On Workers keep it under 30 s (the
+   * wait runs in `waitUntil`).
+   * @default 10_000
+   */
+  unreadBodyMs?: number;
+  /**
    * The answer when the key is full.
    * @default `429 Too Many Requests`, `application/problem+json`, `Retry-After`
    * @example concurrencyLimit({ client, key, permits: 10, onBusy: (c) => c.text("later", 503) })
@@ -98,6 +107,7 @@ const OPTION_KEYS = [
   "waitMs",
   "leaseMs",
   "wait",
+  "unreadBodyMs",
   "onBusy",
   "onFailure",
 ] as const;
@@ -113,13 +123,15 @@ function tooManyRequests(_c: unknown, busy: ConcurrencyBusy): Response {
 
 /**
  * Limits how many requests run at once per key, across isolates: a counting semaphore per key
- * (`client.semaphore`), one permit per request, returned when the response body has been sent.
+ * (`client.semaphore`), one permit per request, returned when the response body has been sent
+ * (at once for HEAD and a response without a body; after `unreadBodyMs` for a body nobody reads).
  *
  * @param options.client - a LockClient or `(c) => LockClient`
  * @param options.key - `(c) => key`: the limit applies per key (or `name`: one for all)
  * @param options.permits - at most this many requests at once per key
  * @param options.waitMs - how long to wait for a permit, in ms (default 0)
  * @param options.leaseMs - lease of a permit in ms (default: watchdog mode)
+ * @param options.unreadBodyMs - a body unread this long returns its permit (default 10 000)
  * @param options.onBusy - the answer when full (default 429 with Retry-After)
  * @param options.onFailure - reports a failed release (default console.error)
  * @returns a middleware that sets `c.get("permit")` to the request's permit
@@ -148,12 +160,20 @@ export function concurrencyLimit<E extends Env = AnyEnv>(
   const permits = checkCount(given.permits, "permits", 1, 1_000_000_000);
   const waitMs = given.waitMs === undefined ? 0 : checkDuration(given.waitMs, "waitMs", { min: 0 });
   const leaseMs = given.leaseMs === undefined ? undefined : checkLease(given.leaseMs);
+  const unreadBodyMs =
+    given.unreadBodyMs === undefined
+      ? UNREAD_BODY_MS
+      : checkDuration(given.unreadBodyMs, "unreadBodyMs", { min: 1 });
   const holds = new RecentHolds();
 
   return createMiddleware<WithVariables<E, ConcurrencyLimitVariables>>(
     async function concurrencyLimit(c, next) {
       const ctx = c as unknown as Context<E>;
-      const semaphore = clientFor(ctx).semaphore(await keyFor(ctx), { initialPermits: permits });
+      const named = await lockOfKey(keyFor(ctx), (name) =>
+        clientFor(ctx).semaphore(name, { initialPermits: permits }),
+      );
+      if ("refused" in named) return named.refused;
+      const semaphore = named.lock;
       let permit: PermitHandle;
       try {
         permit = await semaphore.acquire({
@@ -190,52 +210,88 @@ export function concurrencyLimit<E extends Env = AnyEnv>(
         throw error;
       }
       const body = c.res.body;
-      if (c.error !== undefined || body === null) {
+      // HEAD: Hono runs the GET route and answers `new Response(null, res)`, so the body is
+      // dropped, never read nor cancelled; no runtime sends a HEAD body either.
+      if (c.error !== undefined || body === null || c.req.method === "HEAD") {
         await release();
         return;
       }
       // The request runs until its body is sent: a streamed answer keeps its permit till then.
       const { status, statusText, headers } = c.res;
-      c.res = new Response(
-        releasedAtEnd(body, () => inBackground(c, release)),
-        { status, statusText, headers },
-      );
+      let bodyEnded!: () => void;
+      const ended = new Promise<void>((resolve) => {
+        bodyEnded = resolve;
+      });
+      c.res = new Response(releasedAtEnd(body, bodyEnded, unreadBodyMs), {
+        status,
+        statusText,
+        headers,
+      });
+      // Waited for from now: on Workers a body nobody reads keeps no invocation alive, and the
+      // unread deadline must still fire.
+      inBackground(c, async () => {
+        await ended;
+        await release();
+      });
     },
   );
 }
 
-/** `body`, calling `done` once when it has been read to its end, failed or been cancelled. */
+/** How long a response body may go unread before its permit returns (`unreadBodyMs`). */
+const UNREAD_BODY_MS = 10_000;
+
+/**
+ * `body`, calling `done` once when it has been read to its end, failed or been cancelled, or when
+ * nobody asked for its next chunk for `unreadMs` (it was discarded, or its reader stalled). It
+ * reads `body` only when asked (high-water mark 0), so that being asked means being read.
+ */
 function releasedAtEnd(
   body: ReadableStream<Uint8Array>,
   done: () => void,
+  unreadMs: number,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
+  let unread: ReturnType<typeof setTimeout> | undefined;
+  const asked = () => {
+    if (unread !== undefined) clearTimeout(unread);
+  };
   const end = () => {
+    asked();
     if (ended) return;
     ended = true;
     done();
   };
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done: finished, value } = await reader.read();
-        if (finished) {
-          controller.close();
+  const awaitReader = () => {
+    if (!ended) unread = setTimeout(end, unreadMs);
+  };
+  awaitReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        // Asked for more: a chunk the handler takes long to produce keeps the permit.
+        asked();
+        try {
+          const { done: finished, value } = await reader.read();
+          if (finished) {
+            controller.close();
+            end();
+          } else {
+            controller.enqueue(value);
+            awaitReader();
+          }
+        } catch (error) {
+          controller.error(error);
           end();
-        } else {
-          controller.enqueue(value);
         }
-      } catch (error) {
-        controller.error(error);
+      },
+      async cancel(reason) {
         end();
-      }
+        await reader.cancel(reason);
+      },
     },
-    async cancel(reason) {
-      end();
-      await reader.cancel(reason);
-    },
-  });
+    { highWaterMark: 0 },
+  );
 }
 
 function resolveClient<E extends Env>(

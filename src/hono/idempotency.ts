@@ -27,7 +27,7 @@ import { fromHeader, type KeyExtractor } from "./key-extractors.js";
 import { type IdempotencyScope, scopedLockName } from "./key-scope.js";
 import { type RecordedResponse, recordResponse, replayResponse } from "./recorded-response.js";
 import { type KeyState, type PutOutcome, ResponseStore } from "./response-store.js";
-import { problem, retryAfterSeconds } from "./responses.js";
+import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 export interface IdempotencyOptions<E extends Env = Env> {
   /**
@@ -202,6 +202,8 @@ export function idempotency<E extends Env = AnyEnv>(
 ): MiddlewareHandler<WithVariables<E, IdempotencyVariables>> {
   const given = checkOptions<IdempotencyOptions<E>>(options, "idempotency options", OPTION_KEYS);
   const settings = resolveSettings(given);
+  // How long handlers under this middleware ran, for the Retry-After of a duplicate.
+  const runs = new RecentHolds();
 
   return createMiddleware<WithVariables<E, IdempotencyVariables>>(
     async function idempotency(c, next) {
@@ -235,7 +237,7 @@ export function idempotency<E extends Env = AnyEnv>(
       const started = Date.now();
       const seen = await awaitKey(store, name, settings);
       if (seen.record) return answer(seen.record);
-      if (seen.locked) return busy(seen.holderTtlMs);
+      if (seen.locked) return busy(seen.holderTtlMs, runs);
 
       let held: LockHandle;
       try {
@@ -246,7 +248,7 @@ export function idempotency<E extends Env = AnyEnv>(
         });
       } catch (error) {
         if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
-          return busy(error.holderTtlMs);
+          return busy(error.holderTtlMs, runs);
         }
         throw error;
       }
@@ -265,8 +267,10 @@ export function idempotency<E extends Env = AnyEnv>(
 
       c.set("idempotency", { key, lock: held });
       let completed = false;
+      const ranAt = Date.now();
       try {
         await next();
+        runs.add(Date.now() - ranAt);
         completed =
           c.error === undefined && c.res.status < 500 && settings.storeStatus(c.res.status);
       } finally {
@@ -415,8 +419,8 @@ function resolveClient<E extends Env>(
   return () => fixed;
 }
 
-function busy(holderTtlMs: number | null): Response {
-  const seconds = retryAfterSeconds(holderTtlMs);
+function busy(holderTtlMs: number | null, holds: RecentHolds): Response {
+  const seconds = busyRetryAfter(holderTtlMs, true, holds.longest());
   return problem(
     409,
     "Request in progress",

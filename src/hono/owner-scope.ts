@@ -5,6 +5,7 @@
  */
 
 import type { PlainLockClient } from "../plain-lock-client.js";
+import { scopesAvailable, scopeUnavailable } from "../scope.js";
 
 /**
  * Runs `fn` in the enclosing owner scope of `client`, else a new one. Without AsyncLocalStorage
@@ -13,5 +14,11 @@ import type { PlainLockClient } from "../plain-lock-client.js";
  */
 export async function inRequestScope<T>(client: PlainLockClient, fn: () => Promise<T>): Promise<T> {
   if (client.currentOwner !== undefined) return fn();
+  if (!scopesAvailable()) {
+    throw scopeUnavailable(
+      "withLock({ client }) (one owner scope per request, so the handler's acquisitions re-enter)",
+      "use withLock({ lock: (c) => … }) without client, and pass owner to nested acquisitions",
+    );
+  }
   return client.scope(fn);
 }

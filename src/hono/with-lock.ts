@@ -15,8 +15,9 @@ import type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
 import { releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
+import { lockOfKey } from "./key-scope.js";
 import { inRequestScope } from "./owner-scope.js";
-import { problem, retryAfterSeconds } from "./responses.js";
+import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
 /** Why a request did not get the lock, as given to `onBusy`. */
 export interface LockBusy {
@@ -147,41 +148,6 @@ function busyAnswer(exposeLockName: boolean) {
     );
 }
 
-/** How many recent hold durations a middleware keeps for its watchdog-mode Retry-After. */
-const RECENT_HOLDS = 8;
-
-/**
- * Recent hold durations of one middleware in this isolate: in watchdog mode the holder's renewed
- * lease says nothing about when it finishes (a 1 s handler would get Retry-After 30).
- */
-export class RecentHolds {
-  readonly #durations: number[] = [];
-
-  add(ms: number): void {
-    this.#durations.push(ms);
-    if (this.#durations.length > RECENT_HOLDS) this.#durations.shift();
-  }
-
-  /** The longest recent hold in ms, or null before any hold ended. */
-  longest(): number | null {
-    return this.#durations.length === 0 ? null : Math.max(...this.#durations);
-  }
-}
-
-/**
- * Retry-After for a busy lock: with a fixed lease the holder's remaining lease; in watchdog mode
- * the longest recent hold (1 s before any), capped by that lease.
- */
-export function busyRetryAfter(
-  holderTtlMs: number | null,
-  leaseMode: boolean,
-  longestHoldMs: number | null,
-): number {
-  if (leaseMode) return retryAfterSeconds(holderTtlMs);
-  const guess = longestHoldMs ?? 1_000;
-  return retryAfterSeconds(holderTtlMs === null ? guess : Math.min(holderTtlMs, guess));
-}
-
 /**
  * Acquires a lock before the handler and releases it after, also when the handler throws. With
  * a `client`, the request runs in its owner scope, so nested acquisitions of the lock re-enter.
@@ -225,6 +191,7 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
     const locks = clientFor?.(ctx);
     const run = async () => {
       const lock = await lockFor(ctx, locks);
+      if (lock instanceof Response) return lock;
       let held: H;
       try {
         held = await lock.acquire({
@@ -269,13 +236,16 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
 /** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */
 function resolveLock<E extends Env, H extends HeldLock>(
   given: Partial<WithLockOptions<E, H>>,
-): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H>> {
+): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H> | Response> {
   const { key, lock, client } = given;
   if (typeof lock === "function" && key === undefined) return async (c) => lock(c);
   if (typeof key === "function" && lock === undefined && client !== undefined) {
-    // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one.
-    return async (c, locks) =>
-      (locks as PlainLockClient).lock(await key(c)) as unknown as AcquirableLock<H>;
+    // Without `lock`, H is LockHandle: a plain lock's acquire() resolves to one. Any text a
+    // request gives names a lock (escaped), or the request gets 400.
+    return async (c, locks) => {
+      const named = await lockOfKey(key(c), (name) => (locks as PlainLockClient).lock(name));
+      return "lock" in named ? (named.lock as unknown as AcquirableLock<H>) : named.refused;
+    };
   }
   throw new LockInputError(
     "withLock() needs `key: (c) => name` with `client` (a LockClient or (c) => LockClient), " +

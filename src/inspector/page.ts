@@ -176,7 +176,7 @@ export const PAGE_JS = `"use strict";
       restart.addEventListener("click", () => { state.cursor = "0"; refresh(); });
       scan.append(restart);
     }
-    if (s.notShown > 0) scan.append(" " + s.notShown + " more in use not read (maxLocks).");
+    if (s.notShown > 0) scan.append(" " + s.notShown + " more not read (maxLocks).");
 
     const tbody = $("#locks tbody");
     tbody.replaceChildren();

@@ -4,6 +4,7 @@
  * what it spent.
  */
 
+import { LockInputError } from "../errors.js";
 import { classifyKey, type InspectedKind, keyPattern } from "./keys.js";
 import { readLatch } from "./read-latch.js";
 import { readLock } from "./read-lock.js";
@@ -30,8 +31,9 @@ export interface RefreshBudget {
    */
   maxScanCalls?: number;
   /**
-   * Locks, semaphores and latches read per refresh at most (one command each); the rest are
-   * counted, not read.
+   * Locks, semaphores and latches read per refresh at most (one command each), names given
+   * included (read first); the rest are counted, not read. A request naming more names than
+   * this is refused (400) before any command.
    * @default 50
    */
   maxLocks?: number;
@@ -68,10 +70,13 @@ export async function takeSnapshot(
   request: SnapshotRequest,
 ): Promise<InspectorSnapshot> {
   const budget = { ...DEFAULT_BUDGET, ...definedOnly(request) };
+  // Before any command: a request may not buy reads past the budget by naming them.
+  const names = namesWithinBudget(request.names ?? [], budget.maxLocks, "this snapshot");
   const counter = new CommandCounter();
   const walk = await walkKeys(redis, request, budget, counter);
-  const tasks = readTasks(request.names ?? [], walk);
-  const toRead = tasks.all.slice(0, Math.max(budget.maxLocks, tasks.named));
+  const tasks = readTasks(names, walk);
+  // Named reads first, then the ones in use: never more than maxLocks, names included.
+  const toRead = tasks.all.slice(0, budget.maxLocks);
   // Issued in one tick, so @upstash/redis pipelines them into one request (each still billed).
   const reads = await Promise.all(
     toRead.map((task) => readOne(redis, request.prefix, task, budget.maxListed, counter)),
@@ -106,6 +111,25 @@ export async function takeSnapshot(
     },
     cost: { scan: counter.scan, read: counter.read, total: counter.scan + counter.read },
   };
+}
+
+/**
+ * `names` without repeats; LockInputError (a 400 from the handler) when more than `maxLocks` of
+ * them: each costs a read, and a refresh reads at most `maxLocks`.
+ */
+export function namesWithinBudget(
+  names: readonly string[],
+  maxLocks: number,
+  where: string,
+): readonly string[] {
+  const distinct = [...new Set(names)];
+  if (distinct.length > maxLocks) {
+    throw new LockInputError(
+      `${where} gives ${distinct.length} names, more than the ${maxLocks} a refresh may read ` +
+        "(maxLocks): give fewer, or raise maxLocks.",
+    );
+  }
+  return distinct;
 }
 
 /** What one walk of the key space found, by kind. */

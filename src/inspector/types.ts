@@ -155,7 +155,10 @@ export interface InspectorSnapshot {
    */
   readonly idle: readonly string[];
   readonly idleCount: number;
-  /** Locks, semaphores and latches found active but not read because of `maxLocks`. */
+  /**
+   * Locks, semaphores and latches not read because of `maxLocks`: found active, or named (a name
+   * is read as up to three kinds, and named reads come first).
+   */
   readonly notShown: number;
   readonly scan: {
     /** The cursor to continue from (`?cursor=`), "0" when the walk of the key space ended. */

@@ -18,6 +18,8 @@ export interface HoldControl {
 
 export interface HandleInit {
   name: string;
+  /** What the errors call the hold: a lock's, or a semaphore's permits. Default "lock". */
+  noun?: "lock" | "semaphore";
   owner: string;
   fencingToken: number;
   /** In watchdog mode, the watchdog timeout each renewal sets. */
@@ -60,9 +62,13 @@ export class LockHandle implements HeldLock, WatchedHold {
   /** The id of a release that failed ambiguously; the next release() re-sends it. */
   #pendingRelease: string | undefined;
   #claimPending: boolean;
+  /** How errors name the hold: `lock "a"`, `permits of semaphore "a"`. */
+  readonly #what: string;
 
   constructor(init: HandleInit) {
     this.name = init.name;
+    this.#what =
+      init.noun === "semaphore" ? `permits of semaphore "${init.name}"` : `lock "${init.name}"`;
     this.owner = init.owner;
     this.fencingToken = init.fencingToken;
     this.renewing = init.renewing;
@@ -127,7 +133,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     if (!(await this.#control.extend(leaseMs))) {
       this.#lose("it was gone when extended");
       throw new LockNotHeldError(
-        `Cannot extend lock "${this.name}": this owner no longer holds it (lease expired or force-released).`,
+        `Cannot extend ${this.#what}: this owner no longer holds it (lease expired or force-released).`,
       );
     }
     this.#leaseMs = leaseMs;
@@ -175,7 +181,7 @@ export class LockHandle implements HeldLock, WatchedHold {
     if (!result.released) {
       this.#lose("it was not held by this owner at release (lease expired or force-released)");
       throw new LockNotHeldError(
-        `Lock "${this.name}" was not held by this owner at release: its lease expired or it was force-released.`,
+        `Release found ${this.#what} not held by this owner: the lease expired or it was force-released.`,
       );
     }
   }
@@ -202,14 +208,14 @@ export class LockHandle implements HeldLock, WatchedHold {
 
   #assertHeld(action: string): void {
     if (this.#state !== "held") {
-      throw new LockNotHeldError(`Cannot ${action} lock "${this.name}": this handle was released.`);
+      throw new LockNotHeldError(`Cannot ${action} ${this.#what}: this handle was released.`);
     }
   }
 
   /** Known lost (or given up): aborts the signal and emits `lockLost`, once each. */
   #lose(reason: string, cause?: unknown): void {
     if (!this.#lost.signal.aborted) {
-      const error = new LockLostError(`Lock "${this.name}" was lost: ${reason}.`, { cause });
+      const error = new LockLostError(`Lost ${this.#what}: ${reason}.`, { cause });
       this.#lost.abort(error);
     }
     if (this.#lossReported) return;
@@ -231,7 +237,7 @@ export class LockHandle implements HeldLock, WatchedHold {
 
   #expireNow(): void {
     if (!this.#lost.signal.aborted) {
-      this.#lost.abort(new LockLostError(`The lease of lock "${this.name}" expired.`));
+      this.#lost.abort(new LockLostError(`The lease of ${this.#what} expired.`));
     }
   }
 

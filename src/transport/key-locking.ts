@@ -1,7 +1,8 @@
 /**
  * Upstash runs Lua under a database-wide lock unless the script starts with
  * `#!lua flags=allow-key-locking` (then only its declared `KEYS`); a plain Redis refuses the flag.
- * So it is sent per Redis client as `scriptKeyLocking` says, else until the server refuses it.
+ * So it is sent as a client's `scriptKeyLocking` says, else until the server refuses it: what a
+ * server (REST URL origin) answered holds for every client of it in the process.
  * Flagged scripts have their `withoutKeyLocking` parts (the push hand-off, which builds a key) cut:
  * where the flag is sent no waiter parks. Details: docs/upstash.md.
  */
@@ -38,19 +39,38 @@ export function flaggedSource(source: string): string {
   return `${KEY_LOCKING_SHEBANG}\n${flagged}${rest}`;
 }
 
+/** Whether scripts carry the flag, and whether that is settled or a guess. */
+interface FlagState {
+  readonly on: boolean;
+  readonly settled: boolean;
+}
+
 /**
- * Per Redis client: whether its scripts carry the flag, and whether that is settled (a
- * LockClient's option, Upstash's domain, the server's answer to a flagged script) or a guess.
+ * What one server (a REST URL origin) is known to make of the flag, shared by every client of it
+ * in this process, and the first flagged script on it while that is not known yet.
  */
-const keyLocking = new WeakMap<RedisLike, { readonly on: boolean; readonly settled: boolean }>();
-/** Servers (REST URL origins) that refused the flag: every client of theirs sends none. */
-const refusingServers = new Set<string>();
-const chosen = new WeakSet<RedisLike>();
+interface ServerFlag {
+  state: FlagState;
+  /** Settles when the script asking the server (the first flagged one) has its answer. */
+  probe: Promise<void> | undefined;
+}
+
+/** By REST URL origin: one refused request per server and process, not one per client. */
+const servers = new Map<string, ServerFlag>();
+/** Each client's server: the one of its origin, or its own where it has no URL (a wrapper). */
+const serverOfClient = new WeakMap<RedisLike, ServerFlag>();
+/** A LockClient's own choice (`scriptKeyLocking`): never a guess, never changed by an answer. */
+const chosen = new WeakMap<RedisLike, FlagState>();
+
+/**
+ * How long a script waits for the first flagged script on its server to be answered before it
+ * goes on the guess itself: a probe that hangs must not hold every script of the server.
+ */
+const PROBE_WAIT_MS = 3_000;
 
 /** Says whether scripts sent through `redis` carry the flag (a LockClient's option). */
 export function setKeyLocking(redis: RedisLike, on: boolean): void {
-  keyLocking.set(redis, { on, settled: true });
-  chosen.add(redis);
+  chosen.set(redis, { on, settled: true });
 }
 
 /** Whether scripts through `redis` carry the flag: as set, else unless its server refused it. */
@@ -60,7 +80,8 @@ export function usesKeyLocking(redis: RedisLike): boolean {
 
 /**
  * Whether scripts sent through `redis` are known to run under per-key locking: as set, on
- * Upstash's domain, or once a flagged script ran. Until then it is a guess (see usesKeyLocking).
+ * Upstash's domain, or once a flagged script ran on its server. Until then it is a guess (see
+ * usesKeyLocking).
  */
 export function runsUnderKeyLocking(redis: RedisLike): boolean {
   const state = stateOf(redis);
@@ -69,12 +90,32 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
 
 /**
  * Sends a script with the flag where it is on (`send(true)`), else without; a script refused for
- * the flag never ran, so it is sent again without (see refusedKeyLocking).
+ * the flag never ran, so it is sent again without (see refusedKeyLocking). While a server's answer
+ * to the flag is unknown, one script (the probe) asks it and the others wait for that answer (at
+ * most PROBE_WAIT_MS), so concurrent first scripts cost one refusal, not one each.
  */
 export async function sentWithKeyLocking<T>(
   redis: RedisLike,
   send: (flagged: boolean) => Promise<T>,
 ): Promise<T> {
+  const server = chosen.has(redis) ? undefined : serverOf(redis);
+  let answered: (() => void) | undefined;
+  while (server !== undefined && !server.state.settled) {
+    const asking = server.probe;
+    if (asking === undefined) {
+      const probe = new Promise<void>((resolve) => {
+        answered = () => {
+          // Once: a waiter it woke may be the next probe by the time this runs again.
+          if (server.probe === probe) server.probe = undefined;
+          resolve();
+        };
+      });
+      server.probe = probe;
+      break;
+    }
+    // The probe took too long: this script goes on the guess (the flag) itself.
+    if (!(await answeredInTime(asking))) break;
+  }
   if (usesKeyLocking(redis)) {
     try {
       const reply = await send(true);
@@ -82,27 +123,49 @@ export async function sentWithKeyLocking<T>(
       return reply;
     } catch (error) {
       if (!refusedKeyLocking(redis, error)) throw error;
+    } finally {
+      // Served, refused or failed otherwise (then the next script asks again): the waiters go on.
+      answered?.();
     }
   }
+  answered?.();
   return send(false);
+}
+
+/** Resolves to whether `probe` settled within PROBE_WAIT_MS. */
+function answeredInTime(probe: Promise<void>): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), PROBE_WAIT_MS);
+  });
+  return Promise.race([probe.then(() => true), late]).finally(() => {
+    if (timer !== undefined) clearTimeout(timer);
+  });
 }
 
 /** After a flagged script ran on `redis`'s server: the flag is settled there. */
 function keyLockingServed(redis: RedisLike): void {
-  if (!runsUnderKeyLocking(redis)) keyLocking.set(redis, { on: true, settled: true });
+  if (chosen.has(redis)) return;
+  const server = serverOf(redis);
+  if (!server.state.settled) server.state = { on: true, settled: true };
 }
 
-function stateOf(redis: RedisLike): { readonly on: boolean; readonly settled: boolean } {
-  const known = keyLocking.get(redis);
+function stateOf(redis: RedisLike): FlagState {
+  return chosen.get(redis) ?? serverOf(redis).state;
+}
+
+function serverOf(redis: RedisLike): ServerFlag {
+  const known = serverOfClient.get(redis);
   if (known !== undefined) return known;
   const url = restUrlOf(redis);
   const origin = originOf(url);
-  const state =
-    origin !== undefined && refusingServers.has(origin)
-      ? { on: false, settled: true }
-      : { on: true, settled: isUpstashUrl(url) };
-  keyLocking.set(redis, state);
-  return state;
+  let server = origin === undefined ? undefined : servers.get(origin);
+  if (server === undefined) {
+    server = { state: { on: true, settled: isUpstashUrl(url) }, probe: undefined };
+    if (origin !== undefined) servers.set(origin, server);
+  }
+  serverOfClient.set(redis, server);
+  return server;
 }
 
 function isUpstashUrl(url: string | undefined): boolean {
@@ -125,9 +188,7 @@ const FLAG_REFUSAL = /shebang|unexpected symbol near '#'/i;
 function refusedKeyLocking(redis: RedisLike, error: unknown): boolean {
   if (chosen.has(redis)) return false;
   if (!FLAG_REFUSAL.test(redisMessageOf(error))) return false;
-  keyLocking.set(redis, { on: false, settled: true });
-  const origin = originOf(restUrlOf(redis));
-  if (origin !== undefined) refusingServers.add(origin);
+  serverOf(redis).state = { on: false, settled: true };
   return true;
 }
 

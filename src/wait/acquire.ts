@@ -12,6 +12,7 @@ import { checkCanPark } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import type { HoldKind } from "../watchdog/renewer.js";
 import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.js";
+import { heldByOtherLocalOwner, noteLocalHold } from "./local-holds.js";
 import { confirmClaim } from "./parking.js";
 import { resolveWaitPolicy, type WaitOptions } from "./policy.js";
 import { pollForLock } from "./poll.js";
@@ -88,6 +89,8 @@ export type WatchTarget =
 export interface AcquisitionSpec {
   readonly runtime: LockRuntime;
   readonly name: string;
+  /** What errors call the hold (see HandleInit.noun). Default "lock". */
+  readonly noun?: "lock" | "semaphore";
   /** What the watchdog renews; holds of one owner on the same target share one renewal. */
   readonly watch: WatchTarget;
   /**
@@ -112,7 +115,12 @@ export interface AcquisitionSpec {
 
 export type Acquisition =
   | { readonly handle: LockHandle }
-  | { readonly waitMs: number; readonly holderTtlMs: number | null };
+  | {
+      readonly waitMs: number;
+      readonly holderTtlMs: number | null;
+      /** This client holds the lock under another owner: the wait was for its own hold. */
+      readonly heldByThisClient: boolean;
+    };
 
 export type AcquisitionOf = (plan: WaitPlan) => AcquisitionSpec;
 
@@ -169,23 +177,36 @@ export async function acquireHold(
     const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
     await giveUp(spec, owner, operationId, plan.deadline + backendTimeoutMs);
     emitNotAcquired(spec, startedAt, requests, "busy");
-    return { waitMs, holderTtlMs: result.holderTtlMs };
+    return {
+      waitMs,
+      holderTtlMs: result.holderTtlMs,
+      heldByThisClient: heldByOtherLocalOwner(runtime, spec.name, owner),
+    };
   }
 
   // A hand-off granted a claim window: the hold confirms its own lease before it ends.
   const claim = handOff !== undefined && handOff.leaseMs < effectiveLease ? handOff : undefined;
   const acquiredAt = handOff?.grantedAt ?? sentAt;
+  const forgetLocalHold = noteLocalHold(runtime, spec.name, owner);
   const handle = new LockHandle({
     name: spec.name,
+    ...(spec.noun === undefined ? {} : { noun: spec.noun }),
     owner,
     fencingToken: result.value,
     leaseMs: effectiveLease,
     renewing,
     acquiredAt,
     ...(claim ? { claimLeaseMs: claim.leaseMs } : {}),
-    control: observedRelease(spec, result.value, acquiredAt, spec.control(owner, result.value)),
+    control: observedRelease(
+      spec,
+      result.value,
+      acquiredAt,
+      spec.control(owner, result.value),
+      forgetLocalHold,
+    ),
     reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),
   });
+  handle.signal.addEventListener("abort", forgetLocalHold, { once: true });
   runtime.events.emit({
     type: "acquired",
     name: spec.name,
@@ -241,7 +262,12 @@ export async function acquireOrThrow(
 ): Promise<LockHandle> {
   const outcome = await acquireHold(runtime, options, Number.POSITIVE_INFINITY, specOf);
   if ("handle" in outcome) return outcome.handle;
-  throw new LockWaitTimeoutError(name, outcome.waitMs, outcome.holderTtlMs);
+  throw new LockWaitTimeoutError(
+    name,
+    outcome.waitMs,
+    outcome.holderTtlMs,
+    outcome.heldByThisClient,
+  );
 }
 
 /** tryAcquire(): null when the wait ran out. */
@@ -313,12 +339,14 @@ function observedRelease(
   fencingToken: number,
   acquiredAt: number,
   control: HoldControl,
+  ended: () => void,
 ): HoldControl {
   return {
     extend: (leaseMs) => control.extend(leaseMs),
     release: async (operationId) => {
       const sentAt = Date.now();
       const result = await control.release(operationId);
+      ended();
       spec.runtime.events.emit({
         type: "released",
         name: spec.name,

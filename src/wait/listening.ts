@@ -3,12 +3,12 @@
  * the waiter registers as parked only once its stream to the lock's
  * hand-off channel is confirmed, so no word can be published before it listens; a release hands
  * it the lock inside Redis and publishes the grant (queue/hand-off.ts). A word that never comes
- * (lost, a stream that died silently) costs the park's bound: then the waiter asks again, and its
+ * (lost, a stream whose end went unheard) costs the park's bound: then the waiter asks again, and its
  * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
  */
 import type { LockKeys } from "../locks/keys.js";
 import type { LockRuntime } from "../locks/runtime.js";
-import { currentScopeOwner } from "../scope.js";
+import { currentRequest } from "../scope.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import type { AttemptOutcome, WaitPlan } from "./attempt.js";
 import type { SiblingWatch } from "./client-state.js";
@@ -20,6 +20,7 @@ import {
   PARK_GRACE_MS,
   parkBoundMs,
   type Registration,
+  turnKeepingParkMs,
 } from "./parking.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
 import type { TurnView } from "./turn.js";
@@ -46,17 +47,23 @@ export class Listening {
   // timed from that attempt's send (an earlier or later registration would time it wrongly).
   readonly #sentAt = new Map<number, number>();
   #attempts = 0;
-  // The owner scope (a request) whose stream budget this acquisition's stream counts against.
-  readonly #scope = currentScopeOwner();
+  // The request whose stream budget (Workers) this acquisition's stream counts against.
+  readonly #request = currentRequest();
   /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
   readonly shard: number;
+
+  // A waiter next to be granted parks within the claim window (turnKeepingParkMs): a lost word
+  // costs it no turn.
+  readonly #keepsTurn: boolean;
 
   constructor(
     runtime: LockRuntime,
     redis: SubscribingRedis,
     keys: Pick<LockKeys, "lock" | "handOffChannels">,
     plan: WaitPlan,
+    keepsTurn = false,
   ) {
+    this.#keepsTurn = keepsTurn;
     this.#runtime = runtime;
     this.#redis = redis;
     this.#keys = keys;
@@ -122,7 +129,7 @@ export class Listening {
     if (first && !contention.likely(this.#keys.lock)) return undefined;
     this.#leaveStream();
     const channel = this.#keys.handOffChannels[this.shard] ?? this.#keys.handOffChannels[0]!;
-    const stream = subscriptions.stream(this.#redis, channel, this.#scope);
+    const stream = subscriptions.stream(this.#redis, channel, this.#request);
     if (stream === undefined) return undefined;
     stream.join();
     this.#streamsOpened += 1;
@@ -153,7 +160,7 @@ export class Listening {
     this.#runtime.contention.saw(this.#keys.lock);
     this.#registered = {
       sentAt,
-      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs),
+      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs, this.#keepsTurn),
       view,
     };
     this.leaveSiblings();
@@ -186,7 +193,9 @@ export class Listening {
       return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };
     }
     if (word.kind === "behind") {
-      this.#registered = behind(registered, word.leaseMs);
+      const { claimMs } = this.#plan.policy;
+      const longest = this.#keepsTurn ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
+      this.#registered = behind(registered, word.leaseMs, longest);
       return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
     }
     return this.#granted(word);

@@ -2,12 +2,13 @@
  * A count-down latch's `await()` in push mode: instead of polling the count it listens on the
  * latch's channel, where the countDown that reaches 0 publishes `opened`. Only a read sent once
  * the server confirmed the stream counts: a latch that opens after that read is heard of. A word
- * that never comes (lost, a stream that died silently) costs one park, `parkMs` at most (and
- * never past the latch's expiry, which opens it without a word); then the count is read again.
+ * that never comes (lost, or a stream whose end went unheard) costs one park, never past the
+ * latch's expiry (which opens it without a word); then the count is read again (latch.ts: the
+ * parks double, so a long wait costs few reads).
  */
 import { newOperationId } from "../ids.js";
 import type { LockRuntime } from "../locks/runtime.js";
-import { currentScopeOwner } from "../scope.js";
+import { currentRequest } from "../scope.js";
 import { canSubscribe } from "../transport/redis-like.js";
 import type { WaitPolicy } from "./policy.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
@@ -22,7 +23,8 @@ export class OpeningWatch {
   #stream: HandOffStream | undefined;
   #mailbox: Mailbox | undefined;
   #streamsOpened = 0;
-  readonly #scope = currentScopeOwner();
+  // The request whose stream budget (Workers) this await's stream counts against.
+  readonly #request = currentRequest();
 
   /** Undefined where the await polls: poll mode, `wakeBy: "pop"`, or no usable `subscribe`. */
   static for(runtime: LockRuntime, channel: string, policy: WaitPolicy): OpeningWatch | undefined {
@@ -48,7 +50,7 @@ export class OpeningWatch {
     if (this.#streamsOpened >= STREAMS_PER_AWAIT || !canSubscribe(redis)) return;
     if (!this.#runtime.subscriptions.usable) return;
     this.close();
-    const stream = this.#runtime.subscriptions.stream(redis, this.#channel, this.#scope);
+    const stream = this.#runtime.subscriptions.stream(redis, this.#channel, this.#request);
     if (stream === undefined) return;
     stream.join();
     this.#streamsOpened += 1;

@@ -34,12 +34,15 @@ export const PARK_GRACE_MS = 1_000;
  * The longest park: at the head, just past the holder's lease end (a crashed holder hands
  * nothing over); behind it, a claim window past the expected turn, so that a grant to a waiter
  * that died parked is noticed soon. The scripts record the same bound (parkEndLua in
- * queue/hand-off.ts) to know whom a hand-off must tell.
+ * queue/hand-off.ts) to know whom a hand-off must tell. With `keepsTurn` (a fair waiter over a
+ * subscription) the head parks at most turnKeepingParkMs; the scripts' record keeps the longer
+ * bound, which only decides whether a waiter *behind* a grant is told, never the head.
  */
-export function parkBoundMs(view: TurnView, claimMs: number): number {
-  let bound = Number.POSITIVE_INFINITY;
+export function parkBoundMs(view: TurnView, claimMs: number, keepsTurn = false): number {
+  let bound =
+    keepsTurn && view.position === 0 ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
   if (view.holderTtlMs !== null) {
-    bound = view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS;
+    bound = Math.min(bound, view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS);
   }
   if (view.position >= 1 && view.holdMs !== null) {
     const cycle = view.cycleMs ?? view.holdMs;
@@ -47,6 +50,20 @@ export function parkBoundMs(view: TurnView, claimMs: number): number {
     bound = Math.min(bound, current + view.position * cycle + claimMs);
   }
   return bound;
+}
+
+/**
+ * Share of the claim window a waiter that keeps its turn (the fair lock) parks at most over a
+ * subscription while it is next to be granted: a grant whose word was lost is then replayed by
+ * its next attempt before the window lapses (the rest of the window covers that round trip), so
+ * the waiter holds with its granted token instead of losing its place to the waiters behind. A
+ * pop needs none of it: its grant is pushed twice, for the re-sent pop.
+ */
+export const TURN_KEEPING_PARK_SHARE = 0.75;
+
+/** The longest park of a waiter next to be granted that must not lose its turn to a lost word. */
+export function turnKeepingParkMs(claimMs: number): number {
+  return Math.max(MIN_PARK_MS, Math.floor(claimMs * TURN_KEEPING_PARK_SHARE));
 }
 
 /** "behind": the lock was handed to the waiter ahead, with a claim window of `leaseMs`. */
@@ -284,13 +301,17 @@ export const NEVER: Promise<undefined> = new Promise(() => {});
 
 /**
  * After word that the lock was handed to the waiter ahead with a claim window of `leaseMs`: wait
- * again until that window ends (an unclaimed grant frees the lock then); a grant still counts
- * from the same registration.
+ * again until that window ends (an unclaimed grant frees the lock then), or `longestParkMs` (a
+ * waiter that keeps its turn: turnKeepingParkMs); a grant still counts from the same registration.
  */
-export function behind(registered: Registration, leaseMs: number): Registration {
+export function behind(
+  registered: Registration,
+  leaseMs: number,
+  longestParkMs = Number.POSITIVE_INFINITY,
+): Registration {
   return {
     sentAt: registered.sentAt,
-    boundAt: Date.now() + leaseMs + PARK_PAST_LEASE_MS,
+    boundAt: Date.now() + Math.min(leaseMs + PARK_PAST_LEASE_MS, longestParkMs),
     view: { ...registered.view, position: 0, locked: true, holderTtlMs: leaseMs },
   };
 }

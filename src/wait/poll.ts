@@ -3,10 +3,11 @@
  * `min(full-jitter backoff, holder's remaining lease, time left)`: never past the lease's end or
  * the deadline, never spinning.
  */
-import { LockAbortedError, LockBudgetExceededError } from "../errors.js";
+import { LockAbortedError, LockBackendError, LockBudgetExceededError } from "../errors.js";
 import { sleep } from "../sleep.js";
+import { isTransientFailure, markTransient } from "../transport/failures.js";
 import type { WaitPolicy } from "./policy.js";
-import { ridesOut } from "./retry.js";
+import { type Outage, ridesOut } from "./retry.js";
 
 export type PollOutcome<T> =
   | { readonly done: true; readonly value: T }
@@ -42,15 +43,21 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
   throwIfAborted(signal, request.lockName);
   // The first failed poll of the current run of failures.
   let outageSince: number | undefined;
+  let failuresInARow = 0;
   for (let poll = 1; ; poll++) {
     const sentAt = Date.now();
     let outcome: PollOutcome<T>;
     try {
       outcome = await request.attempt();
       outageSince = undefined;
+      failuresInARow = 0;
     } catch (error) {
       outageSince ??= sentAt;
-      if (!ridesOut(error, { since: outageSince, poll, deadline }, policy)) throw error;
+      failuresInARow++;
+      const outage = { since: outageSince, poll, deadline };
+      if (!ridesOut(error, outage, policy)) {
+        throw failuresInARow > 1 ? endOfRideOut(error, outage, failuresInARow, policy) : error;
+      }
       outcome = { done: false, holderTtlMs: null };
     }
     if (outcome.done) return { acquired: true, value: outcome.value };
@@ -97,4 +104,31 @@ export function nextPollDelay(
   // One ms past the lease end lets the key expire on the server.
   if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
   return Math.max(1, Math.min(delay, timeLeftMs));
+}
+
+/**
+ * What a wait throws when a transient failure ends it: the failure itself, or, when the wait had
+ * ridden out earlier ones, the failure with how long the wait lasted and what ended it, since the
+ * failure's own words ("no answer within 2000 ms") tell only of its last request.
+ */
+function endOfRideOut(
+  error: unknown,
+  outage: Outage,
+  failures: number,
+  policy: Pick<WaitPolicy, "maxPolls" | "outageMs">,
+  now: number = Date.now(),
+): unknown {
+  if (!(error instanceof LockBackendError) || error.name !== "LockBackendError") return error;
+  if (!isTransientFailure(error)) return error;
+  const reason =
+    outage.poll >= policy.maxPolls
+      ? "wait.maxPolls"
+      : now >= outage.deadline
+        ? "waitMs"
+        : `wait.outageMs (${policy.outageMs} ms)`;
+  const ended = new LockBackendError(
+    `${error.message}. The wait retried for ${now - outage.since} ms over ${failures} requests, until ${reason}; wait: { outageMs: 0 } fails at once.`,
+    { cause: error },
+  );
+  return markTransient(ended);
 }

@@ -61,6 +61,11 @@ export interface QueuedKind<View extends TurnView = TurnView> {
    * it; a semaphore's does not.
    */
   readonly reentrant: boolean;
+  /**
+   * Waiters are served in order (the fair lock): one whose grant's word was lost must ask again
+   * within the claim window and replay it, not lose its place to those behind (parkingFor).
+   */
+  readonly keepsTurn?: boolean;
   /** Leaves the queue and the parked waiters, releasing a hand-off granted meanwhile. */
   leave(owner: string, operationId: string): Promise<void>;
 }
@@ -78,7 +83,8 @@ export function queuedAttempts<View extends TurnView>(
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
-  const parking = policy.mode === "push" ? parkingFor(runtime, keys, plan) : undefined;
+  const parking =
+    policy.mode === "push" ? parkingFor(runtime, keys, plan, kind.keepsTurn) : undefined;
   const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
   const { pacing } = kind;
   // Only a polling waiter asks to be kept longer (TurnPacer): a parked one's place is its park's.

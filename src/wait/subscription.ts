@@ -7,6 +7,7 @@
 import { HAND_OFF_SHARDS } from "../locks/keys.js";
 import { shownSafely } from "../transport/failures.js";
 import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
+import { subscribeHearingEnd } from "../transport/stream-end.js";
 import type { Grant } from "./parking.js";
 
 /** A word to one waiter from a release (see handOffToParkedHead). */
@@ -17,7 +18,7 @@ export type HandOffWord =
   | AddressedWord
   /** A count-down latch reached 0 (see LATCH_COUNT_DOWN). */
   | { readonly kind: "opened" }
-  /** The stream failed or closed: no word will come this way. */
+  /** The stream failed, ended or was closed: no word will come this way. */
   | { readonly kind: "lost" };
 
 type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
@@ -25,12 +26,18 @@ type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
 /** A stream kept this long after its last reader, for the next wait on the lock (not on Workers). */
 export const STREAM_LINGER_MS = 1_000;
 /**
- * Workers: streams one invocation keeps open at once through a client. An invocation has six
+ * Workers: streams one request keeps open at once, through every client. An invocation has six
  * connections; requests beyond them queue, so streams must leave room for the attempts and
- * releases that end waits. An owner scope (`client.scope()`, hono's `withLock()`) is one request;
- * acquisitions outside any scope share one budget per client, as they may all be one request's.
+ * releases that end waits. A request is the outermost owner scope (`client.scope()`, hono's
+ * `withLock()`): scopes nested in it and every client used in it share its budget. Acquisitions
+ * outside any scope cannot be told apart by request: they share one budget in the isolate.
  */
 export const MAX_STREAMS_ON_WORKERS = 3;
+
+/** Workers: streams open now, by request (see currentRequest), over every client. */
+const streamsOpenByRequest = new WeakMap<object, number>();
+/** The request of acquisitions outside any scope. */
+const UNSCOPED = {};
 /** After this many streams in a row lost before they opened, the client stops subscribing. */
 export const FAILED_OPENINGS_TO_GIVE_UP = 3;
 
@@ -129,7 +136,8 @@ export class HandOffStream {
   ) {
     this.#lingerMs = lingerMs;
     this.#ended = ended;
-    this.#subscription = redis.subscribe(channel);
+    // A stream that ends in any way is lost: one the server ended says nothing otherwise.
+    this.#subscription = subscribeHearingEnd(redis, channel, () => this.close(true));
     this.#subscription.on("subscribe", () => {
       if (this.#state === "opening") this.#state = "open";
     });
@@ -180,7 +188,7 @@ export class HandOffStream {
     this.#mailboxes.delete(operationId);
   }
 
-  /** Ends the stream (`failed`: it broke); every reader hears `lost`. */
+  /** Ends the stream (`failed`: it broke or the server ended it); every reader hears `lost`. */
   close(failed = false): void {
     if (this.lost) return;
     const failedOpening = failed && this.#state === "opening";
@@ -220,8 +228,6 @@ export class HandOffSubscriptions {
   #failedOpenings = 0;
   // Node: the client's waiters share one stream per lock, so they listen on one shard.
   readonly #shard = Math.floor(Math.random() * HAND_OFF_SHARDS);
-  // Workers: streams open now, by owner scope ("": outside any scope).
-  readonly #open = new Map<string, number>();
 
   /**
    * The shard of a lock's hand-off channels a waiter listens on: the client's in Node (its
@@ -239,24 +245,30 @@ export class HandOffSubscriptions {
 
   /**
    * The open or opening stream of `channel`, or a new one; undefined: none now (poll). On
-   * Workers `scope` is the owner scope the acquisition runs in (undefined: none), whose budget
-   * (MAX_STREAMS_ON_WORKERS) the stream counts against.
+   * Workers `request` is the request the acquisition runs for (currentRequest; undefined: none),
+   * whose budget (MAX_STREAMS_ON_WORKERS) the stream counts against until it ends.
    */
-  stream(redis: SubscribingRedis, channel: string, scope?: string): HandOffStream | undefined {
+  stream(redis: SubscribingRedis, channel: string, request?: object): HandOffStream | undefined {
     const known = this.#shared ? this.#streams.get(channel) : undefined;
     if (known !== undefined && !known.lost) return known;
-    const budget = scope ?? "";
-    const open = this.#open.get(budget) ?? 0;
-    if (!this.#shared && open >= MAX_STREAMS_ON_WORKERS) return undefined;
-    this.#open.set(budget, open + 1);
+    const budget = request ?? UNSCOPED;
+    const counted = !this.#shared;
+    if (counted) {
+      const open = streamsOpenByRequest.get(budget) ?? 0;
+      if (open >= MAX_STREAMS_ON_WORKERS) return undefined;
+      streamsOpenByRequest.set(budget, open + 1);
+    }
     const stream = new HandOffStream(
       redis,
       channel,
       this.#shared ? STREAM_LINGER_MS : 0,
       (ended, failedOpening) => {
-        const left = (this.#open.get(budget) ?? 1) - 1;
-        if (left > 0) this.#open.set(budget, left);
-        else this.#open.delete(budget);
+        if (counted) {
+          streamsOpenByRequest.set(
+            budget,
+            Math.max(0, (streamsOpenByRequest.get(budget) ?? 1) - 1),
+          );
+        }
         if (this.#streams.get(channel) === ended) this.#streams.delete(channel);
         this.#failedOpenings = failedOpening ? this.#failedOpenings + 1 : 0;
       },

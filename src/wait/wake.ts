@@ -20,8 +20,16 @@ export type Park = Parking | Listening;
  */
 export type WaitKeys = Pick<LockKeys, "lock" | "handOffChannels"> & Partial<Pick<LockKeys, "wake">>;
 
-/** Undefined where the acquisition polls. */
-export function parkingFor(runtime: LockRuntime, keys: WaitKeys, plan: WaitPlan): Park | undefined {
+/**
+ * Undefined where the acquisition polls. `keepsTurn`: the kind serves its waiters in order (the
+ * fair lock), so a subscribed waiter next in line parks within the claim window (Listening).
+ */
+export function parkingFor(
+  runtime: LockRuntime,
+  keys: WaitKeys,
+  plan: WaitPlan,
+  keepsTurn = false,
+): Park | undefined {
   const { ctx } = runtime;
   const { redis } = ctx;
   const { mode, wakeBy } = plan.policy;
@@ -42,5 +50,5 @@ export function parkingFor(runtime: LockRuntime, keys: WaitKeys, plan: WaitPlan)
   }
   // A subscription where pops do not serve (Upstash): polling once streams keep failing.
   if (!canSubscribe(redis) || !runtime.subscriptions.usable) return undefined;
-  return new Listening(runtime, redis, keys, plan);
+  return new Listening(runtime, redis, keys, plan, keepsTurn);
 }

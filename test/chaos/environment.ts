@@ -3,6 +3,7 @@
  * REST server behind a proxy that hangs some requests, and a second fault-free REST server on the
  * same Redis (the observer, which checks state without being lied to); and the isolates.
  */
+import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import {
   type DevServer,
@@ -13,6 +14,7 @@ import {
 } from "../../dev/index.js";
 import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
+import { SCRIPTS } from "../../src/scripts.js";
 import type { ChaosBackend, ChaosConfig } from "./config.js";
 import { type HangCounts, type HangProxy, startHangProxy } from "./hang-proxy.js";
 import { type ArmingRequest, KillableRenewer, type RemoteRenewals } from "./killable-renewer.js";
@@ -309,6 +311,18 @@ function ownerNamedBy(arg: unknown): string | undefined {
 
 const SEMAPHORE_HOLD = /^(\S+) \d+$/;
 
+/** The texts and SHA-1s of the scripts by which a waiter leaves its wait. */
+const LEAVE_SCRIPTS: ReadonlySet<string> = new Set(
+  ["queue.leave", "semaphore.abandon", "readWriteLock.abandonRead"].flatMap((name) => {
+    const script = SCRIPTS.get(name);
+    if (script === undefined) throw new Error(`chaos: no script ${name} in the catalogue`);
+    return [script.source, script.keyLocking.source].flatMap((source) => [
+      source,
+      createHash("sha1").update(source, "utf8").digest("hex"),
+    ]);
+  }),
+);
+
 /** Operation ids as `newOperationId()` makes them. */
 const OPERATION_ID = /^[0-9a-f]{24}$/;
 
@@ -324,6 +338,7 @@ const OPERATION_ID = /^[0-9a-f]{24}$/;
 function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
   const { counts, crashed, requests, lateCopies, operationOwners, subscriptions } = hooks;
   const timed = async <T>(
+    scriptOrSha: string,
     keys: readonly string[],
     args: readonly unknown[],
     send: () => Promise<T>,
@@ -346,6 +361,7 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
       leaseMs: 0,
       confirmed: false,
     };
+    if (LEAVE_SCRIPTS.has(scriptOrSha)) request.leave = true;
     for (const owner of owners) requests.get(owner)!.push(request);
     const copy = copyArmingRequest(lateCopies, request, send);
     if (copy) for (const owner of owners) requests.get(owner)!.push(copy);
@@ -368,8 +384,8 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
     }
   };
   return {
-    eval: (script, keys, args) => timed(keys, args, () => redis.eval(script, keys, args)),
-    evalsha: (sha, keys, args) => timed(keys, args, () => redis.evalsha(sha, keys, args)),
+    eval: (script, keys, args) => timed(script, keys, args, () => redis.eval(script, keys, args)),
+    evalsha: (sha, keys, args) => timed(sha, keys, args, () => redis.evalsha(sha, keys, args)),
     ...(subscriptions === undefined
       ? {}
       : { subscribe: (channel: string) => subscriptions.streams.subscribe(redis, channel) }),

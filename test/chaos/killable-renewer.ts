@@ -26,6 +26,8 @@ export interface ArmingRequest {
   trace?: string;
   /** A late copy of an earlier request (see late-copies.ts): sent with it, settled later. */
   readonly copy?: boolean;
+  /** A waiter's leave (queue.leave, semaphore.abandon, readWriteLock.abandonRead). */
+  leave?: boolean;
 }
 
 /**

@@ -220,8 +220,11 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
     const copied = isolate.requestsOf(owner).some((request) => request.copy === true);
     // A leave never answered may not have run: its waiter's place and parked registration stay
     // until they time out, and a release may hand them a hold (documented: it lapses with the
-    // grant's claim window, as a dead waiter's does).
-    const leaveUnheard = isolate.requestsOf(owner).some((request) => request.failed === true);
+    // grant's claim window, as a dead waiter's does). Only the leave itself: another request's
+    // failure leaves no place behind, and a hold left then is drift.
+    const leaveUnheard = isolate
+      .requestsOf(owner)
+      .some((request) => request.leave === true && request.failed === true);
     const gaveUpUnsure = group.gaveUp && (copied || leaveUnheard);
     if (stillHeld && (gaveUpUnsure || (primitive.databases ?? 1) > 1)) {
       // A late copy of an acquisition that gave up may take a hold after all (documented: it

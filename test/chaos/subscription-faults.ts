@@ -9,9 +9,11 @@
  * - a word late, by up to `lateMaxMs` (some past the grant's claim window); a stream keeps its
  *   order, so the words after a late one wait for it (a stalled connection);
  * - a stream whose confirmation never reaches the client (it never listens on it);
- * - a confirmed stream that ends mid-way, silently (@upstash/redis's Subscriber gives no event
- *   when its stream ends or breaks while reading: the library cannot tell) or with an `error`
- *   event (as when its request fails); its connection really closes, so the server forgets it;
+ * - a confirmed stream that goes silent mid-way (a connection that stalls: nothing more comes and
+ *   nothing ends, so the library cannot tell; the connection stays open until the library lets
+ *   go of the stream or the run ends), or that ends: its connection really closes, so the server
+ *   forgets it, with an `error` event (as when its request fails) — a body that ends is heard by
+ *   the library (transport/stream-end.ts), as the closing of the connection here is;
  * - a subscriber killed: the words for an acquisition of a killed owner are never read (its
  *   process is gone; see createIsolate's killWhenParked, which for these kinds kills an owner as
  *   its first attempt sent listening is answered).
@@ -398,7 +400,8 @@ export class IsolateSubscriptions {
       if (state.ended !== undefined) return;
       state.ended = how;
       if (endTimer !== undefined) clearTimeout(endTimer);
-      closeInner();
+      // A silent stream stalls: closing its connection would be heard as its end.
+      if (how !== "silent") closeInner();
       if (how === "silent") counts.endedSilently += 1;
       if (how !== "client")
         this.#faults.costsAPark(channel, `a stream ended (${how})`, { isolate: this.#id });

@@ -20,6 +20,15 @@ export function hasEmbeddedEngine(): boolean {
   return existsSync(EMBEDDED_ENGINE);
 }
 
+/**
+ * The one guard of tests that need a real redis-server of their own (differential tests, a
+ * spawned server): true when it is here; under CI=true its absence throws, as
+ * backendKindsUnderTest does, so that no such file skips silently in CI.
+ */
+export function redisServerUnderTest(): boolean {
+  return backendKindsUnderTest().includes("redis-server");
+}
+
 export function backendKindsUnderTest(): BackendKindUnderTest[] {
   const kinds: BackendKindUnderTest[] = [];
   if (hasRedisServer()) kinds.push("redis-server");

@@ -15,6 +15,7 @@ export {
   backendKindsUnderTest,
   hasEmbeddedEngine,
   hasRedisServer,
+  redisServerUnderTest,
 } from "./backend-kinds.js";
 
 /**

@@ -1,6 +1,7 @@
 /**
- * The Hono middleware inside workerd, through @upstash/redis/cloudflare, against the local
- * server; and the webhook example app end to end.
+ * The Hono middleware inside workerd (a HEAD request's concurrencyLimit() permit among them),
+ * through @upstash/redis/cloudflare, against the local server; and the webhook example app end
+ * to end.
  */
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -10,6 +11,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../examples/webhook-worker/src/app.js";
 import { SIGNATURE_HEADER, signPayload } from "../../examples/webhook-worker/src/signature.js";
 import {
+  concurrencyLimit,
   idempotency,
   type MiddlewareFailure,
   REPLAY_HEADER,
@@ -58,6 +60,44 @@ describe.each(servers)("Hono middleware in workerd on $kind", (server) => {
     // Watchdog mode: the holds this route saw end were short, so 1 s, not the holder's 3 s lease.
     expect(busy.headers.get("retry-after")).toBe("1");
     await holder.release();
+  });
+
+  it("concurrencyLimit(): a HEAD request's permit comes back at once (Hono drops the body)", async () => {
+    const client = new LockClient({ redis: redis(), prefix: freshPrefix() });
+    const app = new Hono();
+    // Watchdog mode, the default: a permit kept would be renewed while the isolate lives.
+    app.get("/report", concurrencyLimit({ client, name: "report", permits: 2 }), (c) =>
+      c.text("the report"),
+    );
+    const call = (method: string) =>
+      app.request("/report", { method }, env, createExecutionContext());
+    const heads = await Promise.all([call("HEAD"), call("HEAD")]);
+    expect(heads.map((res) => [res.status, res.body])).toEqual([
+      [200, null],
+      [200, null],
+    ]);
+    expect(await client.semaphore("report").state()).toMatchObject({ available: 2, holds: 0 });
+    const get = await call("GET");
+    expect(get.status).toBe(200);
+    expect(await get.text()).toBe("the report");
+  });
+
+  it("concurrencyLimit(): a body nobody reads returns its permit after unreadBodyMs, in waitUntil", async () => {
+    const client = new LockClient({ redis: redis(), prefix: freshPrefix() });
+    const app = new Hono();
+    app.get(
+      "/report",
+      concurrencyLimit({ client, name: "report", permits: 1, unreadBodyMs: 300 }),
+      (c) => c.text("the report"),
+    );
+    const ctx = createExecutionContext();
+    const unread = await app.request("/report", {}, env, ctx);
+    expect(unread.status).toBe(200);
+    expect(await client.semaphore("report").availablePermits()).toBe(0);
+    // The deadline and the release run in the invocation's waitUntil.
+    await waitOnExecutionContext(ctx);
+    expect(await client.semaphore("report").availablePermits()).toBe(1);
+    expect(await unread.text()).toBe("the report");
   });
 
   it("idempotency(): replays, 422 on another request, stores nothing on failure", async () => {

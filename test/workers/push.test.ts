@@ -16,6 +16,16 @@ import { server as watchdogServer } from "./durable-object/support.js";
 const servers = TEST_SERVERS;
 let prefixes = 0;
 
+/**
+ * The waiters below park for up to PARK_MS at a time, and their holders' leases outlast it: without
+ * the hand-off a waiter gets the lock only when its park runs out (or the lease lapses), so a wake
+ * within WOKEN_WITHIN_MS can only be the release's hand-off, with a margin of ten times.
+ */
+const PARK_MS = 20_000;
+const HOLD_LEASE_MS = 60_000;
+const WAIT_MS = 25_000;
+const WOKEN_WITHIN_MS = 2_000;
+
 /** A holder (polling), a push-mode waiter with `waiterOptions`, and a raw view, on one prefix. */
 function contenders(
   server: { url: string; token: string },
@@ -39,16 +49,16 @@ describe.each(servers)("push hand-off in workerd on $kind", (server) => {
   it.each(["lock", "fairLock"] as const)(
     "%s: the release wakes the parked waiter holding the next fencing token",
     async (kind) => {
-      const { holder, waiter, parked } = contenders(server);
-      const held = await holder[kind]("job").acquire({ leaseMs: 10_000 });
-      const waiting = waiter[kind]("job").acquire({ leaseMs: 10_000, waitMs: 8_000 });
+      const { holder, waiter, parked } = contenders(server, { wait: { parkMs: PARK_MS } });
+      const held = await holder[kind]("job").acquire({ leaseMs: HOLD_LEASE_MS });
+      const waiting = waiter[kind]("job").acquire({ leaseMs: 10_000, waitMs: WAIT_MS });
       // Registered and parked: its blocking pop is open at the server.
       await until(async () => (await parked("job")) === 1);
       const releasedAt = Date.now();
       await held.release();
       const handle = await waiting;
-      // Woken by the hand-off, long before the 10 s lease or a poll could have taken it.
-      expect(Date.now() - releasedAt).toBeLessThan(5_000);
+      // Woken by the hand-off, long before its park ran out or the holder's lease lapsed.
+      expect(Date.now() - releasedAt).toBeLessThan(WOKEN_WITHIN_MS);
       expect(handle.fencingToken).toBe(held.fencingToken + 1);
       expect(await holder[kind]("job").isHeldBy(handle.owner)).toBe(true);
       expect(await parked("job")).toBe(0);
@@ -60,17 +70,17 @@ describe.each(servers)("push hand-off in workerd on $kind", (server) => {
 
 describe.each(servers)("write lock push hand-off in workerd on $kind", (server) => {
   it("the last read hold's release wakes the parked writer holding the lock", async () => {
-    const { holder, waiter, parked } = contenders(server);
-    const read = await holder.readWriteLock("doc").readLock().acquire({ leaseMs: 10_000 });
+    const { holder, waiter, parked } = contenders(server, { wait: { parkMs: PARK_MS } });
+    const read = await holder.readWriteLock("doc").readLock().acquire({ leaseMs: HOLD_LEASE_MS });
     const writing = waiter
       .readWriteLock("doc")
       .writeLock()
-      .acquire({ leaseMs: 10_000, waitMs: 8_000 });
+      .acquire({ leaseMs: 10_000, waitMs: WAIT_MS });
     await until(async () => (await parked("doc")) === 1);
     const releasedAt = Date.now();
     await read.release();
     const handle = await writing;
-    expect(Date.now() - releasedAt).toBeLessThan(5_000);
+    expect(Date.now() - releasedAt).toBeLessThan(WOKEN_WITHIN_MS);
     expect(await holder.readWriteLock("doc").writeLock().isHeldBy(handle.owner)).toBe(true);
     expect(await parked("doc")).toBe(0);
     await handle.release();

@@ -112,10 +112,10 @@ async function instantiateLuaApi(): Promise<LuaApi> {
   try {
     wasmoon = await import("wasmoon");
   } catch (cause) {
-    // wasmoon is a dependency of edgelock: missing, the install is incomplete (or pruned).
+    // wasmoon is an optional dependency: npm installs it, unless told to omit optional ones.
     throw new Error(
-      "the embedded engine needs edgelock's dependency 'wasmoon', which is not installed " +
-        "(run npm install again; with --omit or a pruned node_modules, npm install wasmoon)",
+      "the embedded engine needs edgelock's optional dependency 'wasmoon', which is not " +
+        "installed (npm install -D wasmoon, or use a Redis: install redis-server or set REDIS_URL)",
       { cause },
     );
   }

@@ -16,7 +16,7 @@ import {
 } from "../../validate.js";
 import { OpeningWatch } from "../../wait/opening.js";
 import { resolveWaitPolicy, type WaitOptions } from "../../wait/policy.js";
-import { pollForLock } from "../../wait/poll.js";
+import { type PollOutcome, pollForLock } from "../../wait/poll.js";
 import type { LockRuntime } from "../runtime.js";
 import { readLatch } from "./count.js";
 import { type LatchKeys, latchKeys } from "./keys.js";
@@ -45,7 +45,8 @@ export interface LatchAwaitOptions {
    * Overrides the client's wait policy; each read of the count is a request. Polling, long
    * waits want a larger `maxDelayMs` and `maxPolls`. With `mode: "push"` (and `wakeBy` not
    * `"pop"`) the await subscribes to the latch's channel and is told when the count reaches 0,
-   * reading the count again only after `parkMs` without a word (docs/semaphore.md).
+   * reading the count again after parks without a word that start at `parkMs` and double; those
+   * reads are not polls of `maxPolls` (docs/semaphore.md).
    * @default the client's
    */
   wait?: WaitOptions;
@@ -125,17 +126,41 @@ export class CountDownLatch {
             // The latch opens at its expiry at the latest: never sleep past it.
             return { done: false, holderTtlMs: ttlMs };
           }
-          // Heard, or read again after a park (a lost word, the expiry, an abort: the loop ends).
-          const parkMs = Math.min(policy.parkMs, ttlMs ?? Number.POSITIVE_INFINITY);
-          if (await watch.opened(Math.min(parkMs, deadline - Date.now()), signal)) {
-            return { done: true, value: true };
-          }
-          return { done: false, holderTtlMs: ttlMs, nextPollMs: 0 };
+          return this.#listen(watch, ttlMs, policy.parkMs, deadline, signal);
         },
       });
       return result.acquired;
     } finally {
       watch?.close();
+    }
+  }
+
+  /**
+   * Waits on a confirmed stream until `opened` is heard or a read finds the count 0. A park
+   * that ends without a word reads the count again (a word can be lost on a stream that stays
+   * open), and the next park lasts twice as long: a wait of `T` costs about log2(T / parkMs)
+   * reads, none of them a poll of the budget, and a lost word costs at most the time waited
+   * before it plus `parkMs`. No park outlasts the latch's expiry, which opens it without a word.
+   * Once the stream is lost, the deadline passed or the signal aborted, the poll loop takes
+   * over (one poll).
+   */
+  async #listen(
+    watch: OpeningWatch,
+    ttlMs: number | null,
+    firstParkMs: number,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<PollOutcome<boolean>> {
+    let expiresInMs = ttlMs;
+    for (let parkMs = firstParkMs; ; parkMs *= 2) {
+      const park = Math.min(parkMs, expiresInMs ?? Number.POSITIVE_INFINITY, deadline - Date.now());
+      if (await watch.opened(Math.max(1, park), signal)) return { done: true, value: true };
+      if (!watch.covers || signal?.aborted || Date.now() >= deadline) {
+        return { done: false, holderTtlMs: expiresInMs, nextPollMs: 0 };
+      }
+      const read = await readLatch(this.#runtime.ctx, this.#keys);
+      if (read.count === 0) return { done: true, value: true };
+      expiresInMs = read.ttlMs;
     }
   }
 }

@@ -34,6 +34,7 @@ export function exclusiveQueue(
       attemptAcquire(ctx, keys, rule, owner, leaseMs, operationId, terms),
     pacing: { by: "turn", perRelease: rule === "fair" ? 1 : 2, keepsFarBack: rule === "plain" },
     reentrant: true,
+    keepsTurn: rule === "fair",
     leave: (owner, operationId) =>
       leaveParkedQueue(
         ctx,

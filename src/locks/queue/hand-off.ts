@@ -115,14 +115,17 @@ end`;
 }
 
 /**
- * After a hand-off with lease `lease` (a local): when the waiter now at the head of `queueKey`
- * is parked and its park would end more than BEHIND_NOTICE_MS after that lease, pushes
- * `behind <lease>` to its wake list, so that it parks again bounded by that lease: if the new
- * holder died while parked, its grant lapses unclaimed and this waiter takes the lock then,
- * instead of when its own park ends (which may be a whole holder's lease later, after an early
- * release). The word is of use only within that lease, and expires with it.
+ * When the waiter at the head of `queueKey` is parked and its park would end more than
+ * BEHIND_NOTICE_MS after `lease` (a local, ms from now), tells it `behind <lease>` (its wake list,
+ * or its channel), so that it parks again bounded by that lease:
+ * - after a hand-off with that lease: if the new holder died while parked, its grant lapses
+ *   unclaimed and this waiter takes the lock then, instead of when its own park ends (which may
+ *   be a whole holder's lease later, after an early release);
+ * - after a read release that moved the last read lease end earlier (a write lock's parked
+ *   writer, whose park was bounded by the later end): it asks again just after the new end.
+ * The word is of use only within that lease, and expires with it.
  */
-function noticeBehind(queueKey: string, parkedKey: string): string {
+export function noticeBehind(queueKey: string, parkedKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "noticeBehind",
     lua: () => noticeBehind(queueKey, parkedKey),

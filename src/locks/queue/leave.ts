@@ -7,9 +7,12 @@
  * on it) finds the record `left` and takes nothing; a hold such a copy (or a hand-off) took
  * before is reported, to be released. Removing a member twice is harmless; a hand-off announced
  * by word, whose record the leave takes, stays in the operation record (`left <fence>`), so a
- * re-sent leave still reports it.
+ * re-sent leave still reports it. A waiter parked on a pop has that pop ended (`none` on its wake
+ * list): the client stopped waiting for it, and it would stay open at the server, holding its
+ * connection, for the rest of the park.
  */
 
+import { withoutKeyLocking } from "../../transport/key-locking.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys } from "../keys.js";
 import { fenceStillAt } from "../lua.js";
@@ -44,9 +47,15 @@ if deadlinesKey then removed = removed + redis.call('ZREM', deadlinesKey, waiter
 if writersKey then removed = removed + redis.call('ZREM', writersKey, waiter) end
 local granted
 if parkedKey then
+  local registration = redis.call('HGET', parkedKey, waiter) or ''
   -- A hand-off announced on the lock's channel, whose word this waiter has not acted on.
-  granted = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
+  granted = string.match(registration, '^granted (%d+)$')
   redis.call('HDEL', parkedKey, waiter)
+  ${withoutKeyLocking(`if string.match(registration, '^%d+ %d+ %S+ %d+ %d+$') then
+    -- Ends the pop its client gave up on but could not cancel.
+    redis.call('RPUSH', lockKey .. ':wake:' .. waiterId, 'none')
+    redis.call('PEXPIRE', lockKey .. ':wake:' .. waiterId, 2000)
+  end`)}
 end
 if operationKey then
   local recorded = redis.call('GET', operationKey)

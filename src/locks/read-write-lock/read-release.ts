@@ -6,7 +6,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
+import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
@@ -18,7 +18,9 @@ import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
 // The release of the last live read hold, while nobody writes, hands the lock to the head of the
-// queue when that writer is parked (push mode, queue/hand-off.ts).
+// queue when that writer is parked (push mode, queue/hand-off.ts); a release that leaves read
+// holds but ends the latest one tells that writer the new last end (`behind`), so that its park,
+// bounded by the later end, ends just after the new one.
 export const READ_RELEASE = defineScript({
   name: "readWriteLock.releaseRead",
   keys: READ_ENDING_KEYS,
@@ -41,14 +43,23 @@ if holdId == '' then
   end
   if not hold then return {0} end
 end
-if redis.call('ZREM', readsKey, hold) == 0 then return {0} end
+local releasedEnd = redis.call('ZSCORE', readsKey, hold)
+if not releasedEnd then return {0} end
+redis.call('ZREM', readsKey, hold)
 local left = redis.call('HINCRBY', readersKey, owner, -1)
 if left <= 0 then
   redis.call('HDEL', readersKey, owner)
   left = 0
 end
-if redis.call('ZCARD', readsKey) == 0 and redis.call('EXISTS', lockKey) == 0 then
-  ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
+if redis.call('EXISTS', lockKey) == 0 then
+  local lastEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
+  if not lastEnd then
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
+  elseif tonumber(lastEnd) < tonumber(releasedEnd) then
+    -- The last read end moved earlier: re-time the parked writer.
+    local lease = tonumber(lastEnd) - now
+    ${noticeBehind("queueKey", "parkedKey")}
+  end
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,

@@ -27,7 +27,8 @@ import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd }
 //        live waiters, permits still to come back before this waiter fits, ms between permits
 //        coming back (the average hold / capacity; -1: unknown)} busy; {-3} no capacity set; {-4, capacity} asks more than the capacity.
 // A waiter's demand is reserved ahead of everyone behind it: a later waiter for fewer permits
-// takes only what is left after those ahead are served, so the head is never starved.
+// takes only what is left after those ahead are served, so the head is never starved; one that
+// asks more than the capacity (it shrank since it queued) reserves nothing, as it never fits.
 export const SEMAPHORE_ACQUIRE = defineScript({
   name: "semaphore.acquire",
   keys: [
@@ -96,7 +97,10 @@ local ahead = {}
 if rank == false then ahead = redis.call('ZRANGE', queueKey, 0, -1)
 elseif rank > 0 then ahead = redis.call('ZRANGE', queueKey, 0, rank - 1) end
 local reserved = 0
-for i = 1, #ahead do reserved = reserved + tonumber(string.match(ahead[i], '(%d+)$')) end
+for i = 1, #ahead do
+  local asks = tonumber(string.match(ahead[i], '(%d+)$'))
+  if asks <= capacity then reserved = reserved + asks end
+end
 if held + reserved + wanted <= capacity then
   leave()
   local fence = redis.call('INCR', fenceKey)
@@ -109,6 +113,7 @@ if held + reserved + wanted <= capacity then
 end
 local position = -1
 local timeout = tonumber(waiterTimeoutMs)
+${soonestLeaseEnd("leasesKey")}
 if timeout > 0 then
   ${joinQueue("queueKey", "timeoutsKey")}
   ${registerParkedPermits()}
@@ -118,7 +123,6 @@ else
   -- one of its attempts takes nothing.
   redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
 end
-${soonestLeaseEnd("leasesKey")}
 -- While waiters queue, every permit is busy: they come back about capacity / average hold
 -- per ms (not held / hold: fewer held now means the next comes sooner, not later).
 local gap = -1

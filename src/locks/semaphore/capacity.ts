@@ -8,7 +8,12 @@
 import type { OperationContext } from "../context.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { defineScript, runScript } from "../script.js";
-import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
+import {
+  grantToParkedWaiters,
+  PERMIT_HAND_OFF_KEYS,
+  permitHandOffKeys,
+  tellWaitersThatCannotFit,
+} from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { heldPermits, permitsOf, pruneExpiredLeases } from "./lua.js";
 
@@ -22,8 +27,9 @@ export type CapacityChange = "trySet" | "set" | "add" | "drain";
 //       what live holds have, taking every available permit), 2 n, 3 operation record ttl ms
 // Reply: {1, value} done (trySet/set/add: the capacity now; drain: permits taken);
 //        {0, capacity} trySet found a capacity set; {-1, capacity} add would make it negative.
-// A re-send replays the first answer. A capacity set or raised grants what it freed to parked
-// waiters (grantToParkedWaiters).
+// A re-send replays the first answer. A capacity set, added to or drained grants what is free to
+// parked waiters (grantToParkedWaiters); one lowered first tells the parked waiters that ask more
+// than it to ask again (tellWaitersThatCannotFit), which fails them at once.
 export const SEMAPHORE_CAPACITY = defineScript({
   name: "semaphore.capacity",
   keys: ["capacityKey", "leasesKey", "countsKey", "operationKey", ...PERMIT_HAND_OFF_KEYS],
@@ -36,32 +42,31 @@ local function answer(status, value)
   redis.call('SET', operationKey, cjson.encode({status, value}), 'PX', operationTtlMs)
   return {status, value}
 end
-local function granted(status, value)
-  ${pruneExpiredLeases("leasesKey", "countsKey")}
-  ${grantToParkedWaiters()}
-  return answer(status, value)
-end
+${pruneExpiredLeases("leasesKey", "countsKey")}
 local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
 local n = tonumber(n)
 if change == 'trySet' then
   if capacity >= 0 then return answer(0, capacity) end
   redis.call('SET', capacityKey, n)
   return answer(1, n)
-elseif change == 'set' then
-  redis.call('SET', capacityKey, n)
-  return granted(1, n)
-elseif change == 'add' then
-  local total = math.max(0, capacity) + n
-  if total < 0 then return answer(-1, math.max(0, capacity)) end
-  redis.call('SET', capacityKey, total)
-  return granted(1, total)
 end
-if capacity < 0 then return answer(1, 0) end
-${pruneExpiredLeases("leasesKey", "countsKey")}
-${heldPermits("countsKey")}
-local drained = math.max(0, capacity - held)
-redis.call('SET', capacityKey, capacity - drained)
-return answer(1, drained)`,
+local total, value = n, n
+if change == 'add' then
+  total = math.max(0, capacity) + n
+  if total < 0 then return answer(-1, math.max(0, capacity)) end
+  value = total
+elseif change == 'drain' then
+  if capacity < 0 then return answer(1, 0) end
+  ${heldPermits("countsKey")}
+  value = math.max(0, capacity - held)
+  total = capacity - value
+end
+redis.call('SET', capacityKey, total)
+if total < capacity then
+  ${tellWaitersThatCannotFit()}
+end
+${grantToParkedWaiters()}
+return answer(1, value)`,
 });
 
 export type CapacityResult =

@@ -29,8 +29,8 @@ export interface SemaphoreKeys {
   /**
    * Hash: waiter (as in `queue`) parked on a hand-off channel → its registration, as a lock's
    * (LockKeys.parked): `<claim ms> <lease ms> <operation id> <server ms of the registration>
-   * <server ms its place ends by> sub<n>.<k>`; after a hand-off, `granted <fence>` until its next
-   * attempt takes it or it expires (see `grants`).
+   * <server ms its park ends by> sub<n>.<k>` (see permitParkBoundMs); after a hand-off,
+   * `granted <fence>` until its next attempt takes it or it expires (see `grants`).
    */
   readonly parked: string;
   /** List of `<server ms it expires> <waiter>`: the grants recorded in `parked`, oldest first. */

@@ -6,7 +6,9 @@
  * events and handle come from the shared acquisition path (src/wait/acquire.ts).
  */
 import {
+  LockBudgetExceededError,
   LockInputError,
+  LockWaitTimeoutError,
   SemaphoreCapacityError,
   SemaphoreNotInitializedError,
 } from "../../errors.js";
@@ -27,6 +29,7 @@ import {
   queuedAttempts,
 } from "../../wait/queued.js";
 import type { TurnView } from "../../wait/turn.js";
+import { PARK_PAST_LEASE_MS } from "../queue/hand-off.js";
 import type { LockRuntime } from "../runtime.js";
 import { abandonPermits } from "./abandon.js";
 import { attemptPermits, type PermitAttempt } from "./acquire.js";
@@ -37,6 +40,7 @@ import {
   type SemaphoreState,
 } from "./capacity.js";
 import { extendPermits } from "./extend.js";
+import { permitParkBoundMs } from "./hand-off.js";
 import { type SemaphoreKeys, semaphoreKeys } from "./keys.js";
 import { type PermitHandle, permitHandle } from "./permit-handle.js";
 import { releasePermits } from "./release.js";
@@ -98,10 +102,14 @@ export class Semaphore {
    */
   async acquire(options?: PermitOptions): Promise<PermitHandle> {
     const { permits, rest } = splitPermits(options);
-    const hold = await acquireOrThrow(this.#runtime, this.name, rest, (plan) =>
-      this.#spec(permits, plan),
-    );
-    return permitHandle(hold, permits);
+    try {
+      const hold = await acquireOrThrow(this.#runtime, this.name, rest, (plan) =>
+        this.#spec(permits, plan),
+      );
+      return permitHandle(hold, permits);
+    } catch (error) {
+      throw inSemaphoreWords(error, this.name, permits);
+    }
   }
 
   /**
@@ -206,6 +214,7 @@ export class Semaphore {
             wakeBy: terms.wakeBy === "sub" ? `sub${terms.registration}.${terms.shard}` : "",
           }),
           permits,
+          { claimMs: terms.claimMs, leaseMs },
         ),
       pacing: {
         by: "kind",
@@ -219,6 +228,7 @@ export class Semaphore {
     return {
       runtime,
       name,
+      noun: "semaphore",
       // Renewable from anywhere by semaphore.extend (the Durable Object watchdog does); every
       // hold renews on its own, as each has its own fencing token and lease.
       watch: { lockKey: keys.leases, kind: "semaphore" },
@@ -251,8 +261,15 @@ export class Semaphore {
     };
   }
 
-  /** What the shared flow makes of one attempt's answer. */
-  #outcome(outcome: PermitAttempt, permits: number): QueuedAttemptOutcome<PermitTurnView> {
+  /**
+   * What the shared flow makes of one attempt's answer, sent with `grant` (its claim window, 0
+   * when it polls, and its lease).
+   */
+  #outcome(
+    outcome: PermitAttempt,
+    permits: number,
+    grant: { readonly claimMs: number; readonly leaseMs: number },
+  ): QueuedAttemptOutcome<PermitTurnView> {
     switch (outcome.kind) {
       case "acquired":
         return outcome;
@@ -276,8 +293,7 @@ export class Semaphore {
           holderTtlMs,
           queue: {
             ...notQueued,
-            position: outcome.position,
-            holderTtlMs,
+            ...parkTurn(outcome, grant.claimMs, grant.leaseMs),
             waiters: outcome.waiters,
             missing: outcome.missing,
             permitGapMs: outcome.permitGapMs,
@@ -290,10 +306,28 @@ export class Semaphore {
 }
 
 /**
- * A busy answer as the queue flow sees it: a lock's turn (its park bound counts from the soonest
- * lease end, when a permit surely comes back without a word) and what permit pacing reads.
+ * A busy answer as the queue flow sees it: a lock's turn, which only bounds a park (see
+ * parkTurn), and what permit pacing reads.
  */
 type PermitTurnView = TurnView & PermitView;
+
+/**
+ * The turn a busy answer gives the shared park bound (parkBoundMs, src/wait/parking.ts: the
+ * holder's lease end plus PARK_PAST_LEASE_MS at the head): for a waiter that registered as parked
+ * (`claimMs` > 0), at the head with a "lease" that ends PARK_PAST_LEASE_MS before the semaphore's
+ * own bound (permitParkBoundMs: within a grant's lease, past the soonest lease end), so the park
+ * ends by that bound. Else the soonest lease end where it is queued (what polling reads).
+ */
+function parkTurn(
+  outcome: Extract<PermitAttempt, { kind: "busy" }>,
+  claimMs: number,
+  leaseMs: number,
+): Pick<TurnView, "position" | "holderTtlMs"> {
+  const { position, soonestLeaseEndMs } = outcome;
+  if (claimMs <= 0 || position < 0) return { position, holderTtlMs: soonestLeaseEndMs };
+  const boundMs = permitParkBoundMs(soonestLeaseEndMs, position, claimMs, leaseMs);
+  return { position: 0, holderTtlMs: Math.max(0, boundMs - PARK_PAST_LEASE_MS) };
+}
 
 const notQueued: PermitTurnView = {
   position: -1,
@@ -321,4 +355,18 @@ function splitPermits(options: PermitOptions | undefined): {
     permits: permits === undefined ? 1 : checkCount(permits, "permits", 1, MAX_PERMITS),
     rest,
   };
+}
+
+/** A wait's timeout as a semaphore's: permits not free, not a lock held by another owner. */
+function inSemaphoreWords(error: unknown, name: string, permits: number): unknown {
+  if (!(error instanceof LockWaitTimeoutError)) return error;
+  const asked = permits === 1 ? "1 permit" : `${permits} permits`;
+  if (error instanceof LockBudgetExceededError) {
+    error.message = `Gave up on semaphore "${name}" (${asked}) after ${error.polls} requests (the poll budget, option wait.maxPolls).`;
+  } else if (error.name === "LockWaitTimeoutError") {
+    const soonest =
+      error.holderTtlMs === null ? "" : ` (the soonest hold ends in ${error.holderTtlMs} ms)`;
+    error.message = `Semaphore "${name}": ${asked} not free after waiting ${error.waitMs} ms${soonest}.`;
+  }
+  return error;
 }

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockInputError, type RedisLike } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
   const bed = useTestBed(kind);
@@ -150,6 +150,50 @@ describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
       expect(await opened).toBe(true);
       expect(Date.now() - countedAt).toBeLessThan(500 + 1_500);
       expect(tap.words).toBe(1);
+    });
+
+    it("a long wait on a healthy stream costs a few reads and no poll budget", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      // Reading the count every 200 ms, each read a poll, spent five polls in about a second
+      // (LockBudgetExceededError at ~21 s with the default maxPolls).
+      const waiter = bed.client({
+        prefix,
+        redis,
+        wait: { mode: "push", parkMs: 200, maxPolls: 5 },
+      });
+      await bed.client({ prefix }).countDownLatch("long").trySetCount(1);
+      const opened = waiter.countDownLatch("long").await({ waitMs: 30_000 });
+      await sleepMs(3_000);
+      const readsWhileWaiting = tap.scripts;
+      const countedAt = Date.now();
+      await bed.client({ prefix }).countDownLatch("long").countDown();
+      expect(await opened).toBe(true);
+      expect(Date.now() - countedAt).toBeLessThan(1_000);
+      expect(tap.words).toBe(1);
+      // Before listening 1–2 reads, then one at confirmation and one after each park of 200,
+      // 400, 800 and 1 600 ms: about log2(3 000 / 200), not 3 000 / 200.
+      expect(readsWhileWaiting).toBeLessThanOrEqual(8);
+      expect(tap.subscribes).toBe(1);
+    });
+
+    it("a stream the server ends is replaced at once: the await still hears the opening", async () => {
+      const prefix = freshPrefix();
+      const { redis, tap } = listened();
+      const waiter = bed.client({ prefix, redis, wait: { mode: "push", parkMs: 60_000 } });
+      await bed.client({ prefix }).countDownLatch("ended").trySetCount(1);
+      const opened = waiter.countDownLatch("ended").await({ waitMs: 30_000 });
+      await until(() => tap.subscribes === 1);
+      await sleepMs(300);
+      // As a proxy closing long-lived streams would; @upstash/redis says nothing of it.
+      expect(bed.server.faults.endStreams()).toBeGreaterThanOrEqual(1);
+      // Heard: the count read again and a second stream opened (a deaf await parks 60 s).
+      await until(() => tap.subscribes === 2);
+      await sleepMs(300);
+      const countedAt = Date.now();
+      await bed.client({ prefix }).countDownLatch("ended").countDown();
+      expect(await opened).toBe(true);
+      expect(Date.now() - countedAt).toBeLessThan(1_000);
     });
 
     it("never parks past the latch's expiry, which opens it without a word", async () => {

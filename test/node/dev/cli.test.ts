@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEV_HELP, HELP, main, parseDevArgs, UsageError } from "../../../dev/cli.js";
 import type { DevServer } from "../../../dev/index.js";
-import { findRedisServerBinary } from "../../../dev/redis-server.js";
+import { redisServerUnderTest } from "../../support/backends.js";
 import { upstash } from "../../support/rest.js";
 
 function captureIo() {
@@ -128,6 +128,12 @@ describe("edgelock CLI arguments", () => {
     const help = captureIo();
     expect(await main(["--help"], help.io)).toBe(0);
     expect(help.out.join("\n")).toBe(HELP);
+    // Issue 44: the stats route wants the token, as every route does; the help says how.
+    const devHelp = captureIo();
+    expect(await main(["dev", "--help"], devHelp.io)).toBe(0);
+    expect(devHelp.out.join("\n")).toContain(
+      'curl -H "Authorization: Bearer $UPSTASH_REDIS_REST_TOKEN" <url>/_edgelock/stats',
+    );
     expect(await main([], captureIo().io)).toBe(1);
     const unknown = captureIo();
     expect(await main(["serve"], unknown.io)).toBe(2);
@@ -286,7 +292,7 @@ describe("edgelock dev on the embedded engine", () => {
     expect(run.err.some((line) => /answered HTTP 401$/.test(line))).toBe(true);
     const summary = run.out.find((line) => line.startsWith("served "));
     expect(summary).toMatch(
-      /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), \d+ B in, \d+ B out; HTTP 401 ×1$/,
+      /^served 3 requests, 2 commands \((set 1, get 1|get 1, set 1)\), 2 billed, \d+ B in, \d+ B out; HTTP 401 ×1$/,
     );
   });
 
@@ -295,7 +301,7 @@ describe("edgelock dev on the embedded engine", () => {
       EDGELOCK_DEV_PROFILE: "upstash",
     });
     const redis = upstash(run.server);
-    await redis.eval("return 1", [], []);
+    await redis.eval("return redis.call('SET', KEYS[1], 'v')", ["billed"], []);
     await expect(
       redis.eval("#!lua flags=allow-key-locking\nreturn redis.call('GET', ARGV[1])", [], ["x"]),
     ).rejects.toThrow(/Dynamic keys are not allowed/);
@@ -310,7 +316,10 @@ describe("edgelock dev on the embedded engine", () => {
     expect(run.err.some((line) => /rejected: ERR Dynamic keys .* Key was: x$/.test(line))).toBe(
       true,
     );
+    expect(run.err.some((line) => / eval; billed 2 \(1 run by scripts\)$/.test(line))).toBe(true);
     const summary = run.out.find((line) => line.startsWith("served "));
+    // The rejected script's GET was refused before it ran: it is not billed.
+    expect(summary).toMatch(/, 2 commands \(eval 2\), 3 billed \(1 run by scripts\), /);
     expect(summary).toMatch(
       /; scripts: 1 under Upstash's global lock, 1 with allow-key-locking, 1 dynamic-key rejections$/,
     );
@@ -329,7 +338,8 @@ describe("edgelock dev on the embedded engine", () => {
   });
 });
 
-describe.skipIf(findRedisServerBinary() === undefined)("edgelock dev", () => {
+// guard: starts a redis-server of its own; redisServerUnderTest throws under CI=true without one.
+describe.runIf(redisServerUnderTest())("edgelock dev", () => {
   it("prints the connection variables, serves requests and stops on request", async () => {
     const run = await runDevUntilStopped([
       "--port",

@@ -1,6 +1,6 @@
 /** The test-support rule for which backends run: real Redis whenever possible, always in CI. */
 import { afterEach, describe, expect, it } from "vitest";
-import { backendKindsUnderTest, hasEmbeddedEngine } from "../../support/backends.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
 
 describe("backendKindsUnderTest", () => {
   const saved = { bin: process.env.REDIS_SERVER_BIN, ci: process.env.CI };
@@ -14,7 +14,7 @@ describe("backendKindsUnderTest", () => {
     }
   });
 
-  it.skipIf(!hasEmbeddedEngine())("falls back to the embedded engine without redis-server", () => {
+  it("falls back to the embedded engine without redis-server", () => {
     process.env.REDIS_SERVER_BIN = "/nonexistent/redis-server";
     process.env.CI = "false";
     expect(backendKindsUnderTest()).toEqual(["embedded"]);

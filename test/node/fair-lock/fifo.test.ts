@@ -14,6 +14,7 @@ import {
   LockWaitTimeoutError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { tapped } from "../../support/tapped-redis.js";
 import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { crashingAfter, pausedAfter } from "./support.js";
 
@@ -179,5 +180,57 @@ describe.each(backendKindsUnderTest())("fair lock order on %s", (kind) => {
       LockInputError,
     );
     expect(bed.requests()).toBe(before);
+  });
+});
+
+describe.each(backendKindsUnderTest())("fair lock order over a subscription on %s", (kind) => {
+  const bed = useTestBed(kind, { profile: "upstash" });
+
+  /** Registrations in the parked hash that listen on a hand-off channel. */
+  async function subscribedWaiters(prefix: string, name: string): Promise<number> {
+    const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{${name}}:parked`);
+    return Object.values(parked ?? {}).filter((value) => / sub\d+\.\d+$/.test(String(value)))
+      .length;
+  }
+
+  it("a waiter whose grant word was lost keeps its place: served first, with its granted token", async () => {
+    const prefix = freshPrefix();
+    const holderClient = bed.client({ prefix, scriptKeyLocking: true });
+    const held = await holderClient.fairLock("fifo").acquire({ leaseMs: 10_000 });
+    const order: { label: string; fencingToken: number; at: number }[] = [];
+    const taps = ["W1", "W2", "W3"].map((label) => ({ label, ...tapped(bed.redis()) }));
+    const served: Promise<void>[] = [];
+    for (const [index, { label, redis }] of taps.entries()) {
+      const client = bed.client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        wait: { mode: "push", wakeBy: "subscription" },
+      });
+      served.push(
+        client
+          .fairLock("fifo")
+          .acquire({ leaseMs: 10_000, waitMs: 20_000 })
+          .then(async (handle) => {
+            order.push({ label, fencingToken: handle.fencingToken, at: Date.now() });
+            await sleepMs(50);
+            await handle.release();
+          }),
+      );
+      await until(async () => (await subscribedWaiters(prefix, "fifo")) === index + 1);
+    }
+    // W1's word never reaches it: it must learn of its grant by asking again in time.
+    const first = taps[0];
+    if (first === undefined) throw new Error("no first waiter");
+    first.tap.dropWords = true;
+    const releasedAt = Date.now();
+    await held.release();
+    await Promise.all(served);
+    expect(first.tap.words).toBeGreaterThanOrEqual(1);
+    // Served in queue order, W1 with the token its grant carried (the release's: the next one).
+    expect(order.map(({ label }) => label)).toEqual(["W1", "W2", "W3"]);
+    expect(order[0]?.fencingToken).toBe(held.fencingToken + 1);
+    // Within the grant's claim window (2 s), not after its park's full length and the queue.
+    expect((order[0]?.at ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(2_000);
   });
 });

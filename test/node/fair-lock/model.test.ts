@@ -81,6 +81,7 @@ class Attempt implements Cmd {
       expect(outcome).toEqual({ kind: "acquired", fencingToken: m.token });
     } else {
       expect(outcome.kind).toBe("busy");
+      // guard: narrows the type only; the line above asserts the branch is taken.
       if (outcome.kind === "busy") {
         expect(outcome.queue.position).toBe(expected);
         expect(outcome.queue.locked).toBe(m.holder !== null);

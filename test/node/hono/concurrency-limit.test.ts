@@ -1,7 +1,7 @@
 /**
  * concurrencyLimit(): at most `permits` requests at once per key, 429 with an honest
  * Retry-After beyond, the permit returned on every path (a thrown handler, a streamed body read
- * to its end or cancelled).
+ * to its end or cancelled, a HEAD request, a body nobody reads).
  */
 import { Hono } from "hono";
 import { describe, expect, expectTypeOf, it } from "vitest";
@@ -43,7 +43,8 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     });
     const running = [post(app), post(app), post(app)];
     const semaphore = client.semaphore("llm:acme");
-    await until(async () => (await semaphore.availablePermits()) === 0);
+    // Holds, not "0 available": that is also what a key shows before its capacity is set.
+    await until(async () => (await semaphore.state()).holds === 3);
     const refused = await post(app);
     expect(refused.status).toBe(429);
     // The soonest lease ends within 4.5 s: a permit is surely free by then.
@@ -73,6 +74,17 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     };
     expect(await Promise.all([served(), served()])).toEqual(["200 ok", "200 ok"]);
     await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 1);
+  });
+
+  it("limits keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
+    const client = bed.client();
+    const app = appWith({ client, permits: 1 }, (c) => Response.json({ name: c.get("permit").name }));
+    const braces = await post(app, "%7Bweird%7D");
+    expect(braces.status).toBe(200);
+    expect(await braces.json()).toEqual({ name: "llm:%7Bweird%7D" });
+    const long = await post(app, "x".repeat(1_100));
+    expect(long.status).toBe(400);
+    expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
   });
 
   it("returns the permit when the handler throws", async () => {
@@ -129,6 +141,59 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     await until(async () => (await semaphore.availablePermits()) === 1);
   });
 
+  it("returns a HEAD request's permit at once: Hono drops the GET route's body, never read", async () => {
+    const client = bed.client();
+    const app = new Hono();
+    // Watchdog mode (no leaseMs): a permit kept is renewed for as long as the process lives.
+    app.get("/report", concurrencyLimit({ client, name: "report", permits: 2 }), (c) =>
+      c.text("the report"),
+    );
+    const call = (method: string) => app.request("/report", { method }, {}, executionContext());
+    const semaphore = client.semaphore("report");
+    const heads = await Promise.all([call("HEAD"), call("HEAD")]);
+    expect(heads.map((res) => [res.status, res.body])).toEqual([
+      [200, null],
+      [200, null],
+    ]);
+    expect(await semaphore.state()).toMatchObject({ available: 2, holds: 0 });
+    const get = await call("GET");
+    expect(get.status).toBe(200);
+    expect(await get.text()).toBe("the report");
+    await until(async () => (await semaphore.availablePermits()) === 2);
+  });
+
+  it("returns the permit of a body nobody reads after unreadBodyMs; a reader waiting for a slow chunk keeps it", async () => {
+    const client = bed.client();
+    const chunks = gate();
+    const app = appWith({ client, permits: 1, unreadBodyMs: 300 }, () => {
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          await chunks.opened;
+          controller.enqueue(new TextEncoder().encode("late"));
+          controller.close();
+        },
+      });
+      return new Response(body);
+    });
+    const semaphore = client.semaphore("llm:acme");
+    // Read: a chunk the handler has not produced yet is no reason to return the permit.
+    const read = await post(app);
+    const text = read.text();
+    await sleepMs(900);
+    expect(await semaphore.availablePermits()).toBe(0);
+    chunks.open();
+    expect(await text).toBe("late");
+    await until(async () => (await semaphore.availablePermits()) === 1);
+    // Never asked for (discarded by a runtime or a middleware): returned after 300 ms.
+    const unread = await post(app);
+    expect(await semaphore.availablePermits()).toBe(0);
+    const heldAt = Date.now();
+    await until(async () => (await semaphore.availablePermits()) === 1);
+    expect(Date.now() - heldAt).toBeLessThan(3_000);
+    // Still whole if read after all.
+    expect(await unread.text()).toBe("late");
+  });
+
   it("in watchdog mode, bases Retry-After on the requests it saw, not the renewed lease", async () => {
     const client = bed.client();
     const finish = gate();
@@ -137,7 +202,7 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
       return new Response("ok");
     });
     const first = post(app);
-    await until(async () => (await client.semaphore("llm:acme").availablePermits()) === 0);
+    await until(async () => (await client.semaphore("llm:acme").state()).holds === 1);
     const refused = await post(app);
     expect(refused.status).toBe(429);
     expect(refused.headers.get("retry-after")).toBe("1");
@@ -156,5 +221,8 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
       LockInputError,
     );
     expect(() => concurrencyLimit({ client, key, permits: 1, waitMs: -1 })).toThrow(LockInputError);
+    expect(() => concurrencyLimit({ client, key, permits: 1, unreadBodyMs: 0 })).toThrow(
+      LockInputError,
+    );
   });
 });

@@ -130,6 +130,26 @@ describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {
     expect(runs.get("pay-4")).toBe(1);
   });
 
+  it("once a handler ran here, a duplicate's Retry-After is that run's length, not the 20 s lease", async () => {
+    const inside = gate();
+    const finish = gate();
+    const { send } = paymentsApp({ leaseMs: 20_000 }, async (c) => {
+      if (c.req.header("idempotency-key") === "pay-4b") {
+        inside.open();
+        await finish.opened;
+      } else await sleepMs(300);
+      return c.text("done", 201);
+    });
+    expect((await send("pay-4a")).status).toBe(201);
+    const first = send("pay-4b");
+    await inside.opened;
+    const duplicate = await send("pay-4b");
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.headers.get("retry-after")).toBe("1");
+    finish.open();
+    expect((await first).status).toBe(201);
+  });
+
   it("lets a duplicate wait for the first response (waitMs) and replays it", async () => {
     const inside = gate();
     const { runs, send } = paymentsApp({ waitMs: 10_000 }, async (c) => {

@@ -7,7 +7,7 @@ import {
   type WithLockSettings,
   withLock,
 } from "../../../src/hono/index.js";
-import { busyRetryAfter } from "../../../src/hono/with-lock.js";
+import { busyRetryAfter } from "../../../src/hono/responses.js";
 import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
@@ -16,8 +16,12 @@ import { sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
 
 describe("withLock()'s Retry-After", () => {
-  it("is the holder's lease with leaseMs, and the longest recent hold in watchdog mode", () => {
-    expect(busyRetryAfter(4_500, true, 200)).toBe(5);
+  it("is the longest recent hold, never past the holder's lease; before any, the lease (leaseMs) or 1 s", () => {
+    // Issue 44 item 6: 300 ms handlers under a 10 s lease are told 1 s, not 10.
+    expect(busyRetryAfter(9_800, true, 300)).toBe(1);
+    expect(busyRetryAfter(4_500, true, 200)).toBe(1);
+    expect(busyRetryAfter(2_000, true, 5_000)).toBe(2);
+    expect(busyRetryAfter(4_500, true, null)).toBe(5);
     expect(busyRetryAfter(null, true, null)).toBe(1);
     // Watchdog mode: the renewed lease (about 30 s) is no estimate of the holder's end.
     expect(busyRetryAfter(29_000, false, null)).toBe(1);
@@ -140,6 +144,69 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     const later = await app.request("/orders/32", { method: "POST" }, {}, executionContext());
     expect(later.headers.get("retry-after")).toBe("1");
     await holder.release();
+  });
+
+  it("with leaseMs, bases Retry-After on the holds it saw once one ended, not on the 10 s lease", async () => {
+    const client = bed.client();
+    const entered = gate();
+    const finish = gate();
+    let calls = 0;
+    const app = appWith(
+      client,
+      async () => {
+        calls += 1;
+        if (calls === 2) {
+          entered.open();
+          await finish.opened;
+        } else await sleepMs(300);
+        return new Response("ok");
+      },
+      { leaseMs: 10_000 },
+    );
+    // A 300 ms hold ends here first.
+    expect(
+      (await app.request("/orders/33", { method: "POST" }, {}, executionContext())).status,
+    ).toBe(200);
+    const second = app.request("/orders/33", { method: "POST" }, {}, executionContext());
+    await entered.opened;
+    const busy = await app.request("/orders/33", { method: "POST" }, {}, executionContext());
+    expect(busy.status).toBe(409);
+    expect(busy.headers.get("retry-after")).toBe("1");
+    finish.open();
+    expect((await second).status).toBe(200);
+  });
+
+  // Issue 44 item 5: a key built from the request (a path parameter) names a lock whatever its
+  // text: braces are escaped (they were a 500 LockInputError), a name still invalid is a 400.
+  it("locks keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
+    const client = bed.client();
+    const app = appWith(client, (c) => Response.json({ name: c.get("lock").name }));
+    const braces = await app.request(
+      "/orders/%7Bweird%7D",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(braces.status).toBe(200);
+    expect(await braces.json()).toEqual({ name: "orders:%7Bweird%7D" });
+    const holder = await client.lock("orders:%7Bweird%7D").acquire({ leaseMs: 5_000 });
+    const busy = await app.request(
+      "/orders/%7Bweird%7D",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(busy.status).toBe(409);
+    await holder.release();
+    const long = await app.request(
+      `/orders/${"x".repeat(1_100)}`,
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    expect(long.status).toBe(400);
+    expect(long.headers.get("content-type")).toBe("application/problem+json");
+    expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
   });
 
   it("lets onBusy choose the answer", async () => {

@@ -156,6 +156,8 @@ describe("answers mangled after the command ran", () => {
       broken = false;
       // The lost release may have run: a second one finds nothing, or releases; never a leak.
       const retried = await rejection(held.release());
+      // guard: both outcomes are right (the lost release ran or not); the lock being free after
+      // either is asserted below.
       if (retried instanceof Error) expect(retried).toBeInstanceOf(LockNotHeldError);
       expect(await direct.lock("held").isLocked()).toBe(false);
     });
@@ -212,6 +214,7 @@ describe("script results of the wrong shape", () => {
         };
         const error = await rejection(outcomes[script]());
         expect(expectBackendError(error, [], reply).message).toMatch(/Unexpected reply/);
+        // guard: only a release changes the handle's released flag.
         if (script === "release") expect(held.released).toBe(false);
       }
     },

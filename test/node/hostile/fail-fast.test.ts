@@ -60,6 +60,34 @@ describe("an unreachable backend fails fast", () => {
     expect(ms).toBeLessThan(7_250 + SLACK_MS);
   });
 
+  // Issue 44 item 3: the error of a wait that rode out failures says how long it tried and which
+  // option ended it (its last request's own words tell only of that request).
+  it("a closed port: acquire()'s error names how long it retried and wait.outageMs", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const client = new LockClient({ redis: defaultRedis(url), prefix: "p" });
+    const { ms, error } = await timedFailure(() => client.lock("guarded").acquire());
+    expect(error).toBeInstanceOf(LockBackendError);
+    const message = (error as LockBackendError).message;
+    expect(message).toMatch(/connection refused by 127\.0\.0\.1:\d+/);
+    expect(message).toContain("wait.outageMs (5000 ms)");
+    expect(message).toContain("wait: { outageMs: 0 }");
+    const retried = Number(/retried for (\d+) ms over (\d+) requests/.exec(message)?.[1]);
+    expect(retried).toBeGreaterThanOrEqual(5_000);
+    expect(retried).toBeLessThanOrEqual(ms);
+    expect((error as LockBackendError).cause).toBeInstanceOf(LockBackendError);
+  });
+
+  it("a closed port: acquire({ wait: { outageMs: 0 } }) fails at the first failure, as its error advises", async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const client = new LockClient({ redis: defaultRedis(url), prefix: "p" });
+    const { ms, error } = await timedFailure(() =>
+      client.lock("guarded").acquire({ wait: { outageMs: 0 } }),
+    );
+    expect(error).toBeInstanceOf(LockBackendError);
+    expect((error as LockBackendError).message).not.toContain("retried for");
+    expect(ms).toBeLessThan(BOUND_MS + SLACK_MS);
+  });
+
   // A waited acquire ends within waitMs + one backendTimeoutMs; tryAcquire() within one call.
   it.each([200, 1_000, 5_000])(
     "a closed port: acquire({ waitMs: %i }) fails within waitMs + backendTimeoutMs",

@@ -71,12 +71,13 @@ const KEYLESS = new Set(["TIME", "PING", "ECHO"]);
 
 /**
  * The one exception: a push hand-off's release writes the woken waiter's operation record and
- * wake list, which it cannot list in KEYS (the releaser does not know who waits), and an acquire
- * whose park is in flight beside it wakes its own wake list. They are the lock key plus a
+ * wake list, which it cannot list in KEYS (the releaser does not know who waits), an acquire
+ * whose park is in flight beside it wakes its own wake list, and a leave ends the pop its waiter
+ * gave up on (its wake list). They are the lock key plus a
  * literal suffix and the waiter's operation id, exactly as LockKeys.operation / .wake name them,
  * so they carry the lock's hash tag: same cluster slot, no key from input.
  */
-const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. (?:id|parkId|behindId)$/;
+const HAND_OFF_KEY = /^lockKey \.\. ':(?:op|wake):' \.\. (?:id|parkId|behindId|waiterId)$/;
 
 /** What is wrong with a script's use of keys and code, if anything. */
 
@@ -164,6 +165,7 @@ describe("lock names", () => {
           expect(key.startsWith(`${prefix}:{${name}}`)).toBe(true);
           expect(hashTag(key)).toBe(name);
         }
+        // guard: the property draws both names; when they coincide there is no other lock.
         if (otherName !== name) {
           const others = lockKeys(prefix, otherName);
           const theirs = [others.lock, others.fence, others.operation("0123456789abcdef01234567")];

@@ -30,6 +30,8 @@ if (executable === undefined && !inCi) {
   );
 }
 
+// guard: needs Chromium: skipped with the warning above outside CI; CI=true runs it (and fails
+// without one).
 describe.runIf(executable !== undefined || inCi)("the inspector page in Chromium", () => {
   let server: DevServer;
   let browser: Browser;

@@ -307,12 +307,101 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     const intruder = await holder.lock("job").tryAcquire({ leaseMs: 10_000 });
     expect(intruder).not.toBeNull();
     await sleepMs(1_500);
-    if (trusted !== undefined) {
-      // Whatever it holds, the server must hold it for it.
-      expect(await holder.lock("job").holdCount(trusted.owner)).toBeGreaterThan(0);
-    }
-    await intruder?.release();
-    await (await waiting).release();
+    // The intruder holds the lock: the waiter, its late word not trusted, still waits.
+    expect(trusted).toBeUndefined();
+    expect(await holder.lock("job").isHeldBy(intruder!.owner)).toBe(true);
+    await intruder!.release();
+    // Then it takes the lock for real, the server holding it for it.
+    const handle = await waiting;
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
+  });
+
+  it("a word heard while a later registering attempt is in flight is timed from its own", async () => {
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix, scriptKeyLocking: true });
+    const { redis: tappedRedis, tap } = tapped(bed.redis());
+    // Answers come back this much late (as set when each was sent).
+    let answerDelayMs = 0;
+    const late = async <T>(reply: Promise<T>): Promise<T> => {
+      const delayMs = answerDelayMs;
+      const value = await reply;
+      if (delayMs > 0) await sleepMs(delayMs);
+      return value;
+    };
+    const waiter = bed.client({
+      prefix,
+      scriptKeyLocking: true,
+      redis: {
+        ...tappedRedis,
+        eval: (script, keys, args) => late(tappedRedis.eval(script, keys, args)),
+        evalsha: (sha, keys, args) => late(tappedRedis.evalsha(sha, keys, args)),
+      },
+      wait: { mode: "push", wakeBy: "subscription", claimMs: 200, parkMs: 500 },
+    });
+    tap.delayMs = 600;
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    let trusted: LockHandle | undefined;
+    const waiting = waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 5_000 })
+      .then((handle) => {
+        trusted = handle;
+        return handle;
+      });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    // A 200 ms grant to this registration, whose word comes 600 ms late: by then the waiter's
+    // park (500 ms) has ended and its next attempt, registering anew, waits for its answer.
+    await held.release();
+    answerDelayMs = 800;
+    await sleepMs(250);
+    const intruder = await holder.lock("job").tryAcquire({ leaseMs: 10_000 });
+    expect(intruder).not.toBeNull();
+    await sleepMs(1_500);
+    // Timed from the registration it counts from, the word is past its claim window.
+    expect(trusted).toBeUndefined();
+    answerDelayMs = 0;
+    await intruder!.release();
+    const handle = await waiting;
+    expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
+    await handle.release();
+  });
+
+  it("a stream the server ends is heard as lost and replaced: later hand-offs stay fast", async () => {
+    // A park lasts up to 5 s: a waiter deaf to its grant would sit out most of it each round.
+    const { prefix, holder, waiter, tap } = pair({ parkMs: 5_000 });
+    const handOffMs: number[] = [];
+    let fencingToken = 0;
+    const round = async (midPark?: () => void) => {
+      const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+      const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 20_000 });
+      await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+      midPark?.();
+      const releasedAt = Date.now();
+      await held.release();
+      const handle = await waiting;
+      handOffMs.push(Date.now() - releasedAt);
+      fencingToken = handle.fencingToken;
+      await handle.release();
+      return held.fencingToken;
+    };
+    await round();
+    expect(tap.subscribes).toBe(1);
+    // The server (as a proxy closing long-lived streams would) ends the stream of a parked
+    // waiter: @upstash/redis reads the body's end and says nothing.
+    let ended = 0;
+    const heldToken = await round(() => {
+      ended = bed.server.faults.endStreams();
+    });
+    // The waiter's, and any an earlier test's client still lets linger.
+    expect(ended).toBeGreaterThanOrEqual(1);
+    for (let later = 0; later < 3; later++) await round();
+    // Every hand-off by word or at once; a deaf waiter took its park's 5 s (4.57 s in the issue).
+    expect(Math.max(...handOffMs)).toBeLessThan(1_000);
+    // No grant lapsed unclaimed: each round's token follows its holder's.
+    expect(fencingToken).toBe(heldToken + 3 * 2 + 1);
+    // The ended stream was replaced by a new one, which served the later rounds.
+    expect(tap.subscribes).toBe(2);
   });
 
   it("a stream never confirmed: the waiter never registers to be told, and polls", async () => {

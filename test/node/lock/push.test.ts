@@ -17,6 +17,7 @@ import {
 import { FREE_ASKS_TO_FORGET } from "../../../src/wait/client-state.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  abortedHeadSkipped,
   concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
@@ -82,6 +83,27 @@ function gatedScripts(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> 
     open() {
       openGate();
       opened = Promise.resolve();
+    },
+  };
+}
+
+/**
+ * A Redis client whose blocking commands go out one at a time, as through a REST proxy that
+ * serves the blocked pops of one client on one connection (or a runtime that allows a few
+ * connections): a pop waits until the one before it has been answered.
+ */
+function onePopAtATime(redis: RedisLike & { exec: NonNullable<RedisLike["exec"]> }): RedisLike {
+  let previous: Promise<unknown> = Promise.resolve();
+  return {
+    eval: (script, keys, args) => redis.eval(script, keys, args),
+    evalsha: (sha, keys, args) => redis.evalsha(sha, keys, args),
+    exec: (command) => {
+      const answer = previous.then(
+        () => redis.exec(command),
+        () => redis.exec(command),
+      );
+      previous = answer.catch(() => {});
+      return answer;
     },
   };
 }
@@ -264,6 +286,65 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
     expect(await bed.redis().zcard(`${prefix}:{job}:queue`)).toBe(0);
     await held.release();
     expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
+  it("an aborted parked waiter's pop is answered at once: it holds no connection for the rest of its park", async () => {
+    // edgelock stops waiting for an aborted pop but cannot cancel the request: until the leave
+    // ended it, it stayed open at the server (and on the way: a proxy's or a Worker's connection)
+    // for the rest of its park, 5 s.
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const gate = gatedScripts(bed.redis());
+    const waiter = bed.client({ prefix, redis: gate.redis, wait: PUSH });
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const abort = new AbortController();
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, signal: abort.signal });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    await until(() => gate.parks === 1);
+    await sleepMs(50);
+    const abortedAt = Date.now();
+    abort.abort();
+    await expect(waiting).rejects.toBeInstanceOf(LockAbortedError);
+    await until(() => gate.parksEnded === 1, 4_000);
+    expect(Date.now() - abortedAt).toBeLessThan(1_000);
+    await held.release();
+    expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
+  it("issue 41 case 6: behind one pop at a time, an aborted head's pop does not hold up the waiter behind", async () => {
+    // Both waiters' pops go through one connection. The head aborts: its pop, which the client
+    // no longer waits for, stays open for the rest of its park (5 s) unless the leave ends it,
+    // and the waiter behind cannot pop until then (the issue saw the lock 4.8 s after the release).
+    const prefix = freshPrefix();
+    const holder = bed.client({ prefix });
+    const proxy = onePopAtATime(bed.redis());
+    const held = await holder.lock("job").acquire({ leaseMs: 10_000 });
+    const abort = new AbortController();
+    const head = bed
+      .client({ prefix, redis: proxy, wait: PUSH })
+      .lock("job")
+      .acquire({ leaseMs: 10_000, signal: abort.signal });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 1);
+    const behind = bed
+      .client({ prefix, redis: proxy, wait: PUSH })
+      .lock("job")
+      .acquire({ leaseMs: 10_000 });
+    await until(async () => (await bed.redis().hlen(`${prefix}:{job}:parked`)) === 2);
+    await sleepMs(100);
+    abort.abort();
+    await expect(head).rejects.toBeInstanceOf(LockAbortedError);
+    const releasedAt = Date.now();
+    await held.release();
+    // Without the leave ending it, the waiter's pop went out after the abandoned one (5 s),
+    // past the grant's claim window, and ended in LockBackendError 7 s after the release.
+    const outcome = await behind.then(
+      (handle) => ({ handle, tookMs: Date.now() - releasedAt }),
+      (error: unknown) => ({ error, tookMs: Date.now() - releasedAt }),
+    );
+    expect(outcome.tookMs).toBeLessThan(1_000);
+    if (!("handle" in outcome)) throw outcome.error;
+    expect(outcome.handle.fencingToken).toBe(held.fencingToken + 1);
+    await outcome.handle.release();
   });
 
   it("a parked waiter gives up at its waitMs and leaves the queue", async () => {
@@ -451,6 +532,16 @@ describe.each(backendKindsUnderTest())("push hand-off on %s", (kind) => {
 
   it("the fair lock: concurrent acquisitions of one owner both hold after one hand-off", () =>
     concurrentAcquisitionsOfOneOwner(bed, FAIR_LOCK));
+
+  for (const [label, parkingKind] of [
+    ["lock", PLAIN_LOCK],
+    ["fair lock", FAIR_LOCK],
+  ] as const) {
+    it(`${label}: an aborted parked head is skipped: the release hands the lock to the waiter behind`, () =>
+      abortedHeadSkipped(bed, parkingKind, false));
+    it(`${label}: a head aborted as the release comes passes its grant on to the waiter behind`, () =>
+      abortedHeadSkipped(bed, parkingKind, true));
+  }
 
   it("rejects push mode for a Redis client that cannot send a blocking command", async () => {
     const redis = bed.redis();

@@ -59,6 +59,7 @@ describe("lock events and metrics sinks", () => {
     expect(renewed.length).toBeGreaterThanOrEqual(1);
     const released = events.find((event) => event.type === "released");
     expect(released).toMatchObject({ name: "a", released: true });
+    // guard: narrows the type only; the line above asserts it is the released event.
     if (released?.type === "released") expect(released.heldMs).toBeGreaterThanOrEqual(600);
     // After stop(), nothing more is recorded.
     expect(events.filter((event) => event.type === "acquired")).toHaveLength(1);

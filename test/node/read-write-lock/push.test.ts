@@ -5,8 +5,10 @@
  * server, the real @upstash/redis client.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import type { LockClient, WaitOptions } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
+  abortedHeadSkipped,
   concurrentAcquisitionsOfOneOwner,
   forceReleaseHandsOver,
   grantBeforeAttemptAnswer,
@@ -16,6 +18,40 @@ import {
 import { freshPrefix, sleepMs, until, useTestBed, wakeListsWithNone } from "../lock/testbed.js";
 
 const PUSH = { mode: "push" } as const;
+
+/**
+ * Issue 41, case 8: a live reader (10 s lease) and a crashed one (1.5 s) hold; a writer parks
+ * bounded by the last read lease end (10 s, so by `parkMs`, 5 s); the live reader releases at
+ * once. The writer must hold soon after the crashed reader's lease ends, not when its park ends
+ * (3.5 s of a free lock): that release re-times its park. `client` makes the clients of one
+ * channel (a pop, or a subscription).
+ */
+async function writerRetimedByReadRelease(
+  client: (prefix: string, wait?: WaitOptions) => LockClient,
+  parkedWriter: (prefix: string) => Promise<boolean>,
+): Promise<void> {
+  const prefix = freshPrefix();
+  const crashedLeaseMs = 1_500;
+  const rw = client(prefix).readWriteLock("doc");
+  const live = await rw.readLock().acquire({ leaseMs: 10_000 });
+  const crashedAt = Date.now();
+  await rw.readLock().acquire({ leaseMs: crashedLeaseMs }); // its holder dies: never released
+  const writer = client(prefix, PUSH).readWriteLock("doc").writeLock();
+  let heldAt = 0;
+  const waiting = writer.acquire({ leaseMs: 10_000, waitMs: 20_000 }).then((handle) => {
+    heldAt = Date.now();
+    return handle;
+  });
+  await until(() => parkedWriter(prefix));
+  await sleepMs(100);
+  await live.release();
+  const handle = await waiting;
+  // From the crashed reader's lease end (client clock: it ends no earlier than this).
+  const idleMs = heldAt - (crashedAt + crashedLeaseMs);
+  expect(idleMs).toBeLessThan(700);
+  expect(await writer.holdCount(handle.owner)).toBe(1);
+  await handle.release();
+}
 const WRITE_LOCK: ParkingKind = {
   name: "doc",
   lockOf: (client) => client.readWriteLock("doc").writeLock(),
@@ -211,4 +247,34 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     // Nothing was handed to the writer that left.
     expect(await rw.writeLock().isLocked()).toBe(false);
   });
+
+  it("an aborted parked writer at the head is skipped: the release hands the lock to the writer behind", () =>
+    abortedHeadSkipped(bed, WRITE_LOCK, false));
+
+  it("a writer aborted as the release comes passes its grant on to the writer behind", () =>
+    abortedHeadSkipped(bed, WRITE_LOCK, true));
+
+  it("a read release that moves the last read end earlier re-times the parked writer's park", () =>
+    writerRetimedByReadRelease(
+      (prefix, wait) => bed.client({ prefix, ...(wait ? { wait } : {}) }),
+      async (prefix) => (await parkedWriters(prefix)) === 1,
+    ));
+});
+
+describe.each(backendKindsUnderTest())("write lock push over a subscription on %s", (kind) => {
+  const bed = useTestBed(kind, { profile: "upstash" });
+
+  it("a read release that moves the last read end earlier re-times the listening writer's park", () =>
+    writerRetimedByReadRelease(
+      (prefix, wait) =>
+        bed.client({
+          prefix,
+          scriptKeyLocking: true,
+          ...(wait ? { wait: { ...wait, wakeBy: "subscription" } } : {}),
+        }),
+      async (prefix) => {
+        const parked = await bed.redis().hgetall<Record<string, string>>(`${prefix}:{doc}:parked`);
+        return Object.values(parked ?? {}).some((value) => / sub\d+\.\d+$/.test(String(value)));
+      },
+    ));
 });

@@ -8,6 +8,7 @@ import { afterEach } from "vitest";
 import { LockWatchdog } from "../../../src/durable-object/lock-watchdog.js";
 import type { WatchdogNamespace } from "../../../src/durable-object/platform.js";
 import type { WatchdogEnv } from "../../../src/durable-object/redis.js";
+import type { RedisLike } from "../../../src/transport/redis-like.js";
 import { SqliteSql } from "../../chaos/durable-object.js";
 
 /** What a test started and must stop: alarms, servers. */
@@ -23,10 +24,17 @@ afterEach(async () => {
 });
 
 /**
- * One LockWatchdog on `env` (its default Redis client, built from the env as in a Worker).
- * `alarms: false`: the alarm is never delivered; the test calls `object.alarm()` by hand.
+ * One LockWatchdog on `env` (its default Redis client, built from the env as in a Worker, seen
+ * through `observeRedis` when given). `alarms: false`: the alarm is never delivered; the test
+ * calls `object.alarm()` by hand.
  */
-export function objectInNode(env: WatchdogEnv, { alarms = true } = {}) {
+export function objectInNode(
+  env: WatchdogEnv,
+  {
+    alarms = true,
+    observeRedis,
+  }: { alarms?: boolean; observeRedis?: (redis: RedisLike) => RedisLike } = {},
+) {
   let alarm: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   const disarm = () => {
     if (alarm) clearTimeout(alarm.timer);
@@ -34,7 +42,13 @@ export function objectInNode(env: WatchdogEnv, { alarms = true } = {}) {
   };
   afterThisTest(disarm);
   const sql = new SqliteSql();
-  const object = new LockWatchdog(
+  class ObservedWatchdog extends LockWatchdog {
+    protected override createRedis(env: WatchdogEnv): RedisLike | undefined {
+      const redis = super.createRedis(env);
+      return redis && observeRedis ? observeRedis(redis) : redis;
+    }
+  }
+  const object: LockWatchdog = new ObservedWatchdog(
     {
       storage: {
         sql,

@@ -15,6 +15,8 @@ describe.each(backendKindsUnderTest())("the key-locking flag's detection on %s",
   const redis = useTestBed(backend, { profile: "redis" });
   // A server no client of this process has sent a script to yet.
   const unknown = useTestBed(backend, { profile: "redis" });
+  // Another such server, for the first scripts of two clients at once.
+  const shared = useTestBed(backend, { profile: "redis" });
 
   /** A LockClient on `bed` with the option left at its default. */
   const defaultClient = (bed: typeof redis) =>
@@ -38,6 +40,24 @@ describe.each(backendKindsUnderTest())("the key-locking flag's detection on %s",
     await (await defaultClient(redis).lock("other").acquire({ leaseMs: 5_000 })).release();
     expect(redis.lockCommands() - before).toBe(2);
     expect(await first.lock("job").isLocked()).toBe(false);
+  });
+
+  it("two clients of one server share its answer: 8 first acquisitions at once cost one refused request", async () => {
+    const clients = [defaultClient(shared), defaultClient(shared)];
+    const before = shared.server.stats.snapshot();
+    const holds = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        (clients[i % 2] as LockClient).lock(`job:${i}`).acquire({ leaseMs: 5_000 }),
+      ),
+    );
+    const after = shared.server.stats.snapshot();
+    const commands = (snapshot: typeof before) =>
+      (snapshot.commandsByName.eval ?? 0) + (snapshot.commandsByName.evalsha ?? 0);
+    // Each acquisition's script ran once, without the flag; the one command more is the refusal.
+    expect(after.scripts.globalLock - before.scripts.globalLock).toBe(8);
+    expect(commands(after) - commands(before)).toBe(9);
+    expect(holds.map((held) => held.fencingToken)).toEqual(Array(8).fill(1));
+    await Promise.all(holds.map((held) => held.release()));
   });
 
   it("push mode parks from a default client's first acquisition, before the flag is settled", async () => {

@@ -61,6 +61,8 @@ describe.each(backendKindsUnderTest())("push bounds on %s", (backend) => {
         const next = await handle;
         if (next !== first) await next.release();
       }
+      // guard: only the fair lock promises the order of those behind W1 (W1 first is asserted
+      // above for every kind).
       if (fifo) expect(order).toEqual(["W1", "W2", "W3"]);
     });
 

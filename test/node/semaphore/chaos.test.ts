@@ -127,6 +127,7 @@ describe.each(backendKindsUnderTest())("semaphore chaos on %s", (kind) => {
     const sampling = (async () => {
       while (Date.now() < endAt + LEASE_MS * 2) {
         const state = await observer.state().catch(() => undefined);
+        // guard: a sample the faults failed says nothing; enough samples are asserted after.
         if (state !== undefined) {
           samples += 1;
           mostOnServer = Math.max(mostOnServer, state.held);

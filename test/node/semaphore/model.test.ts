@@ -241,6 +241,7 @@ class Observe implements Cmd {
       waiters: m.queue.length,
     });
     // Permits are conserved while the holds fit: held + available = capacity.
+    // guard: a shrink below what is held, or no capacity yet, has no such sum (the state is asserted whole above).
     if (m.capacity !== null && held <= m.capacity) {
       expect(state.held + state.available).toBe(m.capacity);
     }

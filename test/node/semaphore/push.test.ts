@@ -7,8 +7,9 @@
  * client's side only, so the server's decisions stay real.
  */
 import { describe, expect, it } from "vitest";
-import { LockAbortedError, type PermitHandle } from "../../../src/index.js";
+import { LockAbortedError, type PermitHandle, SemaphoreCapacityError } from "../../../src/index.js";
 import { extendPermits } from "../../../src/locks/semaphore/extend.js";
+import { permitParkBoundMs } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { scriptContext } from "../../support/model.js";
@@ -162,6 +163,174 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
     await handle.release();
     expect(await semaphore.availablePermits()).toBe(1);
+  });
+
+  it("a lost word keeps the waiter's turn: it asks again within the claim window and replays its grant before the waiter behind", async () => {
+    // Issue 41, case 2: the park outlasted the grant (parkMs 5 s, a 2 s claim window): the
+    // grant lapsed unheard and the waiter took a new hold, with a new token, seconds later.
+    const claimMs = 2_000;
+    const { prefix, semaphore, waiters } = clients(2, { claimMs, parkMs: 5_000 });
+    const [deaf, next] = waiters;
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    deaf!.tap.dropWords = true;
+    const order: string[] = [];
+    const first = deaf!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 }).then((handle) => {
+      order.push("first");
+      return handle;
+    });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const second = next!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 }).then((handle) => {
+      order.push("second");
+      return handle;
+    });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    const releasedAt = Date.now();
+    await held.release(); // granted to the deaf waiter, its word lost
+    const handle = await first;
+    const heldAfterMs = Date.now() - releasedAt;
+    expect(deaf!.tap.words).toBeGreaterThanOrEqual(1);
+    // The hold the release granted (the next token), replayed within its claim window, first.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(heldAfterMs).toBeLessThan(claimMs);
+    expect(order).toEqual(["first"]);
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1, waiters: 1 });
+    await handle.release();
+    const after = await second;
+    expect(order).toEqual(["first", "second"]);
+    expect(after.fencingToken).toBe(handle.fencingToken + 1);
+    await after.release();
+  });
+
+  it("a registration records when the park ends, by the bound the waiter parks by", async () => {
+    const { prefix, semaphore, waiters } = clients(3, { claimMs: 2_000, parkMs: 5_000 });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const cancel = new AbortController();
+    const waits = [10_000, 10_000, 1_000].map((leaseMs, index) =>
+      waiters[index]!.semaphore.acquire({ leaseMs, waitMs: 20_000, signal: cancel.signal }),
+    );
+    for (const wait of waits) wait.catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 3);
+    const parked = await bed
+      .redis()
+      .hgetall<Record<string, string>>(semaphoreKeys(prefix, "pool").parked);
+    const parkFor = Object.values(parked ?? {})
+      .map((registration) => String(registration).split(" "))
+      .map(([, leaseMs, , since, parkEnd]) => ({
+        leaseMs: Number(leaseMs),
+        ms: Number(parkEnd) - Number(since),
+      }))
+      .sort((a, b) => b.leaseMs - a.leaseMs);
+    // Three quarters of the grant's lease (the claim window, or the waiter's own if shorter),
+    // whatever the place: the holder's lease (20 s) ends later.
+    expect(parkFor).toEqual([
+      { leaseMs: 10_000, ms: permitParkBoundMs(20_000, 0, 2_000, 10_000) },
+      { leaseMs: 10_000, ms: permitParkBoundMs(20_000, 1, 2_000, 10_000) },
+      { leaseMs: 1_000, ms: permitParkBoundMs(20_000, 2, 2_000, 1_000) },
+    ]);
+    expect(parkFor.map(({ ms }) => ms)).toEqual([1_500, 1_500, 750]);
+    cancel.abort();
+    await Promise.allSettled(waits);
+    await held.release();
+  });
+
+  it("the waiter behind a grantee that died is told when that grant's shorter lease lapses", async () => {
+    // The grant's lease is the grantee's own (1 s), shorter than the claim window: the waiter
+    // behind, whose park would end later, is told `behind 1000` and takes the permit then.
+    const claimMs = 5_000;
+    const { prefix, semaphore, waiters } = clients(2, { claimMs, parkMs: 10_000 });
+    const [dying, next] = waiters;
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    void dying!.semaphore.acquire({ leaseMs: 1_000, waitMs: 20_000 }).catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    dying!.tap.dead = true; // the grantee's process dies: it never confirms its grant
+    dying!.tap.dropWords = true;
+    const waiting = next!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    const tookMs = Date.now() - releasedAt;
+    expect(tookMs).toBeGreaterThanOrEqual(1_000 - 50);
+    expect(tookMs).toBeLessThan(2_000);
+    expect(next!.tap.words).toBeGreaterThanOrEqual(1); // its `behind`
+    await handle.release();
+  });
+
+  it("a shrink tells a parked waiter that can no longer fit at once, and the release grants the waiter behind it", async () => {
+    // Issue 41, case 3: the waiter for 3 learnt only when its park ended (seconds), and its
+    // reservation of 3 held the freed permits back from the waiter for 1 behind it.
+    const { prefix, semaphore, waiters } = clients(2, { claimMs: 10_000, parkMs: 10_000 });
+    const [forThree, forOne] = waiters;
+    await semaphore.trySetPermits(3);
+    const held = await semaphore.acquire({ permits: 3, leaseMs: 20_000 });
+    const tooMany = forThree!.semaphore.acquire({ permits: 3, leaseMs: 10_000, waitMs: 20_000 });
+    const refused = tooMany.then(
+      () => undefined,
+      (error: unknown) => ({ error, at: Date.now() }),
+    );
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const waiting = forOne!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    const shrunkAt = Date.now();
+    await semaphore.setPermits(2);
+    const outcome = await refused;
+    expect(outcome?.error).toBeInstanceOf(SemaphoreCapacityError);
+    expect(outcome!.at - shrunkAt).toBeLessThan(1_000);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(await semaphore.state()).toMatchObject({ capacity: 2, held: 1, waiters: 0 });
+    await handle.release();
+  });
+
+  it("a waiter that can no longer fit reserves nothing: the release grants the one behind it by word", async () => {
+    // The waiter for 3 does not hear the shrink (its words are lost) and still waits when the
+    // release comes (its park lasts 3 s: three quarters of the claim window): the grant walk
+    // skips it instead of keeping 3 of 2 permits for it.
+    const { prefix, semaphore, waiters } = clients(2, { claimMs: 4_000, parkMs: 10_000 });
+    const [forThree, forOne] = waiters;
+    await semaphore.trySetPermits(3);
+    const held = await semaphore.acquire({ permits: 3, leaseMs: 20_000 });
+    forThree!.tap.dropWords = true;
+    const tooMany = forThree!.semaphore.acquire({ permits: 3, leaseMs: 10_000, waitMs: 20_000 });
+    tooMany.catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const waiting = forOne!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 2);
+    const attemptsBefore = acquireScripts(forOne!.tap.sent);
+    await semaphore.setPermits(2);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    expect(acquireScripts(forOne!.tap.sent)).toBe(attemptsBefore); // by word, not by asking
+    await expect(tooMany).rejects.toBeInstanceOf(SemaphoreCapacityError);
+    await handle.release();
+  });
+
+  it("a polling waiter behind one that can no longer fit takes the permits the release freed", async () => {
+    // The acquire script reserves nothing for it either (its park, unheard, lasts 3 s).
+    const { prefix, semaphore, waiters } = clients(1, { claimMs: 4_000, parkMs: 10_000 });
+    const [forThree] = waiters;
+    await semaphore.trySetPermits(3);
+    const held = await semaphore.acquire({ permits: 3, leaseMs: 20_000 });
+    forThree!.tap.dropWords = true;
+    const tooMany = forThree!.semaphore.acquire({ permits: 3, leaseMs: 10_000, waitMs: 20_000 });
+    tooMany.catch(() => {});
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await semaphore.setPermits(2);
+    const polling = semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await semaphore.state()).waiters === 2);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await polling;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    await expect(tooMany).rejects.toBeInstanceOf(SemaphoreCapacityError);
+    await handle.release();
   });
 
   it("a waiter that gives up after a grant it never heard returns the permits to the next", async () => {

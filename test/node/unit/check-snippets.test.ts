@@ -17,6 +17,7 @@ import {
   linksOutsidePackage,
   mapsMissingSources,
   relativeLinks,
+  shippedPictures,
   unusedImports,
   workerProblems,
 } from "../../../scripts/check-snippets.js";
@@ -186,5 +187,32 @@ describe("unused imports", () => {
         ),
     );
     expect(found).toEqual([]);
+  });
+});
+
+describe("package hygiene: pictures", () => {
+  it("finds raster images anywhere in a package, none in node_modules", () => {
+    const dir = mkdtempSync(join(tmpdir(), "pictures-"));
+    try {
+      mkdirSync(join(dir, "docs"), { recursive: true });
+      mkdirSync(join(dir, "node_modules/x"), { recursive: true });
+      writeFileSync(join(dir, "docs/page.png"), "");
+      writeFileSync(join(dir, "docs/chart.svg"), "");
+      writeFileSync(join(dir, "docs/page.md"), "");
+      writeFileSync(join(dir, "node_modules/x/logo.jpg"), "");
+      expect(shippedPictures(dir)).toEqual(["docs/page.png"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("the package ships none (package.json files leaves docs/*.png out)", () => {
+    const root = join(import.meta.dirname, "../../..");
+    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      files: string[];
+    };
+    expect(manifest.files).toContain("!docs/*.png");
+    const linked = readFileSync(join(root, "docs/inspector.md"), "utf8");
+    expect(linked).not.toMatch(/\]\(inspector\.png\)/);
   });
 });

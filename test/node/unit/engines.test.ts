@@ -1,7 +1,8 @@
 /**
  * Issue 29 item 5: every package.json the package ships states a Node that its dependencies run
  * on: the watchdog template deploys with wrangler 4, which needs Node 22, while edgelock's own
- * `engines` says ≥ 20.16 (true for the library and `edgelock dev`).
+ * `engines` says ≥ 22. Issue 44 item 8: Node 20 reached its end of life in April 2026, and what
+ * npm installs for the testing guide on it (vitest 4) fails its strict tsconfig.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ const ROOT = join(import.meta.dirname, "../../..");
 interface Manifest {
   engines?: { node?: string };
   dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
@@ -40,12 +42,23 @@ function shipped(): string[] {
 }
 
 describe("engines", () => {
+  it("the local server's Lua engine (wasmoon) is optional: a Worker install may omit it", () => {
+    const root = manifest(join(ROOT, "package.json"));
+    expect(root.dependencies ?? {}).toEqual({});
+    expect(Object.keys(root.optionalDependencies ?? {})).toEqual(["wasmoon"]);
+  });
+
+  it("the package asks for a Node that is still maintained (22 or later)", () => {
+    expect(floor(manifest(join(ROOT, "package.json")).engines?.node)[0]).toBeGreaterThanOrEqual(22);
+  });
+
   it.each(shipped())("%s asks for a Node every dependency it installs runs on", (file) => {
     const own = manifest(join(ROOT, file));
     const isRoot = file === "package.json";
     // The root's devDependencies are this repository's tools, not the user's.
     const names = Object.keys({
       ...own.dependencies,
+      ...own.optionalDependencies,
       ...own.peerDependencies,
       ...(isRoot ? {} : own.devDependencies),
     }).filter((name) => name !== "edgelock");

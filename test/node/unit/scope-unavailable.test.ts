@@ -23,6 +23,7 @@ function silentRedis() {
 }
 
 afterEach(() => {
+  vi.unstubAllGlobals();
   vi.restoreAllMocks();
   vi.resetModules();
 });
@@ -71,5 +72,43 @@ describe("without AsyncLocalStorage (a Worker without nodejs_compat)", () => {
     expect(errors[0]).toBeInstanceOf(LockScopeUnavailableError);
     expect(ran).toBe(false);
     expect(sent).not.toHaveBeenCalled();
+  });
+});
+
+// Issue 44 item 2 and issue 46: the error names what the user called and speaks the runtime's
+// language: a Worker's flag on Workers only; elsewhere (Vercel's Edge runtime) the explicit owner.
+describe("LockScopeUnavailableError's words", () => {
+  it("on Workers: the wrangler.toml flag; withLock() names itself, not scope()", async () => {
+    vi.stubGlobal("navigator", { userAgent: "Cloudflare-Workers" });
+    const { LockClient, withLock } = await withoutAsyncLocalStorage();
+    const client = new LockClient({ redis: silentRedis().redis });
+    expect(() => client.scope(() => "never")).toThrow(
+      'client.scope() needs AsyncLocalStorage: add compatibility_flags = ["nodejs_compat"] to wrangler.toml, or pass owner.',
+    );
+    const app = new Hono();
+    app.onError((error, c) => c.text(error.message, 500));
+    app.post("/o/:id", withLock({ client, key: (c) => `o:${c.req.param("id")}` }), (c) =>
+      c.text("ok"),
+    );
+    const said = await (await app.request("/o/1", { method: "POST" })).text();
+    expect(said).toMatch(/^withLock\(\{ client \}\)/);
+    expect(said).toContain('compatibility_flags = ["nodejs_compat"]');
+    expect(said).toContain("withLock({ lock: (c) => … }) without client");
+    expect(said).not.toContain("scope()");
+  });
+
+  it("elsewhere (an edge runtime without it): no Cloudflare flag, the owner option instead", async () => {
+    vi.stubGlobal("navigator", { userAgent: "edge-runtime" });
+    const { LockClient } = await withoutAsyncLocalStorage();
+    const client = new LockClient({ redis: silentRedis().redis });
+    let said = "";
+    try {
+      client.scope(() => "never");
+    } catch (error) {
+      said = (error as Error).message;
+    }
+    expect(said).toContain("client.scope() needs AsyncLocalStorage: this runtime has none");
+    expect(said).toContain("pass owner");
+    expect(said).not.toContain("compatibility_flags");
   });
 });

@@ -142,6 +142,7 @@ describe("turnDelay (plain lock: two waiters per release)", () => {
           expect(Number.isInteger(delay)).toBe(true);
           expect(delay).toBeGreaterThanOrEqual(1);
           expect(delay).toBeLessThanOrEqual(plain.refreshMs);
+          // guard: the holder's lease bounds the delay only for the head, and only when known.
           if (position === 0 && holderTtlMs !== null) {
             expect(delay).toBeLessThanOrEqual(Math.max(1, holderTtlMs + 1));
           }

@@ -1,7 +1,7 @@
 /**
  * Shard by lock or by owner? Measured: one owner holds several locks in Durable Object watchdog
  * mode for a while; we count Durable Object requests, alarm invocations and HTTP requests to
- * Redis in each layout. (Printed for docs/lease-vs-watchdog.md; asserted loosely.)
+ * Redis in each layout. (Printed for docs/lease-vs-watchdog.md; asserted to the round.)
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LockWatchdog, type ShardBy } from "../../../src/durable-object/index.js";
@@ -82,9 +82,20 @@ describe(`sharding the LockWatchdog on ${server.kind}`, () => {
     // Registration and deregistration: one Durable Object request per lock each, both ways.
     expect(byLock.doRequests).toEqual({ register: LOCKS, deregister: LOCKS });
     expect(byOwner.doRequests).toEqual({ register: LOCKS, deregister: LOCKS });
-    // Renewal: the owner's leases share rounds in one object.
-    expect(byLock.alarms).toBeGreaterThanOrEqual(LOCKS * 4);
-    expect(byOwner.alarms * 2).toBeLessThanOrEqual(byLock.alarms);
-    expect(byOwner.redisRequests * 2).toBeLessThanOrEqual(byLock.redisRequests);
+    // Renewal: a round every third of the lease (9 in the hold; 36 and 9 alarms measured). By
+    // lock each object has its own rounds; by owner the owner's leases share them in one object.
+    // Rounds are timers, not counts: one round more or less per object is timing (a round due as
+    // the window opens or closes), anything more is a change of behaviour.
+    const rounds = byOwner.renewRounds;
+    expect(byOwner.alarms).toBeGreaterThanOrEqual(rounds - 1);
+    expect(byOwner.alarms).toBeLessThanOrEqual(rounds + 1);
+    expect(byLock.alarms).toBeGreaterThanOrEqual(LOCKS * (rounds - 1));
+    expect(byLock.alarms).toBeLessThanOrEqual(LOCKS * (rounds + 1));
+    // Each alarm sends one (pipelined) request to Redis: exact, but for an alarm that began as
+    // the window closed and had not sent yet.
+    for (const measured of [byLock, byOwner]) {
+      expect(measured.redisRequests).toBeLessThanOrEqual(measured.alarms);
+      expect(measured.redisRequests).toBeGreaterThanOrEqual(measured.alarms - 1);
+    }
   });
 });

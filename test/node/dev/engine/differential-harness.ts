@@ -1,18 +1,13 @@
 /**
  * The differential harness: runs command scenarios on a throwaway redis-server and on the embedded
  * engine and requires identical replies (type, value and error text). One describe block per
- * family file; skipped when redis-server is not installed.
+ * family file; skipped when redis-server is not installed (an error under CI=true).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Backend, Command } from "../../../../dev/backend.js";
 import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
-import {
-  hasRedisServer,
-  type Plain,
-  plain,
-  type RedisServer,
-  startRedisServer,
-} from "./helpers.js";
+import { redisServerUnderTest } from "../../../support/backend-kinds.js";
+import { type Plain, plain, type RedisServer, startRedisServer } from "./helpers.js";
 
 /**
  * A step: a command whose reply must match exactly, or one marked `unordered` whose array reply
@@ -80,7 +75,8 @@ export function differentialPair(): (step: Step) => Promise<StepOutcome> {
 
 /** One test per scenario; a test fails listing every step whose replies differ. */
 export function describeDifferential(title: string, scenarios: Scenarios): void {
-  describe.skipIf(!hasRedisServer())(`differential: ${title}`, () => {
+  // guard: a differential test needs a real redis-server; redisServerUnderTest throws under CI=true.
+  describe.runIf(redisServerUnderTest())(`differential: ${title}`, () => {
     const run = differentialPair();
     for (const [name, steps] of Object.entries(scenarios)) {
       it(name, async () => {

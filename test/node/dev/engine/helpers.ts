@@ -3,10 +3,11 @@
  * throwaway redis-server for differential tests.
  */
 import { Buffer } from "node:buffer";
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, Socket } from "node:net";
 import type { Backend, Command, Reply } from "../../../../dev/backend.js";
 import { createEmbeddedBackend } from "../../../../dev/engine/index.js";
+import { findRedisServerBinary } from "../../../../dev/redis-server.js";
 
 /** A reply in a form that is easy to assert on. */
 export type Plain =
@@ -145,10 +146,6 @@ export class RespClient {
 
 // ---- a throwaway redis-server ------------------------------------------------------------
 
-export function hasRedisServer(): boolean {
-  return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
-}
-
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -166,10 +163,14 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
+/** Spawns the binary the shared check finds (PATH or REDIS_SERVER_BIN; see redisServerUnderTest). */
 export async function startRedisServer(): Promise<RedisServer> {
+  const binary = findRedisServerBinary();
+  if (binary === undefined)
+    throw new Error("redis-server not found: install Redis or set REDIS_SERVER_BIN");
   const port = await freePort();
   const child: ChildProcess = spawn(
-    "redis-server",
+    binary,
     ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
     { stdio: "ignore" },
   );

@@ -78,7 +78,9 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
 
   it("limits keys from user input: braces escaped, an over-long name a 400, never a 500", async () => {
     const client = bed.client();
-    const app = appWith({ client, permits: 1 }, (c) => Response.json({ name: c.get("permit").name }));
+    const app = appWith({ client, permits: 1 }, (c) =>
+      Response.json({ name: c.get("permit").name }),
+    );
     const braces = await post(app, "%7Bweird%7D");
     expect(braces.status).toBe(200);
     expect(await braces.json()).toEqual({ name: "llm:%7Bweird%7D" });

@@ -101,21 +101,6 @@ function coverageGaps(result: ChaosResult, name: string): string[] {
   return met.filter(([, ok]) => !ok).map(([what]) => what);
 }
 
-/**
- * Issue 41's patterns that today's library fails (each catches a case fixed on a branch of its
- * own): off in `npm test` until those fixes land; on in `run.ts --short` and the long run.
- * - reentryElsewhereRate: case 0, a re-entry through another client ends the hold's renewal;
- * - readersAroundWriterEveryMs: case 8, a parked writer not re-timed when a read hold ends early;
- * - checkGrantsKept: cases 2 and 10, a fair or semaphore waiter whose word was lost loses its turn;
- * - subscription.serverEndRate: case 7, a stream the server ends leaves the client deaf for good.
- */
-const UNTIL_ISSUE_41_FIXES: Partial<ChaosConfig> = {
-  reentryElsewhereRate: 0,
-  readersAroundWriterEveryMs: 0,
-  checkGrantsKept: false,
-  subscription: { ...SHORT_RUN.subscription, serverEndRate: 0 },
-};
-
 /** Runs of one kind the short run may take to meet every case (each checked in full). */
 const MAX_SHORT_RUNS = 3;
 
@@ -135,7 +120,6 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
             // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left
             // one crashing section per kind.
             crashRate: 0.08,
-            ...UNTIL_ISSUE_41_FIXES,
           },
           { kind: KINDS[name] },
         );

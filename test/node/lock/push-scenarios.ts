@@ -184,6 +184,7 @@ export async function abortedHeadSkipped(
   await until(async () => (await parkedCount(bed, prefix, kind)) === 2);
   await sleepMs(100); // both pops are open at the server
   let releasedAt = Date.now();
+  // guard: the scenario's two orders (release with the abort, or after it); both assert the abort and the hand-off below.
   if (race) {
     const released = held.release();
     abort.abort();

@@ -59,7 +59,7 @@ export async function callScript(
       }
       observer?.onAttempt?.(script);
       try {
-        return await settleBy(script.run(redis, keys, args), deadline, budgetMs);
+        return await settleBy(script.run(redis, keys, args, deadline), deadline, budgetMs);
       } catch (error) {
         lastError = error;
         refused = classifyFailure(error) === "refused";

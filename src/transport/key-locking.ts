@@ -66,7 +66,7 @@ const chosen = new WeakMap<RedisLike, FlagState>();
  * How long a script waits for the first flagged script on its server to be answered before it
  * goes on the guess itself: a probe that hangs must not hold every script of the server.
  */
-const PROBE_WAIT_MS = 3_000;
+const PROBE_WAIT_MS = 1_000;
 
 /** Says whether scripts sent through `redis` carry the flag (a LockClient's option). */
 export function setKeyLocking(redis: RedisLike, on: boolean): void {
@@ -97,6 +97,7 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
 export async function sentWithKeyLocking<T>(
   redis: RedisLike,
   send: (flagged: boolean) => Promise<T>,
+  answerBy: number = Number.POSITIVE_INFINITY,
 ): Promise<T> {
   const server = chosen.has(redis) ? undefined : serverOf(redis);
   let answered: (() => void) | undefined;
@@ -113,8 +114,13 @@ export async function sentWithKeyLocking<T>(
       server.probe = probe;
       break;
     }
-    // The probe took too long: this script goes on the guess (the flag) itself.
-    if (!(await answeredInTime(asking))) break;
+    // The probe took too long (its answer may never come: a caller that gave up does not say
+    // so): it stops being the probe, and this script asks the server itself.
+    // A caller with a deadline waits at most half of what is left of it: the rest is its own
+    // request's (a probe whose answer is lost must not time out every script behind it).
+    const patience = Math.min(PROBE_WAIT_MS, Math.max(0, (answerBy - Date.now()) / 2));
+    if (!(await answeredInTime(asking, patience)) && server.probe === asking)
+      server.probe = undefined;
   }
   if (usesKeyLocking(redis)) {
     try {
@@ -132,11 +138,11 @@ export async function sentWithKeyLocking<T>(
   return send(false);
 }
 
-/** Resolves to whether `probe` settled within PROBE_WAIT_MS. */
-function answeredInTime(probe: Promise<void>): Promise<boolean> {
+/** Resolves to whether `probe` settled within `ms`. */
+function answeredInTime(probe: Promise<void>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), PROBE_WAIT_MS);
+    timer = setTimeout(() => resolve(false), ms);
   });
   return Promise.race([probe.then(() => true), late]).finally(() => {
     if (timer !== undefined) clearTimeout(timer);

@@ -32,10 +32,13 @@ export class Script {
     return this.flagged;
   }
 
-  run(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
+  /** `answerBy`: when the caller gives up on the answer (it bounds any wait before sending). */
+  run(redis: RedisLike, keys: string[], args: string[], answerBy?: number): Promise<unknown> {
     if (this.source.startsWith(KEY_LOCKING_SHEBANG)) return this.send(redis, keys, args);
-    return sentWithKeyLocking(redis, (flagged) =>
-      (flagged ? this.keyLocking : this).send(redis, keys, args),
+    return sentWithKeyLocking(
+      redis,
+      (flagged) => (flagged ? this.keyLocking : this).send(redis, keys, args),
+      answerBy,
     );
   }
 

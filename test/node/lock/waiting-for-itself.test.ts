@@ -28,7 +28,7 @@ describe.each(backendKindsUnderTest())("a wait for the client's own hold on %s",
       }),
     );
     expect(error.heldByThisClient).toBe(true);
-    expect(error.message).toContain("by another owner of this same LockClient");
+    expect(error.message).toContain("by another owner of this LockClient");
     expect(error.message).toContain("client.scope()");
     expect(error.message).not.toContain("still held by another owner after");
     // The outer hold was released on the way out.

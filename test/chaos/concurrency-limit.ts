@@ -30,7 +30,7 @@ import { sleep as sleepMs } from "../../src/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { createIsolate, startEnvironment } from "./environment.js";
 import { type InvariantResult, Tally } from "./invariants.js";
-import type { ArmingRequest, RenewalRecord } from "./killable-renewer.js";
+import type { RenewalRecord } from "./killable-renewer.js";
 import type { LateCopyCounts } from "./late-copies.js";
 import { LoopLag } from "./loop-lag.js";
 import type { ChaosIsolate } from "./primitive.js";
@@ -55,7 +55,10 @@ export interface ConcurrencyLimitChaosOptions {
   readonly permits?: number;
   /** The middleware's `unreadBodyMs`. Default 500. */
   readonly unreadBodyMs?: number;
-  /** Tenants (one semaphore each). Default 3. */
+  /**
+   * Tenants (one semaphore each). Default one per 4 clients (at least 3): each tenant's permits
+   * are sometimes all taken, sometimes free.
+   */
   readonly tenants?: number;
   /**
    * The middleware under test, given the options the run would pass `concurrencyLimit()` (the
@@ -217,7 +220,11 @@ export async function runConcurrencyLimitChaos(
 ): Promise<ConcurrencyLimitChaosResult> {
   const permits = options.permits ?? 3;
   const unreadBodyMs = options.unreadBodyMs ?? 500;
-  const tenants = Array.from({ length: options.tenants ?? 3 }, (_, index) => `tenant${index}`);
+  const clients = config.isolates * config.holdersPerIsolate;
+  const tenants = Array.from(
+    { length: options.tenants ?? Math.max(3, Math.ceil(clients / 4)) },
+    (_, index) => `tenant${index}`,
+  );
   const middleware = options.middleware ?? concurrencyLimit;
   const env = await startEnvironment({
     ...config,
@@ -379,16 +386,13 @@ export async function runConcurrencyLimitChaos(
       record.endedAt = Date.now();
       statuses[record.status] = (statuses[record.status] ?? 0) + 1;
     };
-    const workers = Array.from(
-      { length: config.isolates * config.holdersPerIsolate },
-      async (_, worker) => {
-        while (sent < requests) {
-          await send(worker % config.isolates);
-          // A short pause between requests: the tenants' permits are not always all taken.
-          await sleepMs(random() * 40);
-        }
-      },
-    );
+    const workers = Array.from({ length: clients }, async (_, worker) => {
+      while (sent < requests) {
+        await send(worker % config.isolates);
+        // A short pause between requests: the tenants' permits are not always all taken.
+        await sleepMs(random() * 40);
+      }
+    });
     await Promise.all(workers).finally(() => spikes.stop());
     const elapsedMs = Date.now() - startedAt;
 
@@ -398,14 +402,10 @@ export async function runConcurrencyLimitChaos(
      */
     const boundOf = (record: RequestRecord, at: number): { until: number; why: string } => {
       if (record.endedAt === undefined) return { until: Number.POSITIVE_INFINITY, why: "running" };
-      const ownerRequests: readonly ArmingRequest[] = record.isolate.requestsOf(record.owner);
-      // A late copy of one of its requests may re-arm it: until it settles, and a lease past.
-      let copies = Number.NEGATIVE_INFINITY;
+      // Its late copies too (an acquisition's copy replays, by its operation id, what it did).
       let lastSettled = record.endedAt;
-      for (const request of ownerRequests) {
-        const settled = request.settledAt ?? Number.POSITIVE_INFINITY;
-        lastSettled = Math.max(lastSettled, settled);
-        if (request.copy) copies = Math.max(copies, settled + config.watchdogTimeoutMs);
+      for (const request of record.isolate.requestsOf(record.owner)) {
+        lastSettled = Math.max(lastSettled, request.settledAt ?? Number.POSITIVE_INFINITY);
       }
       const unleased = lastSettled + config.watchdogTimeoutMs;
       if (record.permit === undefined) {
@@ -419,14 +419,14 @@ export async function runConcurrencyLimitChaos(
         (release) => release.sentAt <= dueBy,
       );
       if (sentReleases.length === 0) {
-        return { until: Math.max(dueBy, copies), why: `no release sent by ${dueBy}` };
+        return { until: dueBy, why: `no release sent by ${dueBy}` };
       }
       const succeeded = sentReleases.filter(
         (release) => !release.failed && release.settledAt !== undefined,
       );
       if (succeeded.length > 0) {
         const released = Math.min(...succeeded.map((release) => release.settledAt!));
-        return { until: Math.max(released, copies), why: `released at ${released}` };
+        return { until: released, why: `released at ${released}` };
       }
       // Failed so far: retried in the background while its watchdog renews, then given up.
       const later = (releases.get(record.owner) ?? []).filter(
@@ -434,7 +434,7 @@ export async function runConcurrencyLimitChaos(
       );
       const released =
         later.length > 0 ? Math.min(...later.map((release) => release.settledAt!)) : unleased;
-      return { until: Math.max(released, copies), why: `release failed; then ${released}` };
+      return { until: released, why: `release failed; then ${released}` };
     };
 
     /** The holds in a reading, each with its request. */

@@ -393,6 +393,16 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(latchViolationsOf(result, "no hold left when the run ends")).toBeGreaterThan(0);
   }, 60_000);
 
+  it("sees dropped bodies keep their permits when concurrencyLimit() waits a minute for a reader", async () => {
+    const result = await runConcurrencyLimitChaos(CALM, 60, {
+      middleware: (options) =>
+        concurrencyLimit({ ...options, unreadBodyMs: 60_000 }) as MiddlewareHandler,
+    });
+    expect(
+      latchViolationsOf(result, "every permit comes back within its bound after its request ends"),
+    ).toBeGreaterThan(0);
+  }, 60_000);
+
   it("sees more handlers than permits at once when concurrencyLimit() lets more in", async () => {
     const result = await runConcurrencyLimitChaos(CALM, 100, {
       middleware: (options) =>

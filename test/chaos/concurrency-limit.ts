@@ -173,7 +173,7 @@ class Overlap {
   }
 }
 
-/** One tenant's readings: free permits, and whether any was granted since the previous one. */
+/** A permit of the tenant is free for a request's attempt: fewer live holds than permits, none queued. */
 function isFree(state: KeyState, permits: number): boolean {
   let holds = 0;
   for (const tokens of state.tokens?.values() ?? []) holds += tokens.length;

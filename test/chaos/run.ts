@@ -11,6 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import { progressBar } from "../../dev/progress.js";
+import { runConcurrencyLimitChaos } from "./concurrency-limit.js";
 import { type ChaosBackend, type ChaosConfig, LONG_RUN, SHORT_RUN } from "./config.js";
 import { runIdempotencyChaos } from "./idempotency.js";
 import { type ChaosKindName, KIND_NAMES, KINDS } from "./kinds.js";
@@ -25,7 +26,7 @@ import {
 } from "./report.js";
 import { type ChaosResult, runChaos } from "./workload.js";
 
-const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${[...KIND_NAMES, "latch", "latch-sub", "idempotency"].join("|")}]...
+const USAGE = `usage: tsx test/chaos/run.ts [--long | --short] [--kind ${[...KIND_NAMES, "latch", "latch-sub", "idempotency", "concurrency-limit"].join("|")}]...
        [--ops N (total over the kinds)] [--seed N] [--fault-rate R] [--hang-rate R]
        [--backend auto|redis-server|embedded] [--isolates N] [--holders N] [--keys N] [--out FILE]`;
 
@@ -82,13 +83,19 @@ const IDEMPOTENCY = "idempotency";
 const LATCH = "latch";
 /** The latch with every await() in push mode over a subscription, under subscription faults. */
 const LATCH_SUB = "latch-sub";
-const ALL_NAMES = [...KIND_NAMES, LATCH, LATCH_SUB, IDEMPOTENCY];
+/**
+ * `concurrencyLimit()` driven through a Hono app, responses whose bodies are dropped among them
+ * (requests count as operations; see concurrency-limit.ts).
+ */
+const CONCURRENCY_LIMIT = "concurrency-limit";
+const ALL_NAMES = [...KIND_NAMES, LATCH, LATCH_SUB, IDEMPOTENCY, CONCURRENCY_LIMIT];
 const chosen = values.kind ?? ALL_NAMES;
 for (const name of chosen) {
   if (!ALL_NAMES.includes(name)) fail(`--kind must be one of ${ALL_NAMES.join(", ")}`);
 }
 const kinds = chosen.filter((name): name is ChaosKindName => name in KINDS);
 const withIdempotency = chosen.includes(IDEMPOTENCY);
+const withConcurrencyLimit = chosen.includes(CONCURRENCY_LIMIT);
 const latchRuns = [
   ...(chosen.includes(LATCH) ? [{ push: false }] : []),
   ...(chosen.includes(LATCH_SUB) ? [{ push: true }] : []),
@@ -158,6 +165,20 @@ if (idempotencyResult) {
     elapsedMs: idempotencyResult.elapsedMs,
   });
 }
+const concurrencyLimitResult = withConcurrencyLimit
+  ? await runConcurrencyLimitChaos(config, perKind)
+  : undefined;
+if (concurrencyLimitResult) {
+  console.log(`concurrencyLimit(): ${JSON.stringify(concurrencyLimitResult, null, 2)}\n`);
+  rows.push({
+    kind: concurrencyLimitResult.primitive,
+    operations: concurrencyLimitResult.sent,
+    requests: concurrencyLimitResult.requests.total,
+    faultedFraction: concurrencyLimitResult.requests.faultedFraction,
+    violations: concurrencyLimitResult.violations,
+    elapsedMs: concurrencyLimitResult.elapsedMs,
+  });
+}
 console.log(formatKindTable(rows));
 
 const out = values.out ?? defaultReportPath(new Date().toISOString());
@@ -166,6 +187,7 @@ await writeReport(out, {
   latch: latchResults.find((result) => result.subscriptions === undefined),
   latchSub: latchResults.find((result) => result.subscriptions !== undefined),
   idempotency: idempotencyResult,
+  concurrencyLimit: concurrencyLimitResult,
   table: rows,
 });
 console.log(`report: ${out}`);

@@ -2,8 +2,12 @@
  * The short seeded chaos run (the long one is `npm run chaos`), and proof that its checks fail
  * when the thing they guard is broken: each sabotaged primitive below must produce violations.
  */
+import type { Context, MiddlewareHandler } from "hono";
 import { describe, expect, it } from "vitest";
+import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
+import { type LockClient, LockWaitTimeoutError } from "../../../src/index.js";
 import { latchKeys } from "../../../src/locks/count-down-latch/keys.js";
+import { runConcurrencyLimitChaos } from "../../chaos/concurrency-limit.js";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import type { ChaosEnvironment } from "../../chaos/environment.js";
 import { runIdempotencyChaos } from "../../chaos/idempotency.js";
@@ -199,6 +203,29 @@ describe.each(backendKindsUnderTest())("chaos for idempotency(), short run, on %
   }, 60_000);
 });
 
+/** Requests of the short `concurrencyLimit()` run: a few seconds per backend. */
+const SHORT_CONCURRENCY_LIMIT_REQUESTS = 100;
+
+describe.each(backendKindsUnderTest())(
+  "chaos for concurrencyLimit(), short run, on %s",
+  (backend) => {
+    it("returns every permit (HEAD, bodies read, dropped, cancelled, streamed, handlers that throw) and runs at most `permits` at once", async () => {
+      const result = await runConcurrencyLimitChaos(
+        { ...SHORT_RUN, backend },
+        SHORT_CONCURRENCY_LIMIT_REQUESTS,
+      );
+      console.log(`chaos (concurrencyLimit(), ${backend})\n${JSON.stringify(result, null, 2)}`);
+      expect(result.invariants.filter((invariant) => invariant.violations > 0)).toEqual([]);
+      // Every check saw cases, every kind of request was sent, some held and some were turned away.
+      expect(result.invariants.filter((invariant) => invariant.checked === 0)).toEqual([]);
+      expect(Object.values(result.byKind).every((count) => count > 0)).toBe(true);
+      expect(result.handled).toBeGreaterThan(0);
+      expect(result.statuses["429"]).toBeGreaterThan(0);
+      expect(result.requests.faultedFraction).toBeGreaterThanOrEqual(0.1);
+    }, 60_000);
+  },
+);
+
 /** Latch calls in the short run: a few seconds per backend. */
 const SHORT_LATCH_OPERATIONS = 120;
 
@@ -339,6 +366,71 @@ describe("the chaos checks fail when what they guard is broken", () => {
   it("sees duplicate executions without idempotency()", async () => {
     const result = await runIdempotencyChaos(CALM, 120, false);
     expect(result.violations).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees permits not returned by a concurrencyLimit() that keeps a HEAD's", async () => {
+    // A middleware copy that takes a HEAD's permit as the real one does and never returns it.
+    const keepsHeads = (options: ConcurrencyLimitOptions): MiddlewareHandler => {
+      const real = concurrencyLimit(options) as MiddlewareHandler;
+      return async (c: Context, next) => {
+        if (c.req.method !== "HEAD") return real(c, next);
+        const client = options.client as LockClient;
+        const name = await options.key!(c);
+        const semaphore = client.semaphore(name, { initialPermits: options.permits });
+        try {
+          c.set("permit", await semaphore.acquire({ waitMs: 0 }));
+        } catch (error) {
+          if (error instanceof LockWaitTimeoutError) return c.text("busy", 429);
+          throw error;
+        }
+        await next();
+      };
+    };
+    const result = await runConcurrencyLimitChaos(CALM, 100, { middleware: keepsHeads });
+    expect(
+      latchViolationsOf(result, "every permit comes back within its bound after its request ends"),
+    ).toBeGreaterThan(0);
+    expect(latchViolationsOf(result, "no hold left when the run ends")).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees dropped bodies keep their permits when concurrencyLimit() waits a minute for a reader", async () => {
+    const result = await runConcurrencyLimitChaos(CALM, 60, {
+      middleware: (options) =>
+        concurrencyLimit({ ...options, unreadBodyMs: 60_000 }) as MiddlewareHandler,
+    });
+    expect(
+      latchViolationsOf(result, "every permit comes back within its bound after its request ends"),
+    ).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees more handlers than permits at once when concurrencyLimit() lets more in", async () => {
+    const result = await runConcurrencyLimitChaos(CALM, 100, {
+      middleware: (options) =>
+        concurrencyLimit({ ...options, permits: options.permits + 2 }) as MiddlewareHandler,
+    });
+    expect(
+      latchViolationsOf(result, "at most `permits` handlers of a tenant run at once"),
+    ).toBeGreaterThan(0);
+    expect(
+      latchViolationsOf(result, "at most `permits` live holds of a tenant in any reading"),
+    ).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("sees 429s answered by a concurrencyLimit() while a permit is free", async () => {
+    // Every third request is turned away without asking Redis.
+    let requests = 0;
+    const result = await runConcurrencyLimitChaos(CALM, 100, {
+      middleware: (options) => {
+        const real = concurrencyLimit(options) as MiddlewareHandler;
+        return async (c, next) => (requests++ % 3 === 0 ? c.text("busy", 429) : real(c, next));
+      },
+    });
+    expect(
+      latchViolationsOf(
+        result,
+        "no 429 answered while a permit was free (and none granted) for the whole request",
+      ),
+    ).toBeGreaterThan(0);
   }, 60_000);
 
   it("sees overlapping sections when the lock does not exclude", async () => {

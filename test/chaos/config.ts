@@ -117,6 +117,15 @@ export interface ChaosConfig {
    * semaphore-sub; issue 41 cases 2 and 10).
    */
   readonly checkGrantsKept: boolean;
+  /**
+   * Kinds with the request pattern (`requests` in kinds.ts: the `*-sub` kinds): fraction of
+   * sections run as one request — an outer `client.scope()` whose 2–3 sub-tasks, in nested scopes
+   * over two Workers clients of the isolate, wait on one key — under the connection budget the
+   * harness enforces (request-budget.ts; issue 41 case 9). 0: never.
+   */
+  readonly requestRate: number;
+  /** Sabotage: each sub-task in a top-level scope of its own (the scopes share no request). */
+  readonly requestScopesApart?: boolean;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -172,6 +181,8 @@ export const SHORT_RUN: ChaosConfig = {
   reentryElsewhereRate: 0.7,
   readersAroundWriterEveryMs: 400,
   checkGrantsKept: true,
+  // A request is 4–6 waits: enough of them in 120 operations to reach the stream budget.
+  requestRate: 0.15,
 };
 
 /**
@@ -198,6 +209,7 @@ export const LONG_RUN: ChaosConfig = {
   forceReleaseEveryMs: 1_500,
   lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
   killParkedRate: 0.03,
+  requestRate: 0.05,
   subscription: {
     lostRate: 0.05,
     lateRate: 0.05,

@@ -236,6 +236,14 @@ export function createIsolate(
       killed(Date.now());
     },
   };
+  const clientOn = (redis: Redis) =>
+    new LockClient({
+      redis: isolateTransport(redis, hooks),
+      prefix: env.prefix,
+      watchdogTimeoutMs: options.watchdogTimeoutMs,
+      wait: { ...options.wait, maxPolls: 10_000 },
+      watchdog: renewer,
+    });
   const connections = env.databases.map(({ proxy, server }) => {
     // The client gives up on a request (a hang) after requestTimeoutMs.
     const redis = new Redis({
@@ -244,14 +252,7 @@ export function createIsolate(
       enableTelemetry: false,
       signal: () => AbortSignal.timeout(options.requestTimeoutMs),
     });
-    const client = new LockClient({
-      redis: isolateTransport(redis, hooks),
-      prefix: env.prefix,
-      watchdogTimeoutMs: options.watchdogTimeoutMs,
-      wait: { ...options.wait, maxPolls: 10_000 },
-      watchdog: renewer,
-    });
-    return { redis, client };
+    return { redis, client: clientOn(redis) };
   });
   const first = connections[0]!;
   return {
@@ -259,6 +260,7 @@ export function createIsolate(
     redis: first.redis,
     client: first.client,
     clients: connections.map((each) => each.client),
+    spawnClient: () => clientOn(first.redis),
     renewer,
     crash,
     killWhenParked(owner, killed) {

@@ -29,6 +29,11 @@ export interface ChaosKind {
    */
   readonly subscribes?: boolean;
   /**
+   * Some sections run as requests of nested scopes over two Workers clients, under the
+   * connection budget (config.requestRate, request-budget.ts).
+   */
+  readonly requests?: boolean;
+  /**
    * The run's config as this kind takes it (default: as given), e.g. fewer keys, so that its
    * waiters meet busy keys as often as a lock's do.
    */
@@ -63,6 +68,7 @@ export const KINDS = {
   "lock-sub": {
     name: "lock (push, subscription)",
     databases: 1,
+    requests: true,
     subscribes: true,
     create: (env, config) =>
       reentrantLockPrimitive(env.prefix, env.observer, subscriptionWaiting(env, config)),
@@ -70,6 +76,7 @@ export const KINDS = {
   "fair-sub": {
     name: "fair lock (push, subscription)",
     databases: 1,
+    requests: true,
     fair: true,
     subscribes: true,
     create: (env, config) =>
@@ -89,6 +96,7 @@ export const KINDS = {
   "rw-sub": {
     name: "read-write lock (push, subscription)",
     databases: 1,
+    requests: true,
     subscribes: true,
     // Readers around a parked writer: parks long enough that one not re-timed when a read hold
     // ends early outlasts the crashed reader's lease by more than the liveness base bound.
@@ -114,6 +122,7 @@ export const KINDS = {
   "semaphore-sub": {
     name: "semaphore (push, subscription)",
     databases: 1,
+    requests: true,
     subscribes: true,
     // Half the keys, so that waiters park and releases grant (over the run's keys, 3 permits
     // each, few would wait); twice the isolates with half the holders each, so that as many

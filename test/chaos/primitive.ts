@@ -21,6 +21,11 @@ export interface ChaosIsolate {
   readonly clients: readonly LockClient[];
   readonly renewer: KillableRenewer;
   /**
+   * Another LockClient of this isolate on the first database, through the same transport (faults,
+   * tracking, subscription faults) and renewer: a second client the isolate's code made.
+   */
+  spawnClient?(): LockClient;
+  /**
    * Kills `owner` as a crashed process: its renewals stop, and no request naming it leaves the
    * isolate any more (its pending timers would have died with the process).
    */

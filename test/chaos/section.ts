@@ -34,6 +34,11 @@ export interface SectionContext {
   readonly random: () => number;
   /** Starts watching a holder that stopped without releasing. */
   bury(watch: DeadHolderWatch): void;
+  /**
+   * Runs a section as one request of nested scopes over two Workers clients (request-budget.ts),
+   * in `config.requestRate` of the sections; undefined where the kind has no such pattern.
+   */
+  readonly runRequest?: (isolate: ChaosIsolate) => Promise<void>;
 }
 
 /** What one section will do, drawn up front so that a seed describes the whole section. */
@@ -117,6 +122,10 @@ interface SiblingGroup {
 }
 
 export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Promise<void> {
+  // Drawn only where the pattern runs, so that other kinds' seeds replay as before.
+  if (ctx.runRequest !== undefined && ctx.random() < ctx.config.requestRate) {
+    return ctx.runRequest(isolate);
+  }
   if (ctx.random() < ctx.config.siblingRate) return runSiblings(ctx, isolate);
   const script = draw(ctx);
   const killParked =
@@ -127,6 +136,22 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
   await runScript(ctx, isolate, script, { killParked });
 }
 
+/** A sibling group drawn otherwise than by default (a sub-task of a request, request-budget.ts). */
+export interface SiblingShape {
+  /** The group's owner (default: a fresh one). */
+  readonly owner?: string;
+  /** Tasks (default 2–3). */
+  readonly count?: number;
+  /** Every task waits (no tryAcquire) on this key (default: drawn, sometimes another). */
+  readonly key?: string;
+  /** Task i acquires through `clients[i % n]` (views of the isolate with another client). */
+  readonly clients?: readonly ChaosIsolate[];
+  /** Fraction of the tasks' waits given an AbortSignal (default `config.siblingAbortRate`). */
+  readonly abortRate?: number;
+  /** A task holds up to this many leases more than its drawn hold (default 0.15). */
+  readonly holdLeases?: number;
+}
+
 /**
  * Several concurrent tasks sharing one owner, as the tasks of one `client.scope()` (or one Hono
  * request) do: each draws a section of its own — on the group's key or, now and then, another
@@ -135,23 +160,36 @@ export async function runSection(ctx: SectionContext, isolate: ChaosIsolate): Pr
  * others wait, abort, and release while others still hold. They never crash (a crash kills the
  * whole process, owner and all: the plain sections do that).
  */
-async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<void> {
+export async function runSiblings(
+  ctx: SectionContext,
+  isolate: ChaosIsolate,
+  shape: SiblingShape = {},
+): Promise<void> {
   const { journal, random, primitive, config } = ctx;
-  const owner = LockClient.newOwner();
-  const count = 2 + Math.floor(random() * 2);
+  const owner = shape.owner ?? LockClient.newOwner();
+  const count = shape.count ?? 2 + Math.floor(random() * 2);
   const scripts = Array.from({ length: count }, (_, index) => {
     const drawn = draw(ctx);
     return {
       ...drawn,
       crash: "no" as const,
-      plan: { ...drawn.plan, owner },
+      key: shape.key ?? drawn.key,
+      plan: {
+        ...drawn.plan,
+        owner,
+        ...(shape.key === undefined ? {} : { tryOnly: false, waitMs: config.waitMs }),
+      },
       // Staggered a little, and holding a while (a request's work): some meet on the key at
       // once, some join a sibling's hold or wait beside it, some release while another holds.
       startDelayMs: index === 0 ? 0 : random() * config.leaseMs * 0.2,
-      holdMs: drawn.holdMs + random() * config.leaseMs * 0.15,
+      holdMs: drawn.holdMs + random() * config.leaseMs * (shape.holdLeases ?? 0.15),
       abortAfterMs:
-        random() < config.siblingAbortRate ? random() * config.leaseMs * 1.5 : undefined,
-      otherKey: random() < 0.3,
+        random() < (shape.abortRate ?? config.siblingAbortRate)
+          ? random() * config.leaseMs * 1.5
+          : undefined,
+      otherKey: random() < 0.3 && shape.key === undefined,
+      // The task's client: the isolate's, or one of the shape's in turn.
+      via: shape.clients?.[index % shape.clients.length] ?? isolate,
     };
   });
   const mainKey = scripts[0]!.key;
@@ -183,7 +221,7 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
       try {
         await runScript(
           ctx,
-          isolate,
+          each.via,
           {
             ...each,
             key,

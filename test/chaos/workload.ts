@@ -38,6 +38,12 @@ import { LoopLag } from "./loop-lag.js";
 import { OperationRunner } from "./operations.js";
 import type { ChaosIsolate, ChaosPrimitive } from "./primitive.js";
 import { type ReaderCounts, startReadersAroundWriter } from "./readers-around-writer.js";
+import {
+  ConnectionBudget,
+  type RequestBudgetCounts,
+  requestFigures,
+  runRequest,
+} from "./request-budget.js";
 import { runSection, type SectionContext } from "./section.js";
 import { startSampler } from "./server-state.js";
 import { startSpikes } from "./spikes.js";
@@ -117,6 +123,8 @@ export interface ChaosResult {
   };
   /** Read holds taken around parked writers (rw-sub; see readers-around-writer.ts). */
   readonly readersAroundWriter?: ReaderCounts;
+  /** Requests of nested scopes over two Workers clients, under the connection budget. */
+  readonly requestBudget?: RequestBudgetCounts;
   /** What the liveness check measured (kinds it applies to). */
   readonly liveness?: LivenessFigures;
   readonly invariants: readonly InvariantResult[];
@@ -178,6 +186,12 @@ async function runIn(
   const keys = Array.from({ length: config.keys }, (_, i) => `key-${i}`);
   const stores = new Map(keys.map((key) => [key, new FencedStore(`${env.prefix}-store`, key)]));
   const watches: Promise<void>[] = [];
+  // The request pattern: its connections counted by request from the global fetch on.
+  const budget =
+    kind.requests === true && options.primitive === undefined && config.requestRate > 0
+      ? new ConnectionBudget()
+      : undefined;
+  const workersClients = new Map<number, readonly [ChaosIsolate, ChaosIsolate]>();
   const context: SectionContext = {
     config,
     journal,
@@ -191,6 +205,9 @@ async function runIn(
     bury: (watch: DeadHolderWatch) => {
       watches.push(watchDeadHolder(primitive, watch, config.probeIntervalMs, config.giveUpAfterMs));
     },
+    ...(budget === undefined
+      ? {}
+      : { runRequest: (isolate) => runRequest(context, isolate, budget, workersClients) }),
   };
   const isolates = Array.from({ length: config.isolates }, (_, id) =>
     createIsolate(env, id, config, primitive.renewal?.()),
@@ -247,6 +264,7 @@ async function runIn(
     spikes.stop();
     await sampler.stop();
     loopLag.stop();
+    budget?.stop();
   }
   const elapsedMs = Date.now() - startedAt.getTime();
   const faults = { failBeforeExecute: 0, dropAfterExecute: 0, delayed: 0 };
@@ -317,13 +335,17 @@ async function runIn(
     }),
     ...(liveness?.results ?? []),
     ...(primitive.checks?.(journal) ?? []),
+    ...(budget === undefined ? [] : [budget.result()]),
   ];
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;
   const accepted = totals.reduce((sum, t) => sum + t.accepted, 0);
   const finalValues = totals.reduce((sum, t) => sum + t.value, 0);
   const freed = journal.dead.filter((d) => d.freedAt !== null);
   const seen = journal.dead.filter((d) => d.lastSeenHeldAt !== null);
-  const primitiveFigures = primitive.figures?.();
+  const primitiveFigures =
+    budget === undefined
+      ? primitive.figures?.()
+      : { ...primitive.figures?.(), ...requestFigures(budget.counts) };
   return {
     config,
     primitive: primitive.name,
@@ -380,6 +402,7 @@ async function runIn(
     },
     can: { forceRelease: primitive.forceRelease !== undefined, parks: primitive.parks === true },
     ...(liveness === undefined ? {} : { liveness: liveness.figures }),
+    ...(budget === undefined ? {} : { requestBudget: { ...budget.counts } }),
     ...(readers === undefined || readers.counts.rounds === 0
       ? {}
       : { readersAroundWriter: readers.counts }),

@@ -28,6 +28,7 @@ import { LoopLag } from "../../chaos/loop-lag.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive } from "../../chaos/primitive.js";
 import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
 import { formatReport } from "../../chaos/report.js";
+import { ConnectionBudget } from "../../chaos/request-budget.js";
 import type { Sample } from "../../chaos/server-state.js";
 import { type ChaosResult, runChaos } from "../../chaos/workload.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
@@ -105,6 +106,17 @@ function coverageGaps(result: ChaosResult, name: string): string[] {
   return met.filter(([, ok]) => !ok).map(([what]) => what);
 }
 
+/**
+ * The request pattern (nested scopes over two Workers clients, request-budget.ts) is off in this
+ * short run: in 120 operations its requests crowd out the plain sections the `*-sub` kinds need
+ * to meet every subscription fault (fair-sub and rw-sub missed some in three runs), and on
+ * lock-sub it cost 5.4 s more. It runs in `run.ts --short` and the long run; the budget's own
+ * tests are below.
+ */
+function requestRateInShortRun(_name: string): number {
+  return 0;
+}
+
 /** Runs of one kind the short run may take to meet every case (each checked in full). */
 const MAX_SHORT_RUNS = 3;
 
@@ -124,6 +136,7 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
             // Crashes a little more often than SHORT_RUN's 3 %: with 120 operations that left
             // one crashing section per kind.
             crashRate: 0.08,
+            requestRate: requestRateInShortRun(name),
           },
           { kind: KINDS[name] },
         );
@@ -717,5 +730,100 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(checkGrantsKept(samples, [{ ...wait, liveUntil: 300 }], () => false).violations).toBe(0);
     // Nor one whose own request failed (what it did is unknown).
     expect(checkGrantsKept(samples, [wait], () => true).violations).toBe(0);
+  });
+});
+
+describe("the connection budget of a request (nested scopes, two Workers clients)", () => {
+  const BUDGET_CHECK = "a request keeps at most 3 streams and 6 connections open";
+  /**
+   * Many requests, without faults: the budget alone decides. (That the pattern holds on today's
+   * code under every fault is the `*-sub` kinds' in `run.ts --short` and the long run: kept out
+   * of npm test for time.)
+   */
+  const REQUESTS: ChaosConfig = {
+    ...CALM,
+    operations: 100,
+    waitMs: 5_000,
+    // Longer holds (a request's tasks hold up to half a lease more): its waits pile up.
+    leaseMs: 1_000,
+    watchdogTimeoutMs: 1_000,
+    requestRate: 0.6,
+    subscription: {
+      ...SHORT_RUN.subscription,
+      lostRate: 0,
+      lateRate: 0,
+      neverConfirmRate: 0,
+      silentEndRate: 0,
+      errorEndRate: 0,
+      serverEndRate: 0,
+      killRate: 0,
+    },
+    killParkedRate: 0,
+  };
+
+  it("sees a request whose nested scopes do not share its budget (each sub-task its own)", async () => {
+    const result = await runChaos(
+      { ...REQUESTS, requestScopesApart: true },
+      { kind: KINDS["lock-sub"] },
+    );
+    console.log(
+      `connection budget, scopes apart: ${JSON.stringify(result.requestBudget)}, ${violationsOf(result, BUDGET_CHECK)} violations`,
+    );
+    expect(violationsOf(result, BUDGET_CHECK)).toBeGreaterThan(0);
+    expect(result.requestBudget?.peakStreams).toBeGreaterThan(3);
+  }, 60_000);
+
+  it("counts streams and requests in flight by request, and queues a seventh connection", async () => {
+    // Stand-in server: every answer's body stays open until `finish` (a stream, or a slow answer).
+    const bodies: ReadableStreamDefaultController<Uint8Array>[] = [];
+    const original = globalThis.fetch;
+    globalThis.fetch = async () =>
+      new Response(new ReadableStream({ start: (controller) => void bodies.push(controller) }));
+    const budget = new ConnectionBudget();
+    try {
+      const send = (stream: boolean) =>
+        fetch("http://x/", { headers: stream ? { Accept: "text/event-stream" } : {} });
+      const streams = new AbortController();
+      await budget.run(async () => {
+        // Four streams (one too many) and two answers: six open; the seventh waits.
+        const open = [1, 2, 3, 4].map(() =>
+          fetch("http://x/", {
+            headers: { Accept: "text/event-stream" },
+            signal: streams.signal,
+          }),
+        );
+        const answers = [send(false), send(false)];
+        await Promise.all([...open, ...answers]);
+        let seventhSent = false;
+        const seventh = send(false).then((response) => {
+          seventhSent = true;
+          return response;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(seventhSent).toBe(false);
+        expect(budget.counts.queuedFetches).toBe(1);
+        // An answer read to its end frees its connection: the seventh goes.
+        bodies[4]!.close();
+        await (await answers[0]!).text();
+        await seventh;
+        expect(seventhSent).toBe(true);
+        // The library unsubscribing (an abort) closes every stream at once.
+        streams.abort();
+        for (const body of bodies) {
+          try {
+            body.close();
+          } catch {}
+        }
+      });
+      expect(budget.counts.peakStreams).toBe(4);
+      expect(budget.counts.peakConnections).toBe(6);
+      expect(budget.result().violations).toBe(1);
+      // Outside any request nothing counts.
+      await fetch("http://x/");
+      expect(budget.counts.queuedFetches).toBe(1);
+    } finally {
+      budget.stop();
+      globalThis.fetch = original;
+    }
   });
 });

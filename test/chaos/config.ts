@@ -1,4 +1,5 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
+import type { CapacityChangeOptions } from "./capacity-changes.js";
 import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
 export type ChaosBackend = "auto" | "redis-server" | "embedded";
@@ -117,6 +118,11 @@ export interface ChaosConfig {
    * semaphore-sub; issue 41 cases 2 and 10).
    */
   readonly checkGrantsKept: boolean;
+  /**
+   * The semaphore kinds: an administrator's capacity changes under parked waiters, and owners
+   * asking for 2 or 3 permits (capacity-changes.ts; issue 41 case 3). `everyMs` 0: neither.
+   */
+  readonly capacityChanges: CapacityChangeOptions;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -172,6 +178,8 @@ export const SHORT_RUN: ChaosConfig = {
   reentryElsewhereRate: 0.7,
   readersAroundWriterEveryMs: 400,
   checkGrantsKept: true,
+  // Kept low past the bound of a waiter that no longer fits (the longest lease + the base bound).
+  capacityChanges: { everyMs: 250, multiPermitRate: 0.3, keepLowMs: 1_500 },
 };
 
 /**

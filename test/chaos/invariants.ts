@@ -436,7 +436,9 @@ export interface IdleStretch {
 export function idleStretches(
   samples: readonly Sample[],
   waits: readonly (WaitRecord & { readonly liveUntil: number })[],
-  free: (state: KeyState) => boolean,
+  free: (state: KeyState, live: readonly WaitRecord[]) => boolean,
+  /** Whether a wait can be served at this reading (a semaphore's: it fits the capacity). */
+  waiting: (state: KeyState, wait: WaitRecord) => boolean = () => true,
 ): IdleStretch[] {
   const stretches: IdleStretch[] = [];
   const waitsByKey = groupBy(waits, (wait) => wait.key);
@@ -455,12 +457,16 @@ export function idleStretches(
     for (const sample of list) {
       const state = sample.states.get(key)!;
       const live = keyWaits.filter(
-        (wait) => wait.startedAt <= sample.sentAt && sample.answeredAt <= wait.liveUntil,
+        (wait) =>
+          wait.startedAt <= sample.sentAt &&
+          sample.answeredAt <= wait.liveUntil &&
+          waiting(state, wait),
       );
       const grants = state.fence ?? state.granted;
-      if (!free(state) || live.length === 0 || (open !== undefined && open.grants !== grants)) {
+      const idle = live.length > 0 && free(state, live);
+      if (!idle || (open !== undefined && open.grants !== grants)) {
         close();
-        if (!free(state) || live.length === 0) continue;
+        if (!idle) continue;
       }
       if (open === undefined) {
         open = { from: sample.answeredAt, to: sample.answeredAt, grants, waiters: new Set() };

@@ -333,8 +333,8 @@ export interface CapacityErrorOptions {
   /** The largest capacity the key may have had in [from, to] (see capacityCeiling). */
   capacityAt(key: string, from: number, to: number): number;
   /**
-   * How long a live waiter may go without a request of its own: its park (told or not) or its
-   * polling sleep, plus round trips.
+   * How long a live waiter may go without a request of its own once its last answer came: its
+   * park (told or not) or its polling sleep, plus round trips.
    */
   readonly silenceMs: number;
   /** From the answer of an attempt that found it too large to the call's error, in ms. */
@@ -407,8 +407,17 @@ export function checkCapacityErrors(
       `the capacity was below that from ${seenAt} (observer) on; ${what}; it ended ${
         wait.endedAt === Number.POSITIVE_INFINITY ? "never" : `at ${wait.endedAt}`
       } with ${wait.error ?? "nothing"}, due by ${due}`;
-    // Silent for its whole bound while live: nothing told it, or it slept past its bound.
-    const quietUntil = seenAt + options.silenceMs + lateness(seenAt, seenAt + options.silenceMs);
+    // Silent for its whole bound while live (from the shrink, or from the answer of a request
+    // still in flight then): nothing told it, or it slept past its bound.
+    const quietFrom = Math.max(
+      seenAt,
+      ...options
+        .requestsOf(wait)
+        .filter((request) => request.copy !== true && request.sentAt < seenAt)
+        .map((request) => request.settledAt ?? Number.POSITIVE_INFINITY),
+    );
+    const quietUntil =
+      quietFrom + options.silenceMs + lateness(quietFrom, quietFrom + options.silenceMs);
     const ownDeadline = wait.startedAt + (wait.waitMs ?? Number.POSITIVE_INFINITY);
     if (
       !requests.some((request) => request.sentAt <= quietUntil) &&

@@ -53,6 +53,8 @@ export interface HoldPlan {
   readonly shared: boolean;
   /** Aborts the wait (LockAbortedError), as a task of a scope that gives up. */
   readonly signal?: AbortSignal;
+  /** A task of a group sharing one owner (scope siblings). */
+  readonly sibling?: boolean;
 }
 
 /** What an administrator's force release targeted. */

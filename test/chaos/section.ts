@@ -144,7 +144,7 @@ async function runSiblings(ctx: SectionContext, isolate: ChaosIsolate): Promise<
     return {
       ...drawn,
       crash: "no" as const,
-      plan: { ...drawn.plan, owner },
+      plan: { ...drawn.plan, owner, sibling: true },
       // Staggered a little, and holding a while (a request's work): some meet on the key at
       // once, some join a sibling's hold or wait beside it, some release while another holds.
       startDelayMs: index === 0 ? 0 : random() * config.leaseMs * 0.2,

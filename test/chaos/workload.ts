@@ -5,6 +5,7 @@
  * free, the final state is read through the fault-free observer, and the invariants are checked.
  */
 import { createPrng } from "../../dev/rest/faults.js";
+import { QUEUE_DEFAULTS } from "../../src/defaults.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
 import { PARK_GRACE_MS } from "../../src/wait/parking.js";
 import {
@@ -652,10 +653,16 @@ function livenessOf(
       )
     : undefined;
   // A capacity changed under waiters: holds granted within the capacity of their moment, and a
-  // waiter asking more than it told within its park bound (semaphore.md: three quarters of a
-  // grant's lease, so within the lease) or, polling or not yet parked, its sleep (at most the
-  // soonest lease end): the longest lease, plus the base bound for round trips.
-  const capacityErrorBoundMs = Math.max(config.leaseMs, config.watchdogTimeoutMs) + baseMs;
+  // waiter asking more than it asks again within its park bound (semaphore.md: three quarters of
+  // a grant's lease, so within the lease) or, polling or not yet parked, its sleep (at most the
+  // soonest lease end, and at most a third of waiterTimeoutMs), plus the base bound for round
+  // trips.
+  const capacityErrorBoundMs =
+    Math.max(
+      config.leaseMs,
+      config.watchdogTimeoutMs,
+      Math.floor(QUEUE_DEFAULTS.waiterTimeoutMs / 3),
+    ) + baseMs;
   const baseCapacity = primitive.adjustableCapacity?.base;
   const resized =
     capacityChanges === undefined || baseCapacity === undefined

@@ -38,8 +38,11 @@ export function semaphorePrimitive(
       counts: keys.counts,
     };
   };
+  // Scope siblings ask for one permit each, so that they can still hold together.
   const demand = (plan: HoldPlan) =>
-    adjustable === undefined ? 1 : demandOf(plan.owner, adjustable.multiPermitRate, permits);
+    adjustable === undefined || plan.sibling === true
+      ? 1
+      : demandOf(plan.owner, adjustable.multiPermitRate, permits);
   const holders = async (key: string) => {
     const state = (await readKeys(observer.raw, [layout(key)])).get(key)!;
     return [...state.holders.keys()];

@@ -227,6 +227,14 @@ describe("chaos capacity changes: a waiter that no longer fits is told in its bo
     });
   });
 
+  it("counts its bound from the answer of a request in flight at the shrink", () => {
+    const slow = waitFor3({ error: "SemaphoreCapacityError", endedAt: 2_550, liveUntil: 2_550 });
+    const inFlight = [request(1_000, 1_900), request(2_500, 2_505)];
+    expect(check(slow, inFlight)).toMatchObject({ checked: 1, violations: 0 });
+    const later = [request(1_000, 1_900), request(2_800, 2_805)];
+    expect(check({ ...slow, endedAt: 2_850, liveUntil: 2_850 }, later).violations).toBe(1);
+  });
+
   it("leaves alone waits that were served, gave up, or ran out first", () => {
     expect(check(waitFor3({ token: 7 }), []).checked).toBe(0);
     const aborted = waitFor3({ abortedAt: 1_050, liveUntil: 1_050, error: "LockAbortedError" });

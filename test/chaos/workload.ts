@@ -627,6 +627,10 @@ function livenessOf(
   });
   // FIFO kinds: a grant to a live waiter is its hold. A wait with a failed request of its own
   // (what it did is unknown) or met by a force release of its key is not checked.
+  // Holds some call returned (acquisitions, re-entries, tryAcquire): a sibling's, not a grant.
+  const returnedTokens = new Set(
+    journal.tokens.map((each) => `${each.key}\n${each.owner}\n${each.token}`),
+  );
   const grantsKept = fifo
     ? checkGrantsKept(
         journal.samples,
@@ -650,6 +654,7 @@ function livenessOf(
           spikes.some(
             (at) => at <= seenAt && seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
           ),
+        (wait, token) => returnedTokens.has(`${wait.key}\n${wait.owner}\n${token}`),
       )
     : undefined;
   // A capacity changed under waiters: holds granted within the capacity of their moment, and a

@@ -41,6 +41,12 @@ export interface CapacityChangeOptions {
    * fit it before the bound lets it wait on).
    */
   readonly keepLowMs: number;
+  /**
+   * In `semaphore-sub` too (else only in the polling `semaphore`): off in the short run, whose
+   * 120 operations of that kind too seldom meet both a waiter that no longer fits and scope
+   * siblings holding together under the stream faults.
+   */
+  readonly subscription: boolean;
 }
 
 /** One capacity change: the capacity is `before` until `sentAt`, `after` from `settledAt` on. */
@@ -175,7 +181,7 @@ export function startCapacityChanges(
           leftAlone.set(key, record.settledAt + options.keepLowMs);
         }
       }
-      await pause(options.everyMs * (0.5 + random()));
+      if (!stopped) await pause(options.everyMs * (0.5 + random()));
     }
   })();
   return {

@@ -179,7 +179,7 @@ export const SHORT_RUN: ChaosConfig = {
   readersAroundWriterEveryMs: 400,
   checkGrantsKept: true,
   // Kept low past the bound of a waiter that no longer fits (the longest lease + the base bound).
-  capacityChanges: { everyMs: 250, multiPermitRate: 0.3, keepLowMs: 1_500 },
+  capacityChanges: { everyMs: 250, multiPermitRate: 0.3, keepLowMs: 1_500, subscription: false },
 };
 
 /**
@@ -206,6 +206,7 @@ export const LONG_RUN: ChaosConfig = {
   forceReleaseEveryMs: 1_500,
   lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
   killParkedRate: 0.03,
+  capacityChanges: { ...SHORT_RUN.capacityChanges, subscription: true },
   subscription: {
     lostRate: 0.05,
     lateRate: 0.05,

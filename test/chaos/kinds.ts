@@ -131,7 +131,7 @@ export const KINDS = {
         env.observer,
         3,
         subscriptionWaiting(env, config),
-        resized(config),
+        config.capacityChanges.subscription ? resized(config) : undefined,
       ),
   },
   do: {

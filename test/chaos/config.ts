@@ -1,4 +1,5 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
+import type { CapacityChangeOptions } from "./capacity-changes.js";
 import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
 export type ChaosBackend = "auto" | "redis-server" | "embedded";
@@ -126,6 +127,11 @@ export interface ChaosConfig {
   readonly requestRate: number;
   /** Sabotage: each sub-task in a top-level scope of its own (the scopes share no request). */
   readonly requestScopesApart?: boolean;
+  /**
+   * The semaphore kinds: an administrator's capacity changes under parked waiters, and owners
+   * asking for 2 or 3 permits (capacity-changes.ts; issue 41 case 3). `everyMs` 0: neither.
+   */
+  readonly capacityChanges: CapacityChangeOptions;
 }
 
 /** The short seeded run inside `npm test`: a few seconds per backend. */
@@ -183,6 +189,8 @@ export const SHORT_RUN: ChaosConfig = {
   checkGrantsKept: true,
   // A request is 4–6 waits: enough of them in 120 operations to reach the stream budget.
   requestRate: 0.15,
+  // Kept low past the bound of a waiter that no longer fits (the longest lease + the base bound).
+  capacityChanges: { everyMs: 250, multiPermitRate: 0.3, keepLowMs: 1_500, subscription: false },
 };
 
 /**
@@ -210,6 +218,7 @@ export const LONG_RUN: ChaosConfig = {
   lateCopies: { rate: 0.03, minDelayMs: 50, maxDelayMs: 4_000 },
   killParkedRate: 0.03,
   requestRate: 0.05,
+  capacityChanges: { ...SHORT_RUN.capacityChanges, subscription: true },
   subscription: {
     lostRate: 0.05,
     lateRate: 0.05,

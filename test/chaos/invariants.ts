@@ -436,7 +436,9 @@ export interface IdleStretch {
 export function idleStretches(
   samples: readonly Sample[],
   waits: readonly (WaitRecord & { readonly liveUntil: number })[],
-  free: (state: KeyState) => boolean,
+  free: (state: KeyState, live: readonly WaitRecord[]) => boolean,
+  /** Whether a wait can be served at this reading (a semaphore's: it fits the capacity). */
+  waiting: (state: KeyState, wait: WaitRecord) => boolean = () => true,
 ): IdleStretch[] {
   const stretches: IdleStretch[] = [];
   const waitsByKey = groupBy(waits, (wait) => wait.key);
@@ -455,12 +457,16 @@ export function idleStretches(
     for (const sample of list) {
       const state = sample.states.get(key)!;
       const live = keyWaits.filter(
-        (wait) => wait.startedAt <= sample.sentAt && sample.answeredAt <= wait.liveUntil,
+        (wait) =>
+          wait.startedAt <= sample.sentAt &&
+          sample.answeredAt <= wait.liveUntil &&
+          waiting(state, wait),
       );
       const grants = state.fence ?? state.granted;
-      if (!free(state) || live.length === 0 || (open !== undefined && open.grants !== grants)) {
+      const idle = live.length > 0 && free(state, live);
+      if (!idle || (open !== undefined && open.grants !== grants)) {
         close();
-        if (!free(state) || live.length === 0) continue;
+        if (!idle) continue;
       }
       if (open === undefined) {
         open = { from: sample.answeredAt, to: sample.answeredAt, grants, waiters: new Set() };
@@ -537,12 +543,15 @@ export type LiveWait = WaitRecord & { readonly liveUntil: number };
  * Only owners with one wait and no other hold during it are checked (scope siblings share an
  * owner), and `excused` ones are left out (a request of theirs failed: what it did is unknown),
  * as are those whose grant `excusedGrant` excuses (a spike delayed its word past any window).
+ * A token that another call of the owner returned (`returnedElsewhere`: a sibling's tryAcquire
+ * or re-entry, which no wait records) is that call's hold, not a grant to this wait.
  */
 export function checkGrantsKept(
   samples: readonly Sample[],
   waits: readonly LiveWait[],
   excused: (wait: LiveWait) => boolean,
   excusedGrant: (wait: LiveWait, seenAt: number) => boolean = () => false,
+  returnedElsewhere: (wait: LiveWait, token: number) => boolean = () => false,
 ): InvariantResult {
   const tally = new Tally("a grant to a live waiter is the hold it gets (its place kept)");
   const byKey = samplesByKey(samples);
@@ -556,10 +565,13 @@ export function checkGrantsKept(
       if (sample.answeredAt >= wait.endedAt) break;
       const state = sample.states.get(wait.key)!;
       if (!state.holders.has(wait.owner)) continue;
+      const tokens = (state.tokens?.get(wait.owner) ?? [state.fence]).filter(
+        (token): token is number =>
+          token !== undefined && (token === wait.token || !returnedElsewhere(wait, token)),
+      );
+      if (tokens.length === 0) continue;
       firstSeenAt = Math.min(firstSeenAt, sample.sentAt);
-      for (const token of state.tokens?.get(wait.owner) ?? [state.fence]) {
-        if (token !== undefined) granted.add(token);
-      }
+      for (const token of tokens) granted.add(token);
     }
     if (granted.size === 0 || excusedGrant(wait, firstSeenAt)) continue;
     tally.check(

@@ -143,6 +143,12 @@ export interface WaitRecord {
   abortedAt: number;
   /** The token of the hold the call returned, if it returned one. */
   token: number | undefined;
+  /** Permits it asked for (semaphores; default 1). */
+  readonly permits?: number;
+  /** How long it was allowed to wait, in ms. */
+  readonly waitMs?: number;
+  /** The name of the error it threw, if it threw one. */
+  error?: string;
 }
 
 /**

@@ -117,7 +117,8 @@ export const KINDS = {
   semaphore: {
     name: "semaphore",
     databases: 1,
-    create: (env) => semaphorePrimitive(env.prefix, env.observer, 3),
+    create: (env, config) =>
+      semaphorePrimitive(env.prefix, env.observer, 3, undefined, resized(config)),
   },
   "semaphore-sub": {
     name: "semaphore (push, subscription)",
@@ -134,7 +135,13 @@ export const KINDS = {
       holdersPerIsolate: Math.ceil(config.holdersPerIsolate / 2),
     }),
     create: (env, config) =>
-      semaphorePrimitive(env.prefix, env.observer, 3, subscriptionWaiting(env, config)),
+      semaphorePrimitive(
+        env.prefix,
+        env.observer,
+        3,
+        subscriptionWaiting(env, config),
+        config.capacityChanges.subscription ? resized(config) : undefined,
+      ),
   },
   do: {
     name: "lock (Durable Object watchdog)",
@@ -149,5 +156,12 @@ export const KINDS = {
 } as const satisfies Record<string, ChaosKind>;
 
 export type ChaosKindName = keyof typeof KINDS;
+
+/** A semaphore of 3 whose capacity an administrator moves between 1 and 5 (when the run does). */
+function resized(config: ChaosConfig): { multiPermitRate: number; max: number } | undefined {
+  return config.capacityChanges.everyMs > 0
+    ? { multiPermitRate: config.capacityChanges.multiPermitRate, max: 5 }
+    : undefined;
+}
 
 export const KIND_NAMES = Object.keys(KINDS) as ChaosKindName[];

@@ -58,6 +58,8 @@ export interface HoldPlan {
   readonly shared: boolean;
   /** Aborts the wait (LockAbortedError), as a task of a scope that gives up. */
   readonly signal?: AbortSignal;
+  /** A task of a group sharing one owner (scope siblings). */
+  readonly sibling?: boolean;
 }
 
 /** What an administrator's force release targeted. */
@@ -112,6 +114,14 @@ export interface ChaosPrimitive {
   readonly capacity: number;
   /** Fraction of sections that ask for a shared hold (read locks). Default 0. */
   readonly sharedRate?: number;
+  /**
+   * A semaphore whose capacity an administrator changes during the run (capacity-changes.ts):
+   * its base capacity (set on first use, returned to often) and the most it is raised to.
+   * `capacity` is then the most.
+   */
+  readonly adjustableCapacity?: { readonly base: number; readonly max: number };
+  /** Permits an acquisition asks for (semaphores). Default 1. */
+  demandOf?(plan: HoldPlan): number;
   /** Its waiters park (push mode): some are killed while parked. */
   readonly parks?: boolean;
   /** The fraction of sections whose waiter is killed once parked. Default: the run's. */

@@ -66,6 +66,18 @@ export function figureRows(result: ChaosResult): [string, string][] {
             `${result.readersAroundWriter.rounds} / ${result.readersAroundWriter.aroundAWriter}`,
           ],
         ] as [string, string][])),
+    ...(result.capacityChanges === undefined
+      ? []
+      : ([
+          [
+            "capacity changes (shrinks / grows / back to base / failed requests)",
+            `${result.capacityChanges.changes}: ${result.capacityChanges.shrinks} / ${result.capacityChanges.grows} / ${result.capacityChanges.backToBase} / ${result.capacityChanges.failed}`,
+          ],
+          [
+            "  shrinks under a waiter asking more / SemaphoreCapacityError waits",
+            `${result.capacityChanges.shrinksUnderWaiters} / ${result.capacityChanges.capacityErrors}`,
+          ],
+        ] as [string, string][])),
     ...(result.liveness === undefined
       ? []
       : ([

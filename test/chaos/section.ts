@@ -177,6 +177,7 @@ export async function runSiblings(
       plan: {
         ...drawn.plan,
         owner,
+        sibling: true,
         ...(shape.key === undefined ? {} : { tryOnly: false, waitMs: config.waitMs }),
       },
       // Staggered a little, and holding a while (a request's work): some meet on the key at

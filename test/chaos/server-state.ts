@@ -27,6 +27,23 @@ export interface KeyState {
   readonly granted?: number;
   /** A semaphore's live holds, by owner: their fencing tokens (each hold has its own). */
   readonly tokens?: ReadonlyMap<string, readonly number[]>;
+  /** A semaphore's capacity, where the layout names it (0: unset). */
+  readonly capacity?: number;
+  /** A semaphore's live holds with their permits and grant time (server ms), where named. */
+  readonly permitHolds?: readonly PermitHold[];
+  /** A semaphore's waiting acquisitions in ticket order with their permits, where named. */
+  readonly waiting?: readonly { readonly owner: string; readonly permits: number }[];
+  /** The server's clock at the reading (ms). */
+  readonly serverAt?: number;
+}
+
+/** One live semaphore hold as the server has it. */
+export interface PermitHold {
+  readonly owner: string;
+  readonly token: number;
+  readonly permits: number;
+  /** Server ms of its grant (kept from the grant on: renewals do not move it). */
+  readonly grantedAt: number;
 }
 
 /** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
@@ -56,6 +73,10 @@ export interface KeyLayout {
   readonly fence?: string;
   /** A counter of grants that is not the latest holder's token (KeyState.granted). */
   readonly granted?: string;
+  /** A semaphore's capacity (string). */
+  readonly capacity?: string;
+  /** Hash hold (as in `leases`) → `<permits> <server ms of the grant>` (a semaphore's). */
+  readonly counts?: string;
 }
 
 // KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'z' (ZRANGE WITHSCORES) or 'g' (GET).
@@ -100,7 +121,11 @@ export async function readKeys(
       keys.push(zset);
       kinds.push("z");
     }
-    for (const counter of [layout.fence, layout.granted]) {
+    if (layout.counts !== undefined) {
+      keys.push(layout.counts);
+      kinds.push("h");
+    }
+    for (const counter of [layout.fence, layout.granted, layout.capacity]) {
       if (counter === undefined) continue;
       keys.push(counter);
       kinds.push("g");
@@ -120,12 +145,14 @@ export async function readKeys(
         if (Number(count) > 0) holders.set(owner, "exclusive");
     }
     const tokens = new Map<string, number[]>();
+    const liveHolds: string[] = [];
     if (layout.leases !== undefined) {
       for (const [member, expiry] of pairs(reply[next++])) {
         if (Number(expiry) <= serverMs) continue;
         const [owner, token] = member.split(" ");
         holders.set(owner!, "exclusive");
         tokens.set(owner!, [...(tokens.get(owner!) ?? []), Number(token)]);
+        liveHolds.push(member);
       }
     }
     if (layout.reads !== undefined) {
@@ -135,12 +162,18 @@ export async function readKeys(
       }
     }
     const queue = new Map<string, number>();
+    const waiting: { owner: string; permits: number; ticket: number }[] = [];
     if (layout.queue !== undefined) {
-      // A member is one acquisition (`<owner> <operation id>`): an owner's earliest place.
+      // A member is one acquisition (`<owner> <operation id>[ <permits>]`): an owner's earliest
+      // place.
       for (const [member, ticket] of pairs(reply[next++])) {
-        const owner = member.split(" ")[0]!;
+        const parts = member.split(" ");
+        const owner = parts[0]!;
         queue.set(owner, Math.min(Number(ticket), queue.get(owner) ?? Number.POSITIVE_INFINITY));
+        const permits = parts.length > 2 ? Number(parts[parts.length - 1]) : 1;
+        waiting.push({ owner, permits, ticket: Number(ticket) });
       }
+      waiting.sort((a, b) => a.ticket - b.ticket);
     }
     const stale = new Set<string>();
     if (layout.timeouts !== undefined) {
@@ -148,8 +181,23 @@ export async function readKeys(
         if (Number(deadline) <= serverMs) stale.add(member.split(" ")[0]!);
       }
     }
+    const permitHolds: PermitHold[] = [];
+    if (layout.counts !== undefined) {
+      const counts = new Map(pairs(reply[next++]));
+      for (const member of liveHolds) {
+        const [owner, token] = member.split(" ");
+        const [permits, grantedAt] = (counts.get(member) ?? "1 0").split(" ");
+        permitHolds.push({
+          owner: owner!,
+          token: Number(token),
+          permits: Number(permits),
+          grantedAt: Number(grantedAt),
+        });
+      }
+    }
     const fence = layout.fence === undefined ? undefined : Number(reply[next++]);
     const granted = layout.granted === undefined ? undefined : Number(reply[next++]);
+    const capacity = layout.capacity === undefined ? undefined : Number(reply[next++]);
     states.set(layout.key, {
       holders,
       queue,
@@ -157,6 +205,8 @@ export async function readKeys(
       ...(fence === undefined ? {} : { fence }),
       ...(granted === undefined ? {} : { granted }),
       ...(layout.leases === undefined ? {} : { tokens }),
+      ...(capacity === undefined ? {} : { capacity, waiting, serverAt: serverMs }),
+      ...(layout.counts === undefined ? {} : { permitHolds }),
     });
   }
   return states;

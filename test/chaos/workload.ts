@@ -5,8 +5,20 @@
  * free, the final state is read through the fault-free observer, and the invariants are checked.
  */
 import { createPrng } from "../../dev/rest/faults.js";
+import { QUEUE_DEFAULTS } from "../../src/defaults.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
 import { PARK_GRACE_MS } from "../../src/wait/parking.js";
+import {
+  type CapacityChangeRecord,
+  type CapacityCounts,
+  canFit,
+  capacityCeiling,
+  capacityCounts,
+  checkCapacityErrors,
+  checkGrantsWithinCapacity,
+  freeForWaiters,
+  startCapacityChanges,
+} from "./capacity-changes.js";
 import type { ChaosConfig } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import {
@@ -127,6 +139,8 @@ export interface ChaosResult {
   readonly requestBudget?: RequestBudgetCounts;
   /** What the liveness check measured (kinds it applies to). */
   readonly liveness?: LivenessFigures;
+  /** An administrator's capacity changes under parked waiters (semaphores; capacity-changes.ts). */
+  readonly capacityChanges?: CapacityCounts;
   readonly invariants: readonly InvariantResult[];
   readonly violations: number;
 }
@@ -240,6 +254,18 @@ async function runIn(
     config.sampleIntervalMs,
   );
   const admin = startForceReleases(context, isolates, config);
+  const resizing =
+    primitive.adjustableCapacity !== undefined && options.primitive === undefined
+      ? startCapacityChanges(
+          env,
+          keys,
+          primitive.adjustableCapacity.base,
+          primitive.adjustableCapacity.max,
+          config.capacityChanges,
+          config.seed,
+          config.requestTimeoutMs,
+        )
+      : undefined;
   const readers =
     kind.subscribes === true && options.primitive === undefined
       ? startReadersAroundWriter(primitive, journal, isolates, keys, config, context.bury)
@@ -258,6 +284,7 @@ async function runIn(
     );
   } finally {
     await admin.stop();
+    await resizing?.stop();
     await readers?.stop();
     // Copies still pending never arrive; those in flight are waited for (with the faults on).
     await env.lateCopies.stop();
@@ -318,6 +345,7 @@ async function runIn(
       config.checkGrantsKept &&
       kind.subscribes === true &&
       (kind.fair === true || primitive.capacity > 1),
+    resizing?.changes,
   );
   process.off("unhandledRejection", onUnhandled);
   primitive.close?.();
@@ -403,6 +431,7 @@ async function runIn(
     can: { forceRelease: primitive.forceRelease !== undefined, parks: primitive.parks === true },
     ...(liveness === undefined ? {} : { liveness: liveness.figures }),
     ...(budget === undefined ? {} : { requestBudget: { ...budget.counts } }),
+    ...(liveness?.capacity === undefined ? {} : { capacityChanges: liveness.capacity }),
     ...(readers === undefined || readers.counts.rounds === 0
       ? {}
       : { readersAroundWriter: readers.counts }),
@@ -499,6 +528,8 @@ function recordingWaits(primitive: ChaosPrimitive, journal: Journal): ChaosPrimi
         owner: plan.owner,
         isolate: isolate.id,
         shared: plan.shared,
+        ...(primitive.demandOf === undefined ? {} : { permits: primitive.demandOf(plan) }),
+        waitMs: plan.waitMs,
         startedAt: Date.now(),
         endedAt: Number.POSITIVE_INFINITY,
         abortedAt: Number.POSITIVE_INFINITY,
@@ -514,6 +545,9 @@ function recordingWaits(primitive: ChaosPrimitive, journal: Journal): ChaosPrimi
         const hold = await primitive.acquire(isolate, key, plan);
         wait.token = hold?.fencingToken;
         return hold;
+      } catch (error) {
+        wait.error = error instanceof Error ? error.name : "thrown";
+        throw error;
       } finally {
         wait.endedAt = Date.now();
         plan.signal?.removeEventListener("abort", onAbort);
@@ -538,7 +572,8 @@ function livenessOf(
   spikes: readonly number[],
   loopLag: LoopLag,
   fifo: boolean,
-): { results: InvariantResult[]; figures: LivenessFigures } | undefined {
+  capacityChanges?: readonly CapacityChangeRecord[],
+): { results: InvariantResult[]; figures: LivenessFigures; capacity?: CapacityCounts } | undefined {
   if ((primitive.databases ?? 1) > 1 || primitive.keysOf !== undefined) return undefined;
   const push = primitive.parks === true;
   const parkMs = config.push.parkMs + config.push.claimMs;
@@ -595,8 +630,18 @@ function livenessOf(
     }
   }
   const capacity = primitive.capacity;
-  const stretches: IdleStretch[] = idleStretches(journal.samples, waits, (state) =>
-    capacity === 1 ? state.holders.size === 0 : state.holders.size < capacity,
+  // A semaphore's readings carry its capacity: permits that fit the waiter next in line, at the
+  // capacity of that moment (a waiter asking more than it waits for no permit).
+  const stretches: IdleStretch[] = idleStretches(
+    journal.samples,
+    waits,
+    (state, live) =>
+      state.capacity !== undefined
+        ? freeForWaiters(state, live)
+        : capacity === 1
+          ? state.holders.size === 0
+          : state.holders.size < capacity,
+    canFit,
   );
   const baseMs = push ? config.liveness.pushIdleMs : config.liveness.pollIdleMs;
   const result = checkLiveness(stretches, excuses, {
@@ -605,6 +650,10 @@ function livenessOf(
   });
   // FIFO kinds: a grant to a live waiter is its hold. A wait with a failed request of its own
   // (what it did is unknown) or met by a force release of its key is not checked.
+  // Holds some call returned (acquisitions, re-entries, tryAcquire): a sibling's, not a grant.
+  const returnedTokens = new Set(
+    journal.tokens.map((each) => `${each.key}\n${each.owner}\n${each.token}`),
+  );
   const grantsKept = fifo
     ? checkGrantsKept(
         journal.samples,
@@ -628,12 +677,52 @@ function livenessOf(
           spikes.some(
             (at) => at <= seenAt && seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
           ),
+        (wait, token) => returnedTokens.has(`${wait.key}\n${wait.owner}\n${token}`),
       )
     : undefined;
+  // A capacity changed under waiters: holds granted within the capacity of their moment, and a
+  // waiter asking more than it asks again within its park bound (semaphore.md: three quarters of
+  // a grant's lease, so within the lease) or, polling or not yet parked, its sleep (at most the
+  // soonest lease end, and at most a third of waiterTimeoutMs), plus the base bound for round
+  // trips.
+  const capacityErrorBoundMs =
+    Math.max(
+      config.leaseMs,
+      config.watchdogTimeoutMs,
+      Math.floor(QUEUE_DEFAULTS.waiterTimeoutMs / 3),
+    ) + baseMs;
+  const baseCapacity = primitive.adjustableCapacity?.base;
+  const resized =
+    capacityChanges === undefined || baseCapacity === undefined
+      ? undefined
+      : {
+          results: [
+            checkGrantsWithinCapacity(
+              journal.samples,
+              capacityChanges,
+              baseCapacity,
+              BOUND_TOLERANCE_MS,
+            ),
+            checkCapacityErrors(journal.samples, waits, {
+              requestsOf: (wait) => isolates[wait.isolate]!.requestsOf(wait.owner),
+              capacityAt: (key, from, to) =>
+                capacityCeiling(capacityChanges, key, baseCapacity, from, to),
+              silenceMs: capacityErrorBoundMs,
+              answerMs: baseMs,
+              lateness: (from, to) => loopLag.lateness(from, to),
+            }),
+          ],
+          counts: capacityCounts(capacityChanges, baseCapacity, waits),
+        };
   const byWhat: Record<string, number> = {};
   for (const excuse of excuses) byWhat[excuse.what] = (byWhat[excuse.what] ?? 0) + 1;
   return {
-    results: grantsKept === undefined ? [result] : [result, grantsKept],
+    ...(resized === undefined ? {} : { capacity: resized.counts }),
+    results: [
+      result,
+      ...(grantsKept === undefined ? [] : [grantsKept]),
+      ...(resized?.results ?? []),
+    ],
     figures: {
       waits: waits.length,
       idleStretches: stretches.length,

@@ -730,6 +730,9 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(checkGrantsKept(samples, [{ ...wait, liveUntil: 300 }], () => false).violations).toBe(0);
     // Nor one whose own request failed (what it did is unknown).
     expect(checkGrantsKept(samples, [wait], () => true).violations).toBe(0);
+    // Token 4 returned to another call of the owner (a sibling's tryAcquire): not this wait's.
+    const returned = (_: unknown, token: number) => token === 4;
+    expect(checkGrantsKept(samples, [wait], () => false, undefined, returned).violations).toBe(0);
   });
 });
 

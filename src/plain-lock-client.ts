@@ -13,6 +13,7 @@ import type { OperationContext } from "./locks/context.js";
 import type { AcquireOptions } from "./locks/exclusive/lock.js";
 import { Lock } from "./locks/exclusive/lock.js";
 import type { LockHandle } from "./locks/handle.js";
+import { acquireLiveHold } from "./locks/live-hold.js";
 import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
@@ -190,7 +191,11 @@ export class PlainLockClient {
     if (typeof fn !== "function") {
       throw new LockInputError("withLock(name, fn): fn must be a function.");
     }
-    const handle = await this.lock(name).acquire(options);
+    const lock = this.lock(name);
+    const handle = await acquireLiveHold(
+      (waitMs) => lock.acquire(waitMs === undefined ? options : { ...options, waitMs }),
+      options?.waitMs,
+    );
     try {
       return await fn(handle);
     } finally {

@@ -9,6 +9,7 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { LockClient } from "../client.js";
 import { LockInputError, LockNotHeldError, LockWaitTimeoutError } from "../errors.js";
+import { acquireLiveHold } from "../locks/live-hold.js";
 import type { PermitHandle } from "../locks/semaphore/permit-handle.js";
 import { checkCount, checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
@@ -176,11 +177,15 @@ export function concurrencyLimit<E extends Env = AnyEnv>(
       const semaphore = named.lock;
       let permit: PermitHandle;
       try {
-        permit = await semaphore.acquire({
+        permit = await acquireLiveHold(
+          (left = waitMs) =>
+            semaphore.acquire({
+              waitMs: left,
+              ...(leaseMs === undefined ? {} : { leaseMs }),
+              ...(wait === undefined ? {} : { wait }),
+            }),
           waitMs,
-          ...(leaseMs === undefined ? {} : { leaseMs }),
-          ...(wait === undefined ? {} : { wait }),
-        });
+        );
       } catch (error) {
         // A LockBudgetExceededError is a kind of LockWaitTimeoutError: busy all the same.
         if (!(error instanceof LockWaitTimeoutError)) throw error;

@@ -8,6 +8,7 @@ import {
   LockWaitTimeoutError,
 } from "../errors.js";
 import type { LockHandle } from "../locks/handle.js";
+import { acquireLiveHold } from "../locks/live-hold.js";
 import type { PlainLockClient } from "../plain-lock-client.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
@@ -194,11 +195,15 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
       if (lock instanceof Response) return lock;
       let held: H;
       try {
-        held = await lock.acquire({
+        held = await acquireLiveHold(
+          (left = waitMs) =>
+            lock.acquire({
+              waitMs: left,
+              ...(leaseMs === undefined ? {} : { leaseMs }),
+              ...(wait === undefined ? {} : { wait }),
+            }),
           waitMs,
-          ...(leaseMs === undefined ? {} : { leaseMs }),
-          ...(wait === undefined ? {} : { wait }),
-        });
+        );
       } catch (error) {
         if (error instanceof LockWaitTimeoutError || error instanceof LockBudgetExceededError) {
           const { lockName, holderTtlMs } = error;

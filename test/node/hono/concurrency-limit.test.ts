@@ -8,7 +8,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
 import { LockInputError, type PermitHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, gate, overlapMeter } from "./harness.js";
 
 describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
@@ -87,6 +87,38 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     const long = await post(app, "x".repeat(1_100));
     expect(long.status).toBe(400);
     expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
+  });
+
+  it("never runs a handler on a permit whose lease ended before its answer arrived", async () => {
+    // Issue 41 (the long chaos run): a permit answered slower than its lease had lapsed in
+    // Redis, another request took it, and the late one's handler still started beside it.
+    const prefix = freshPrefix();
+    const slow = slowScriptAnswers(bed.redis());
+    const late = bed.client({ prefix, redis: slow.redis });
+    const prompt = bed.client({ prefix });
+    const meter = overlapMeter();
+    const handler = async () => {
+      meter.enter();
+      await sleepMs(600);
+      meter.leave();
+      return new Response("ok");
+    };
+    const lateApp = appWith({ client: late, permits: 1, leaseMs: 400 }, handler);
+    const promptApp = appWith({ client: prompt, permits: 1, leaseMs: 2_000 }, handler);
+    slow.state.delayMs = 900; // the acquire's answer comes back 900 ms late, its 400 ms lease over
+    const lateAnswer = post(lateApp);
+    await sleepMs(200); // its script is sent by now (the delay is read when it is sent)
+    slow.state.delayMs = 0;
+    await sleepMs(350); // the late permit has lapsed in Redis: the prompt request takes it
+    const promptAnswer = await post(promptApp);
+    const lateResponse = await lateAnswer;
+    expect(promptAnswer.status).toBe(200);
+    expect(meter.max).toBe(1);
+    // The late request found the permit taken when it asked again: busy, not served beside it.
+    expect(lateResponse.status).toBe(429);
+    await Promise.all([promptAnswer.text(), lateResponse.text()]);
+    const semaphore = prompt.semaphore("llm:acme");
+    await until(async () => (await semaphore.availablePermits()) === 1);
   });
 
   it("returns the permit when the handler throws", async () => {

@@ -12,7 +12,7 @@ import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sentScript } from "../../support/sent-script.js";
-import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "../lock/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
 
 describe("withLock()'s Retry-After", () => {
@@ -232,6 +232,36 @@ describe.each(backendKindsUnderTest())("withLock() on %s", (kind) => {
     const res = await app.request("/orders/5", { method: "POST" }, {}, executionContext());
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ token: 2 });
+  });
+
+  it("never runs the handler on a hold whose lease ended before its answer arrived", async () => {
+    // Issue 41: an answer slower than the lease brings back a hold another owner may have by now.
+    const prefix = freshPrefix();
+    const slow = slowScriptAnswers(bed.redis());
+    const meter = overlapMeter();
+    const handler = async () => {
+      meter.enter();
+      await sleepMs(600);
+      meter.leave();
+      return new Response("ok");
+    };
+    const lateApp = appWith(bed.client({ prefix, redis: slow.redis }), handler, { leaseMs: 400 });
+    const promptApp = appWith(bed.client({ prefix }), handler, { leaseMs: 2_000 });
+    slow.state.delayMs = 900;
+    const lateAnswer = lateApp.request("/orders/7", { method: "POST" }, {}, executionContext());
+    await sleepMs(200); // its script is sent by now (the delay is read when it is sent)
+    slow.state.delayMs = 0;
+    await sleepMs(350);
+    const promptAnswer = await promptApp.request(
+      "/orders/7",
+      { method: "POST" },
+      {},
+      executionContext(),
+    );
+    const lateResponse = await lateAnswer;
+    expect(promptAnswer.status).toBe(200);
+    expect(meter.max).toBe(1);
+    expect(lateResponse.status).toBe(409);
   });
 
   it("runs the requests of one key one at a time, and other keys alongside", async () => {

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import {
   type HeldLock,
+  LockBackendError,
   type LockClient,
   type LockEvent,
   LockLostError,
@@ -13,7 +14,7 @@ import {
   RedLock,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { until, useTestBed } from "./testbed.js";
+import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "./testbed.js";
 
 interface AcquirableHold {
   acquire(options: { leaseMs: number }): Promise<HeldLock>;
@@ -132,6 +133,48 @@ describe.each(backendKindsUnderTest())("disposal after the hold was lost (%s)", 
         throw failure;
       }),
     ).rejects.toBe(failure);
+  });
+
+  it("withLock: fn starts only on a hold still valid when its answer arrived", async () => {
+    // Issue 41: an answer slower than the lease brought back a hold already lost; fn ran on it
+    // while another owner could hold the lock.
+    const prefix = freshPrefix();
+    const slow = slowScriptAnswers(bed.redis());
+    const client = bed.client({ prefix, redis: slow.redis });
+    const rival = bed.client({ prefix });
+    slow.state.delayMs = 700; // the acquire's answer comes back after its 300 ms lease
+    const started: boolean[] = [];
+    const running = client.withLock(
+      "with-late",
+      (held) => {
+        started.push(held.signal.aborted);
+        return held.fencingToken;
+      },
+      { leaseMs: 300, waitMs: 5_000 },
+    );
+    await sleepMs(150); // its script is sent by now
+    slow.state.delayMs = 0;
+    const token = await running;
+    // One start, on a live hold: the second acquisition (the first one's lease was over).
+    expect(started).toEqual([false]);
+    expect(token).toBe(2);
+    await until(async () => !(await rival.lock("with-late").isLocked()));
+  });
+
+  it("withLock: answers always slower than the lease end in LockBackendError, fn never run", async () => {
+    const prefix = freshPrefix();
+    const slow = slowScriptAnswers(bed.redis());
+    const client = bed.client({ prefix, redis: slow.redis });
+    slow.state.delayMs = 500;
+    let runs = 0;
+    const failure = await client
+      .withLock("with-slow", () => (runs += 1), { leaseMs: 200, waitMs: 10_000 })
+      .catch((error: unknown) => error);
+    expect(runs).toBe(0);
+    expect(failure).toBeInstanceOf(LockBackendError);
+    expect((failure as Error).message).toContain("Redis answers slower than the lease");
+    slow.state.delayMs = 0;
+    await until(async () => !(await client.lock("with-slow").isLocked()));
   });
 
   /** A lock of several names or databases, and the one member whose loss loses the hold. */

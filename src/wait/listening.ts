@@ -52,7 +52,7 @@ export class Listening {
   /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
   readonly shard: number;
 
-  // A waiter next to be granted parks within the claim window (turnKeepingParkMs): a lost word
+  // A fair waiter parks within the claim window wherever it is queued (turnKeepingParkMs): a lost word
   // costs it no turn.
   readonly #keepsTurn: boolean;
 

@@ -35,12 +35,13 @@ export const PARK_GRACE_MS = 1_000;
  * nothing over); behind it, a claim window past the expected turn, so that a grant to a waiter
  * that died parked is noticed soon. The scripts record the same bound (parkEndLua in
  * queue/hand-off.ts) to know whom a hand-off must tell. With `keepsTurn` (a fair waiter over a
- * subscription) the head parks at most turnKeepingParkMs; the scripts' record keeps the longer
- * bound, which only decides whether a waiter *behind* a grant is told, never the head.
+ * subscription) every park lasts at most turnKeepingParkMs, at any place in the queue (the
+ * waiters ahead may leave untold); the scripts' record keeps the longer bound, which only decides
+ * whether a waiter *behind* a grant is told.
  */
 export function parkBoundMs(view: TurnView, claimMs: number, keepsTurn = false): number {
-  let bound =
-    keepsTurn && view.position === 0 ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
+  // Any place may be next without a word: the waiters ahead can give up or die unannounced.
+  let bound = keepsTurn ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
   if (view.holderTtlMs !== null) {
     bound = Math.min(bound, view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS);
   }
@@ -54,14 +55,14 @@ export function parkBoundMs(view: TurnView, claimMs: number, keepsTurn = false):
 
 /**
  * Share of the claim window a waiter that keeps its turn (the fair lock) parks at most over a
- * subscription while it is next to be granted: a grant whose word was lost is then replayed by
+ * subscription, since any park may see it granted: a grant whose word was lost is then replayed by
  * its next attempt before the window lapses (the rest of the window covers that round trip), so
  * the waiter holds with its granted token instead of losing its place to the waiters behind. A
  * pop needs none of it: its grant is pushed twice, for the re-sent pop.
  */
 export const TURN_KEEPING_PARK_SHARE = 0.75;
 
-/** The longest park of a waiter next to be granted that must not lose its turn to a lost word. */
+/** The longest park of a waiter that must not lose its turn to a lost word (any place in the queue). */
 export function turnKeepingParkMs(claimMs: number): number {
   return Math.max(MIN_PARK_MS, Math.floor(claimMs * TURN_KEEPING_PARK_SHARE));
 }

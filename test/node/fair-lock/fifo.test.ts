@@ -233,4 +233,55 @@ describe.each(backendKindsUnderTest())("fair lock order over a subscription on %
     // Within the grant's claim window (2 s), not after its park's full length and the queue.
     expect((order[0]?.at ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(2_000);
   });
+  it("a waiter that became the head untold keeps its place when its grant word is lost", async () => {
+    // Issue 41 (the long chaos run): W2 parked behind W1 for its whole park (5 s); W1 gave up,
+    // so the release granted W2, whose word was lost: its grant lapsed (2 s) before W2 asked.
+    const prefix = freshPrefix();
+    const holderClient = bed.client({ prefix, scriptKeyLocking: true });
+    const held = await holderClient.fairLock("fifo-untold").acquire({ leaseMs: 10_000 });
+    const w1 = new AbortController();
+    const taps = ["W1", "W2", "W3"].map((label) => ({ label, ...tapped(bed.redis()) }));
+    const order: { label: string; fencingToken: number; at: number }[] = [];
+    const served: Promise<void>[] = [];
+    for (const [index, { label, redis }] of taps.entries()) {
+      const client = bed.client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        wait: { mode: "push", wakeBy: "subscription" },
+      });
+      served.push(
+        client
+          .fairLock("fifo-untold")
+          .acquire({
+            leaseMs: 10_000,
+            waitMs: 20_000,
+            ...(label === "W1" ? { signal: w1.signal } : {}),
+          })
+          .then(
+            async (handle) => {
+              order.push({ label, fencingToken: handle.fencingToken, at: Date.now() });
+              await sleepMs(50);
+              await handle.release();
+            },
+            (error: unknown) => {
+              if (label !== "W1") throw error;
+            },
+          ),
+      );
+      await until(async () => (await subscribedWaiters(prefix, "fifo-untold")) === index + 1);
+    }
+    w1.abort();
+    await until(async () => (await subscribedWaiters(prefix, "fifo-untold")) === 2);
+    const second = taps[1];
+    if (second === undefined) throw new Error("no second waiter");
+    second.tap.dropWords = true;
+    const releasedAt = Date.now();
+    await held.release();
+    await Promise.all(served);
+    expect(second.tap.words).toBeGreaterThanOrEqual(1);
+    expect(order.map(({ label }) => label)).toEqual(["W2", "W3"]);
+    expect(order[0]?.fencingToken).toBe(held.fencingToken + 1);
+    expect((order[0]?.at ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(2_000);
+  });
 });

@@ -552,6 +552,7 @@ export function checkGrantsKept(
   excused: (wait: LiveWait) => boolean,
   excusedGrant: (wait: LiveWait, seenAt: number) => boolean = () => false,
   returnedElsewhere: (wait: LiveWait, token: number) => boolean = () => false,
+  context: (wait: LiveWait, seenAt: number) => string = () => "",
 ): InvariantResult {
   const tally = new Tally("a grant to a live waiter is the hold it gets (its place kept)");
   const byKey = samplesByKey(samples);
@@ -578,7 +579,8 @@ export function checkGrantsKept(
       granted.size === 1 && granted.has(wait.token),
       () =>
         `key ${wait.key}: ${wait.owner.slice(0, 8)} (isolate ${wait.isolate}) waited from ${wait.startedAt} to ${wait.endedAt}, ` +
-        `was granted token ${[...granted].join(", ")} from ${firstSeenAt} on (observer), and got token ${wait.token}`,
+        `was granted token ${[...granted].join(", ")} from ${firstSeenAt} on (observer), and got token ${wait.token}` +
+        context(wait, firstSeenAt),
     );
   }
   return tally.result();

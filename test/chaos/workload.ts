@@ -678,6 +678,20 @@ function livenessOf(
             (at) => at <= seenAt && seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
           ),
         (wait, token) => returnedTokens.has(`${wait.key}\n${wait.owner}\n${token}`),
+        (wait, seenAt) => {
+          const faults = (env.subscriptions?.parkCosts ?? []).filter(
+            (fault) =>
+              fault.key === wait.key &&
+              fault.at >= wait.startedAt &&
+              fault.at <= wait.endedAt &&
+              (fault.owner === wait.owner ||
+                (fault.owner === undefined && fault.isolate === wait.isolate)),
+          );
+          return (
+            ` (timers up to ${loopLag.lateness(seenAt - config.push.claimMs, wait.endedAt)} ms late meanwhile; ` +
+            `its stream's faults: ${faults.map((fault) => `${fault.what} at ${fault.at}`).join(", ") || "none"})`
+          );
+        },
       )
     : undefined;
   // A capacity changed under waiters: holds granted within the capacity of their moment, and a

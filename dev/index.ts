@@ -73,7 +73,7 @@ export interface DevServerOptions {
    * Which server to behave like: `"upstash"` (production Upstash as documented: blocking commands
    * answer at once, `allow-key-locking` enforced, Upstash's limits) or `"redis"` (a Redis behind a
    * REST proxy). Default: the `EDGELOCK_DEV_PROFILE` environment variable, else
-   * `DEFAULT_PROFILE` (`"redis"`). See docs/upstash.md.
+   * `DEFAULT_PROFILE` (`"upstash"`). See docs/upstash.md.
    */
   profile?: ServerProfile;
   /**

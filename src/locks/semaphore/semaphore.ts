@@ -2,8 +2,10 @@
  * The counting semaphore (Redisson RSemaphore / RPermitExpirableSemaphore): a capacity of
  * permits kept in Redis, and acquisitions that each take some permits as one hold with its own
  * lease and fencing token. A crashed holder's permits come back when its lease ends (server
- * time); waiters queue first come, first served and wait by polling. The hold's lease, watchdog,
- * events and handle come from the shared acquisition path (src/wait/acquire.ts).
+ * time); waiters queue first come, first served and wait by polling, or in push mode parked on
+ * one of the semaphore's hand-off channels until a release, a leaving waiter or a raised capacity
+ * grants them permits (docs/semaphore.md). The hold's lease, watchdog, events and handle come
+ * from the shared acquisition path (src/wait/acquire.ts).
  */
 import {
   LockBudgetExceededError,

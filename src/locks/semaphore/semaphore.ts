@@ -71,6 +71,10 @@ const SEMAPHORE_KEYS = ["initialPermits", "waiterTimeoutMs"] as const;
 /** Largest capacity and permits count accepted. */
 const MAX_PERMITS = 1_000_000_000;
 
+/**
+ * A counting semaphore, from `client.semaphore(name)`: a capacity of permits in Redis, each
+ * acquisition a hold of some permits with its own lease and fencing token (a PermitHandle).
+ */
 export class Semaphore {
   /** The semaphore's name. */
   readonly name: string;

@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/semaphore.ts`: a counting semaphore of 4 permits on one key, N contenders (8 and
+ * `npm run bench:semaphore`: a counting semaphore of 4 permits on one key, N contenders (8 and
  * 32) each running K sections of hold H, edgelock's `client.semaphore` over REST (polling, and
  * push over a subscription as production Upstash serves it) beside redis-semaphore's `Semaphore`
  * over TCP (ioredis through the same latency model, the same redis-server), on the `upstash`

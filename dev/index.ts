@@ -21,42 +21,29 @@ import { FaultController, type FaultOptions } from "./rest/faults.js";
 import { startRestServer } from "./rest/server.js";
 import { ServerStats } from "./rest/stats.js";
 
-export type { Backend, Command, CommandArg, Reply } from "./backend.js";
-export { reply } from "./backend.js";
-export type { ProfileEvents, ScriptLock } from "./profile/backend.js";
-export {
-  type BlockingMode,
-  DEFAULT_BLOCKING_MODE,
-  DEFAULT_PROFILE,
-  PROFILE_ENV,
-  resolveProfile,
-  type ServerProfile,
-  UPSTASH_LIMITS,
-} from "./profile/settings.js";
-export { findRedisServerBinary, type RedisServerHandle, startRedisServer } from "./redis-server.js";
-export { createRedisUrlBackend, type RedisUrlBackendOptions } from "./resp/redis-backend.js";
-export {
-  createPrng,
-  FaultController,
-  type FaultCounts,
-  type FaultDecision,
-  type FaultOptions,
-  type FaultSettings,
-} from "./rest/faults.js";
+export type { Backend } from "./backend.js";
+export type { ScriptLock } from "./profile/backend.js";
+export type { BlockingMode, ServerProfile } from "./profile/settings.js";
+export type { FaultCounts, FaultOptions } from "./rest/faults.js";
 export type { RouteKind } from "./rest/routes.js";
-export { type RestServer, type RestServerOptions, startRestServer } from "./rest/server.js";
-export {
-  type BlockingStats,
-  type ScriptStats,
-  ServerStats,
-  type StatsSnapshot,
-} from "./rest/stats.js";
+export { ServerStats, type StatsSnapshot } from "./rest/stats.js";
+
+/**
+ * The fault injection of a running server (`DevServer.faults`): change it, stop it, read what was
+ * injected.
+ */
+export type DevServerFaults = Pick<
+  FaultController,
+  "options" | "seed" | "active" | "configure" | "disable" | "counts" | "resetCounts" | "endStreams"
+>;
 
 /** Which store serves the commands. */
 export type BackendChoice = "auto" | "redis-server" | "embedded" | { readonly url: string };
 
+/** The store a started server uses: `BackendChoice` resolved ("auto" chose one). */
 export type BackendKind = "redis-url" | "redis-server" | "embedded";
 
+/** Options of `startDevServer()`, each with its default. */
 export interface DevServerOptions {
   /** TCP port of the REST API. Default 0: a free port (the CLI defaults to 8079). */
   port?: number;
@@ -73,7 +60,7 @@ export interface DevServerOptions {
    * Which server to behave like: `"upstash"` (production Upstash as documented: blocking commands
    * answer at once, `allow-key-locking` enforced, Upstash's limits) or `"redis"` (a Redis behind a
    * REST proxy). Default: the `EDGELOCK_DEV_PROFILE` environment variable, else
-   * `DEFAULT_PROFILE` (`"redis"`). See docs/upstash.md.
+   * `DEFAULT_PROFILE` (`"upstash"`). See docs/upstash.md.
    */
   profile?: ServerProfile;
   /**
@@ -108,6 +95,7 @@ export interface DevServerOptions {
   inspectorPrefix?: string;
 }
 
+/** A started server: its URL and tokens, its faults and counters, and `close()`. */
 export interface DevServer {
   /** Base URL for `UPSTASH_REDIS_REST_URL`, e.g. `http://127.0.0.1:8079`. */
   readonly url: string;
@@ -121,7 +109,7 @@ export interface DevServer {
   /** e.g. `redis-server 7.0.15 at 127.0.0.1:41234 (spawned, not persisted)`. */
   readonly backendDescription: string;
   /** Change fault injection at runtime; read what was injected with `counts()`. */
-  readonly faults: FaultController;
+  readonly faults: DevServerFaults;
   /**
    * Request and command counters; `snapshot()` and `reset()`. `snapshot().scripts.globalLock`
    * counts the script runs Upstash would serialise under its database-wide lock (also served as

@@ -140,7 +140,7 @@ function userEnvironment(scratch: string): NodeJS.ProcessEnv {
 const USE_LOCKS_SCRIPT = `import { readFileSync } from "node:fs";
 import { Redis } from "@upstash/redis";
 import { LockClient } from "edgelock";
-import { LockClient as PlainLockClient } from "edgelock/lock";
+import { PlainLockClient } from "edgelock/lock";
 
 const vars = Object.fromEntries(
   readFileSync(".dev.vars", "utf8").trim().split("\\n").map((line) => {

@@ -15,7 +15,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "@upstash/redis";
-import { type DevServer, findRedisServerBinary, startDevServer } from "../dev/index.js";
+import { type DevServer, startDevServer } from "../dev/index.js";
+import { findRedisServerBinary } from "../dev/redis-server.js";
 import { LockClient } from "../src/index.js";
 import { REPO_ROOT } from "./packed-project.js";
 

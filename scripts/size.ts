@@ -22,7 +22,9 @@ interface Case {
 }
 
 /** The plain-lock Worker: `client.lock(name)`, acquire, release; nothing else. */
-const PLAIN_LOCK_WORKER = (specifier: string) => `import { LockClient } from "${specifier}";
+const PLAIN_LOCK_WORKER = (specifier: string) => `import { ${
+  specifier === "edgelock/lock" ? "PlainLockClient as LockClient" : "LockClient"
+} } from "${specifier}";
 export default { async fetch(_request, env) {
   const client = new LockClient({ redis: env.REDIS });
   const held = await client.lock("a").acquire({ leaseMs: 5000 });

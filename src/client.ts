@@ -16,6 +16,10 @@ import { PlainLockClient, runtimeOf } from "./plain-lock-client.js";
 
 export type { LockClientOptions } from "./plain-lock-client.js";
 
+/**
+ * The client of every lock kind: the plain lock of PlainLockClient, and `fairLock()`,
+ * `readWriteLock()`, `multiLock()`, `semaphore()` and `countDownLatch()`.
+ */
 export class LockClient extends PlainLockClient {
   /**
    * All of `locks` or none (Redisson RedissonMultiLock). Members on one Redis client are taken

@@ -41,7 +41,9 @@ export type LockEvent =
       released: boolean;
     };
 
+/** The `type` of a LockEvent: what `client.on(type, listener)` listens to. */
 export type LockEventType = LockEvent["type"];
+/** A listener of `client.on(type, listener)`: receives the events of that type. */
 export type LockEventListener<T extends LockEventType> = (
   event: Extract<LockEvent, { type: T }>,
 ) => void;

@@ -1,11 +1,11 @@
 /**
  * edgelock: Redisson-grade distributed locks for edge runtimes, over HTTP Redis. Everything of
- * `edgelock/lock` (the plain lock, its handle, errors and watchdog), with the LockClient that
- * also makes the other kinds, and those kinds.
+ * `edgelock/lock` (the plain lock, its handle, errors and watchdog, and `PlainLockClient`), with
+ * the `LockClient` that also makes the other kinds, and those kinds. Internals stay out: tests
+ * import them by their source path (docs/api.md, "What the entries export").
  * @module
  */
 
-// This LockClient (every kind) takes the place of edgelock/lock's (the plain lock only).
 export { LockClient, type LockClientOptions } from "./client.js";
 export {
   LockUpgradeError,
@@ -41,6 +41,3 @@ export {
   Semaphore,
   type SemaphoreOptions,
 } from "./locks/semaphore/semaphore.js";
-export { type LockKind, SingleNameLock } from "./locks/single-name-lock.js";
-export { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "./validate.js";
-export { DEFAULT_WAIT_POLICY } from "./wait/policy.js";

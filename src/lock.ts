@@ -1,6 +1,7 @@
 /**
- * `edgelock/lock`: the reentrant lock alone (`lock()`, `withLock()`, `scope()`), so a Worker that
- * needs only that ships a fraction of the root entry. Locks, handles and errors are the root's.
+ * `edgelock/lock`: the reentrant lock alone (`PlainLockClient`: `lock()`, `withLock()`,
+ * `scope()`), so a Worker that needs only that ships a fraction of the root entry. Locks, handles
+ * and errors are the root's; the root's `LockClient` extends `PlainLockClient`.
  * @module
  */
 
@@ -22,10 +23,7 @@ export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
 export { type AcquireOptions, Lock } from "./locks/exclusive/lock.js";
 export { LockHandle } from "./locks/handle.js";
 export type { HeldLock } from "./locks/held-lock.js";
-export {
-  type LockClientOptions,
-  PlainLockClient as LockClient,
-} from "./plain-lock-client.js";
+export { type LockClientOptions, PlainLockClient } from "./plain-lock-client.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export type { WaitOptions } from "./wait/policy.js";
 export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";

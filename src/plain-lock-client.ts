@@ -35,6 +35,7 @@ import { inProcessRenewer } from "./watchdog/in-process.js";
 import { WatchdogRegistry } from "./watchdog/registry.js";
 import type { Renewer } from "./watchdog/renewer.js";
 
+/** Options of `new LockClient(options)` (and of PlainLockClient), each with its default. */
 export interface LockClientOptions {
   /** An `@upstash/redis` client (`new Redis({ url, token })`) or any RedisLike. Required. */
   redis: RedisLike;
@@ -106,6 +107,11 @@ export function runtimeOf(client: PlainLockClient): LockRuntime {
   return runtime;
 }
 
+/**
+ * The client of the plain lock alone (`edgelock/lock`): `lock()`, `withLock()`, `scope()` and
+ * `on()`. The root entry's `LockClient` extends it with the other kinds; anything that takes a
+ * PlainLockClient (the Hono middleware, `recordMetrics`) takes either.
+ */
 export class PlainLockClient {
   readonly #runtime: LockRuntime;
   readonly #events = new LockEvents();

@@ -3,8 +3,9 @@
  * alone: a redis-server, the local REST server in front of it, and a TCP latency proxy for the
  * ioredis peers. The parent drives it over IPC (see protocol.ts).
  */
-import { startDevServer, startRedisServer } from "../../dev/index.js";
+import { startDevServer } from "../../dev/index.js";
 import { isServerProfile } from "../../dev/profile/settings.js";
+import { startRedisServer } from "../../dev/redis-server.js";
 import { startLatencyProxy } from "./latency-proxy.js";
 import type { ReadyMessage, Reply, Request, WireCounts } from "./protocol.js";
 

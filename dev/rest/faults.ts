@@ -6,6 +6,7 @@
  */
 import type { RouteKind } from "./routes.js";
 
+/** Faults the local server injects into the requests they match; all off by default. */
 export interface FaultOptions {
   /** Delay added before responding to each matching request, in ms. Default 0. */
   readonly latencyMs?: number;
@@ -42,6 +43,7 @@ export interface FaultDecision {
   readonly dropAfterExecute: boolean;
 }
 
+/** How many requests each fault touched since the start or the last `resetCounts()`. */
 export interface FaultCounts {
   /** Requests answered 503 without running. */
   readonly failBeforeExecute: number;

@@ -25,6 +25,7 @@ export interface BlockingStats {
   readonly refused: number;
 }
 
+/** The counters of `ServerStats.snapshot()` (also JSON at `GET <url>/_edgelock/stats`). */
 export interface StatsSnapshot {
   /** HTTP requests received, all routes. */
   readonly requests: number;
@@ -67,6 +68,10 @@ function emptyByRoute(): Record<RouteKind, number> {
   return { command: 0, pipeline: 0, "multi-exec": 0, path: 0, monitor: 0, stats: 0, unknown: 0 };
 }
 
+/**
+ * The local server's request and command counters (`DevServer.stats`): `snapshot()` and
+ * `reset()`. A subclass given as `stats` observes each request.
+ */
 export class ServerStats {
   private requestCount = 0;
   private byRoute = emptyByRoute();

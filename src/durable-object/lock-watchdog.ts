@@ -58,6 +58,10 @@ async function readJson(request: Request): Promise<unknown> {
   }
 }
 
+/**
+ * The Durable Object that renews registered leases from its alarms (SQLite storage): export it
+ * from your Worker and bind it (wrangler.toml). `durableObjectWatchdog()` is the client side.
+ */
 export class LockWatchdog {
   readonly #storage: WatchdogStorage;
   readonly #store: LeaseStore;

@@ -5,6 +5,7 @@ import type { WatchdogNamespace } from "./platform.js";
 import { DEFAULT_MAX_HOLD_MS } from "./schedule.js";
 import type { ShardBy } from "./shard.js";
 
+/** Options of `durableObjectWatchdog()`, each with its default. */
 export interface DurableObjectWatchdogOptions {
   /**
    * The longest the object renews one registration, in ms, however long the holder lives: a

@@ -54,6 +54,11 @@ export interface WatchedLock {
   readonly fencingToken?: number;
 }
 
+/**
+ * The Renewer that registers watchdog-mode holds with the LockWatchdog Durable Object, which
+ * renews them from its alarms; `heartbeat()`, `status()` and `forget()` reach a hold from any
+ * invocation. Make it with `durableObjectWatchdog(namespace, options)`.
+ */
 export class DurableObjectWatchdog implements Renewer {
   readonly #namespace: WatchdogNamespace;
   readonly #options: ResolvedWatchdogOptions;

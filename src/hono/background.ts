@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import { LockNotHeldError } from "../errors.js";
 import { sleep } from "../sleep.js";
-import type { HeldLock } from "./acquirable-lock.js";
+import type { ReleasableHold } from "./acquirable-lock.js";
 
 /** Pauses between background attempts: about 10 s in all, well inside `waitUntil`'s 30 s. */
 export const BACKGROUND_DELAYS_MS: readonly number[] = [500, 2_000, 8_000];
@@ -32,7 +32,7 @@ export function inBackground(c: Context, work: () => Promise<void>): void {
  * stays held and its watchdog would keep the lock alive. After the last retry the handle's
  * disposer gives the hold up and the lease frees the lock. Resolves to the inline attempt's error.
  */
-export async function releaseOrRetry(c: Context, held: HeldLock): Promise<unknown> {
+export async function releaseOrRetry(c: Context, held: ReleasableHold): Promise<unknown> {
   try {
     await held.release();
     return undefined;

@@ -5,7 +5,7 @@
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
 import type { LockHandle } from "../locks/handle.js";
-import type { HeldLock } from "./acquirable-lock.js";
+import type { ReleasableHold } from "./acquirable-lock.js";
 import {
   type ConcurrencyLimitOptions,
   type ConcurrencyLimitVariables,
@@ -17,7 +17,7 @@ import { type WithLockOptions, type WithLockVariables, withLock } from "./with-l
 
 /** `withLock()`, `idempotency()` and `concurrencyLimit()` with the Env of one app. */
 export interface AppMiddleware<E extends Env> {
-  withLock<H extends HeldLock = LockHandle>(
+  withLock<H extends ReleasableHold = LockHandle>(
     options: WithLockOptions<E, H>,
   ): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>>;
   idempotency(

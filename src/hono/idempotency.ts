@@ -29,6 +29,7 @@ import { type RecordedResponse, recordResponse, replayResponse } from "./recorde
 import { type KeyState, type PutOutcome, ResponseStore } from "./response-store.js";
 import { busyRetryAfter, problem, RecentHolds } from "./responses.js";
 
+/** Options of `idempotency()`: where keys and responses are kept, which key a request has, how long a response is replayed. */
 export interface IdempotencyOptions<E extends Env = Env> {
   /**
    * The LockClient that holds the keys' locks and stored responses, or a function that returns
@@ -143,6 +144,7 @@ export interface IdempotencyContext {
   readonly lock: LockHandle;
 }
 
+/** The Hono context variable `idempotency()` sets for the handler (`c.get("idempotency")`). */
 export interface IdempotencyVariables {
   idempotency: IdempotencyContext;
 }

@@ -11,7 +11,7 @@
  * @module
  */
 
-export type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
+export type { AcquirableLock, ReleasableHold } from "./acquirable-lock.js";
 export {
   type ConcurrencyBusy,
   type ConcurrencyLimitOptions,

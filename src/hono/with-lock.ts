@@ -12,7 +12,7 @@ import { acquireLiveHold } from "../locks/live-hold.js";
 import type { PlainLockClient } from "../plain-lock-client.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";
-import type { AcquirableLock, HeldLock } from "./acquirable-lock.js";
+import type { AcquirableLock, ReleasableHold } from "./acquirable-lock.js";
 import { releaseOrRetry } from "./background.js";
 import type { AnyEnv, WithVariables } from "./env.js";
 import { logFailure, type MiddlewareFailure, report } from "./failures.js";
@@ -38,7 +38,7 @@ export type LockClientSource<E extends Env> =
   | ((c: Context<E>) => PlainLockClient);
 
 /** Which lock a request takes: a name on a client's plain lock, or any lock kind you build. */
-export type LockChoice<E extends Env, H extends HeldLock> =
+export type LockChoice<E extends Env, H extends ReleasableHold> =
   | {
       /**
        * The plain lock's name for this request, on `client`.
@@ -115,14 +115,13 @@ export interface WithLockSettings<E extends Env = Env> {
 }
 
 /** The options of `withLock()`: which lock (`key` + `client`, or `lock`), then how. */
-export type WithLockOptions<E extends Env = Env, H extends HeldLock = LockHandle> = LockChoice<
-  E,
-  H
-> &
-  WithLockSettings<E>;
+export type WithLockOptions<
+  E extends Env = Env,
+  H extends ReleasableHold = LockHandle,
+> = LockChoice<E, H> & WithLockSettings<E>;
 
 /** The context variables `withLock()` sets: `c.get("lock")` is the held lock's handle. */
-export interface WithLockVariables<H extends HeldLock = LockHandle> {
+export interface WithLockVariables<H extends ReleasableHold = LockHandle> {
   lock: H;
 }
 
@@ -174,7 +173,7 @@ function busyAnswer(exposeLockName: boolean) {
  * );
  * ```
  */
-export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle>(
+export function withLock<E extends Env = AnyEnv, H extends ReleasableHold = LockHandle>(
   options: WithLockOptions<E, H>,
 ): MiddlewareHandler<WithVariables<E, WithLockVariables<H>>> {
   const given = checkOptions<WithLockOptions<E, H>>(options, "withLock options", OPTION_KEYS);
@@ -239,7 +238,7 @@ export function withLock<E extends Env = AnyEnv, H extends HeldLock = LockHandle
 }
 
 /** The lock of a request: `lock(c)`, or the plain lock `key(c)` of the request's client. */
-function resolveLock<E extends Env, H extends HeldLock>(
+function resolveLock<E extends Env, H extends ReleasableHold>(
   given: Partial<WithLockOptions<E, H>>,
 ): (c: Context<E>, locks: PlainLockClient | undefined) => Promise<AcquirableLock<H> | Response> {
   const { key, lock, client } = given;

@@ -11,6 +11,7 @@ import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-cli
 import type { ExecRedis } from "./redis.js";
 import { digest, splitMember } from "./reply.js";
 
+/** The answer to a force-release or remove-waiter action: whether it was done, and a sentence saying what happened. */
 export type ActionResult =
   | { readonly done: true; readonly message: string }
   | { readonly done: false; readonly message: string };

@@ -11,6 +11,7 @@ import { checkExec, isPermissionRefusal } from "./redis.js";
 import { DEFAULT_BUDGET, namesWithinBudget, type RefreshBudget, takeSnapshot } from "./snapshot.js";
 import type { InspectorAccess } from "./types.js";
 
+/** Options of `inspectorHandler()`: the client to inspect, who may act, and each refresh's budget. */
 export interface InspectorHandlerOptions extends RefreshBudget {
   /**
    * The LockClient whose Redis (one that can send SCAN, as `@upstash/redis`) and prefix are
@@ -89,6 +90,10 @@ function lockKind(kind: unknown): "lock" | "read-write" {
   );
 }
 
+/**
+ * The inspector as a fetch handler (`(request) => Response`) for any router: the page, its JSON
+ * and its actions. See docs/inspector.md.
+ */
 export function inspectorHandler(
   options: InspectorHandlerOptions,
 ): (request: Request) => Promise<Response> {

@@ -5,6 +5,7 @@ import { inspectorHandler } from "./handler.js";
 import type { RefreshBudget } from "./snapshot.js";
 import type { InspectorAccess } from "./types.js";
 
+/** Options of `inspector()`, the inspector as Hono routes: the client to inspect, who may act, and each refresh's budget. */
 export interface InspectorOptions extends RefreshBudget {
   /**
    * The LockClient to inspect (its Redis and prefix); a read-write lock's force-release needs

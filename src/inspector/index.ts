@@ -7,9 +7,6 @@
 export type { ActionResult } from "./actions.js";
 export { type InspectorHandlerOptions, inspectorHandler } from "./handler.js";
 export { type InspectorOptions, inspector } from "./hono.js";
-export { keyPattern } from "./keys.js";
-export { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
-export { DEFAULT_BUDGET, type RefreshBudget } from "./snapshot.js";
 export type {
   InspectedHolder,
   InspectedLatch,

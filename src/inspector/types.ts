@@ -39,6 +39,7 @@ export interface InspectedWaiter {
   readonly mode: "parked" | "polling";
 }
 
+/** One lock as the inspector shows it: its state, holders and queue. */
 export interface InspectedLock {
   readonly name: string;
   /** `lock`: reentrant or fair (same key layout); `read-write`: read holds or waiting writers. */
@@ -136,6 +137,7 @@ export interface RefreshCost {
   readonly total: number;
 }
 
+/** What one refresh read: every lock, semaphore and latch under the prefix, and what it cost (what `edgelock inspect --json` prints). */
 export interface InspectorSnapshot {
   /** Server time of the snapshot, ms since the epoch (the first lock read's `TIME`, else local). */
   readonly takenAt: number;

@@ -36,6 +36,10 @@ export interface HandleInit {
 
 type HandleState = "held" | "releasing" | "released";
 
+/**
+ * A hold on a lock (the plain, fair, read or write lock): its fencing token and lease, its
+ * `signal`, and `extend()` and `release()`. `await using` releases it at the end of the scope.
+ */
 export class LockHandle implements HeldLock, WatchedHold {
   readonly name: string;
   /** The owner token. Pass it as `owner` to act on this hold from another invocation. */

@@ -5,7 +5,7 @@
  * @module
  */
 import { LOCK_EVENT_TYPES, type LockEvent } from "../events.js";
-import type { PlainLockClient as LockClient } from "../plain-lock-client.js";
+import type { PlainLockClient } from "../plain-lock-client.js";
 
 /** Receives every event of a client (`recordMetrics`). */
 export type MetricsSink = (event: LockEvent) => void;
@@ -16,7 +16,7 @@ export type MetricsSink = (event: LockEvent) => void;
  * @example
  * recordMetrics(client, analyticsEngineSink(env.LOCK_METRICS));
  */
-export function recordMetrics(client: LockClient, sink: MetricsSink): () => void {
+export function recordMetrics(client: PlainLockClient, sink: MetricsSink): () => void {
   const stops = LOCK_EVENT_TYPES.map((type) => client.on(type, sink));
   return () => {
     for (const stop of stops) stop();
@@ -28,6 +28,7 @@ export interface AnalyticsEngineDatasetLike {
   writeDataPoint(point: { blobs?: string[]; doubles?: number[]; indexes?: string[] }): void;
 }
 
+/** Options of `analyticsEngineSink()`. */
 export interface AnalyticsEngineSinkOptions {
   /**
    * The index (sampling key, at most 96 bytes) and the second blob of each point: the lock

@@ -4,6 +4,7 @@
  */
 import { LockInputError } from "../errors.js";
 
+/** What edgelock needs of a Redis client: `eval` and `evalsha` (an `@upstash/redis` client fits), `subscribe` for push mode. */
 export interface RedisLike {
   /** `EVAL script numkeys ...keys ...args`; resolves to the script's reply. */
   eval(script: string, keys: string[], args: string[]): Promise<unknown>;

@@ -5,6 +5,7 @@
 import { LockBackendError } from "../errors.js";
 import type { Renewal, RenewalTarget, Renewer } from "./renewer.js";
 
+/** Options of `inProcessRenewer()`. */
 export interface InProcessRenewerOptions {
   /**
    * Renew when this fraction of the lease has passed.
@@ -13,6 +14,7 @@ export interface InProcessRenewerOptions {
   renewAtFraction?: number;
 }
 
+/** The default watchdog: renews each watchdog-mode hold on this isolate's timers while it runs. */
 export function inProcessRenewer(options: InProcessRenewerOptions = {}): Renewer {
   const fraction = options.renewAtFraction ?? 1 / 3;
   return {

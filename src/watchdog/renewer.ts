@@ -7,6 +7,7 @@
  */
 export type HoldKind = "lock" | "semaphore";
 
+/** The hold a Renewer renews: its lock, owner, fencing token and lease, and how to extend it. */
 export interface RenewalTarget {
   readonly name: string;
   readonly owner: string;
@@ -42,11 +43,16 @@ export interface RenewalTarget {
   failed(error: unknown): void;
 }
 
+/** One hold's renewal, as a Renewer started it: stopped when the hold is released. */
 export interface Renewal {
   /** Stops renewing (after release). Idempotent. */
   stop(): void;
 }
 
+/**
+ * The watchdog of watchdog-mode holds (the `watchdog` option): `inProcessRenewer()` (the
+ * default) or `durableObjectWatchdog()`.
+ */
 export interface Renewer {
   /** Renewals run on this process's timers; a push hand-off confirms its claim on one too. */
   readonly inProcess?: boolean;

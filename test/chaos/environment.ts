@@ -7,11 +7,11 @@ import { createHash } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import {
   type DevServer,
-  FaultController,
   type ServerProfile,
   ServerStats,
   startDevServer,
 } from "../../dev/index.js";
+import { FaultController } from "../../dev/rest/faults.js";
 import { startRestServer } from "../../dev/rest/server.js";
 import { LockClient, type RedisLike, type Renewer } from "../../src/index.js";
 import { SCRIPTS } from "../../src/scripts.js";

@@ -8,9 +8,9 @@ import {
   LockBackendError,
   LockClient,
   LockNotHeldError,
-  MIN_LEASE_MS,
 } from "../../src/index.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
+import { MIN_LEASE_MS } from "../../src/validate.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
 import type { FencedStore, WriteResult } from "./fenced-store.js";

@@ -1,5 +1,5 @@
 /** Latency spikes past the lease: for a moment every request is answered late, then it passes. */
-import type { FaultController } from "../../dev/index.js";
+import type { DevServerFaults } from "../../dev/index.js";
 
 export interface SpikeSchedule {
   readonly everyMs: number;
@@ -17,7 +17,7 @@ export interface Spikes {
 }
 
 export function startSpikes(
-  controllers: readonly FaultController[],
+  controllers: readonly DevServerFaults[],
   schedule: SpikeSchedule,
 ): Spikes {
   const configure = (latencyMs: number) => {

@@ -56,6 +56,10 @@ const LATCH_KEYS = ["ttlMs"] as const;
 const AWAIT_KEYS = ["waitMs", "signal", "wait"] as const;
 const DEFAULT_LATCH_TTL_MS = 86_400_000;
 
+/**
+ * A count-down latch (Redisson RCountDownLatch), from `client.countDownLatch(name)`: set a count,
+ * count it down from anywhere, and `await()` it reaching zero. The latch lives `ttlMs` in Redis.
+ */
 export class CountDownLatch {
   /** The latch's name. */
   readonly name: string;

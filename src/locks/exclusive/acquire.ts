@@ -58,7 +58,7 @@ if not count then
   local pttl = redis.call('PTTL', lockKey)
   if not queueKey then
     -- RedLock's attempt (a new id each round): it took nothing, and a copy of this request
-    -- that the Redis client re-sends later takes nothing either (see red-lock/undo.ts).
+    -- that the Redis client re-sends later takes nothing either (see quorum-lock/undo.ts).
     redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
     return {0, pttl}
   end

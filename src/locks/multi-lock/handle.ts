@@ -7,12 +7,14 @@ import type { LockHandle } from "../handle.js";
 import type { HeldLock } from "../held-lock.js";
 import type { MultiHoldControl } from "./control.js";
 
+/** One member of a MultiLock hold: its lock's name and its own fencing token. */
 export interface MultiLockMember {
   readonly name: string;
   /** That lock's own (see `LockHandle.fencingToken`). */
   readonly fencingToken: number;
 }
 
+/** A MultiLock's hold: every member held by one owner, with one end; each member's fencing token in `fencingTokens`. */
 export class MultiLockHandle implements HeldLock {
   /** `multi(<member names>)`. */
   readonly name: string;

@@ -20,6 +20,10 @@ interface TimedOut {
   readonly blockedBy: string | null;
 }
 
+/**
+ * All of several locks or none (Redisson RedissonMultiLock), from `client.multiLock(locks)`:
+ * acquired in one request per database and rolled back exactly when any member misses.
+ */
 export class MultiLock {
   /** `multi(<member names>)`, for messages and events. */
   readonly name: string;

@@ -10,6 +10,7 @@ import type { LockHandle } from "../handle.js";
 import type { HeldLock } from "../held-lock.js";
 import type { QuorumHold } from "./hold.js";
 
+/** A RedLock hold: the databases that granted it, each with its own fencing token, trusted until `validUntil`. */
 export class QuorumLockHandle implements HeldLock {
   /** The same on every database. */
   readonly name: string;

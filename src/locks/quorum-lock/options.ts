@@ -2,6 +2,7 @@ import { QUORUM_DEFAULTS } from "../../defaults.js";
 import { LockInputError } from "../../errors.js";
 import { checkCount, checkDuration, checkOptions, orDefault } from "../../validate.js";
 
+/** Options of `new RedLock(clients, options)`: the clock-drift model and the per-database request limits. */
 export interface RedLockOptions {
   /**
    * Clock drift allowed between this client and each database, as a fraction of the lease, from

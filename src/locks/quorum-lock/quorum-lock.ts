@@ -22,6 +22,7 @@ interface TimedOut {
   readonly tally: QuorumTally | undefined;
 }
 
+/** One lock name over a RedLock's databases, from `redLock.lock(name)`: held when a majority grants it. */
 export class QuorumLock {
   /** The same on every database. */
   readonly name: string;

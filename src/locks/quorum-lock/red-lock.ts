@@ -11,6 +11,10 @@ import { QuorumLock } from "./quorum-lock.js";
 
 export type { RedLockOptions };
 
+/**
+ * The Redlock algorithm over independent databases (one LockClient each): `lock(name)` makes a
+ * QuorumLock, held when a majority grants it within its validity. Read docs/redlock.md first.
+ */
 export class RedLock {
   readonly #clients: readonly LockSource[];
   readonly #settings: RedLockSettings;

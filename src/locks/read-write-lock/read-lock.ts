@@ -12,6 +12,7 @@ import { inspectReads } from "./read-inspect.js";
 import { releaseReadHold } from "./read-release.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 
+/** The read side of a read-write lock (`readWriteLock.readLock()`): shared, reentrant, each read hold with its own lease. */
 export class ReadLock extends SingleNameLock {
   readonly #settings: ReadWriteSettings;
 

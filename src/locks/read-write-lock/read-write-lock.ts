@@ -17,6 +17,10 @@ import { WriteLock } from "./write-lock.js";
 
 export type { ReadWriteLockOptions };
 
+/**
+ * A read-write lock (Redisson RReadWriteLock), from `client.readWriteLock(name)`: many readers
+ * or one writer, by its `readLock()` and `writeLock()`.
+ */
 export class ReadWriteLock {
   readonly name: string;
   /** Whether new readers wait behind a waiting writer. */

@@ -6,6 +6,7 @@ import { checkWaiterTimeout, type QueueOptions } from "../../wait/queued.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import type { LockRuntime } from "../runtime.js";
 
+/** Options of `client.readWriteLock(name, options)`. */
 export interface ReadWriteLockOptions extends QueueOptions {
   /**
    * Writer preference: once a writer waits, owners that hold nothing yet wait behind it for a

@@ -17,7 +17,8 @@ import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";
 
-/*
+/**
+ * The write side of a read-write lock (`readWriteLock.writeLock()`): one writer, reentrant.
  * Deliberately not a subclass of Lock, although it has the same methods: a Lock's plain
  * acquisition on this hash would ignore readers, so a write lock must never pass for a Lock
  * (e.g. as a member of a MultiLock).

@@ -2,8 +2,10 @@
  * The counting semaphore (Redisson RSemaphore / RPermitExpirableSemaphore): a capacity of
  * permits kept in Redis, and acquisitions that each take some permits as one hold with its own
  * lease and fencing token. A crashed holder's permits come back when its lease ends (server
- * time); waiters queue first come, first served and wait by polling. The hold's lease, watchdog,
- * events and handle come from the shared acquisition path (src/wait/acquire.ts).
+ * time); waiters queue first come, first served and wait by polling, or in push mode parked on
+ * one of the semaphore's hand-off channels until a release, a leaving waiter or a raised capacity
+ * grants them permits (docs/semaphore.md). The hold's lease, watchdog, events and handle come
+ * from the shared acquisition path (src/wait/acquire.ts).
  */
 import {
   LockBudgetExceededError,
@@ -69,6 +71,10 @@ const SEMAPHORE_KEYS = ["initialPermits", "waiterTimeoutMs"] as const;
 /** Largest capacity and permits count accepted. */
 const MAX_PERMITS = 1_000_000_000;
 
+/**
+ * A counting semaphore, from `client.semaphore(name)`: a capacity of permits in Redis, each
+ * acquisition a hold of some permits with its own lease and fencing token (a PermitHandle).
+ */
 export class Semaphore {
   /** The semaphore's name. */
   readonly name: string;

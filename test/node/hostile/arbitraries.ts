@@ -4,7 +4,7 @@
  * the code), so that a property can check "rejected exactly when invalid".
  */
 import fc from "fast-check";
-import { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "../../../src/index.js";
+import { MAX_DURATION_MS, MAX_NAME_BYTES, MIN_LEASE_MS } from "../../../src/validate.js";
 
 export interface Case<T = unknown> {
   readonly value: T;

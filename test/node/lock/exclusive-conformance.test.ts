@@ -6,7 +6,8 @@
  * handle whose hold ended never extends or releases a later hold of the same owner.
  */
 import { describe, expect, it } from "vitest";
-import { LockClient, LockNotHeldError, type SingleNameLock } from "../../../src/index.js";
+import { LockClient, LockNotHeldError } from "../../../src/index.js";
+import type { SingleNameLock } from "../../../src/locks/single-name-lock.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
 import { freshPrefix, until, useTestBed } from "./testbed.js";

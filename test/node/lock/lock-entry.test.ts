@@ -1,8 +1,8 @@
-/** `edgelock/lock`: the plain-lock client, interchangeable with the root entry's for plain locks. */
+/** `edgelock/lock`: PlainLockClient, interchangeable with the root entry's for plain locks. */
 import { describe, expect, it } from "vitest";
 import { idempotency, withLock } from "../../../src/hono/index.js";
-import { LockClient as RootLockClient } from "../../../src/index.js";
-import { LockClient, LockHandle, LockInputError } from "../../../src/lock.js";
+import { LockClient } from "../../../src/index.js";
+import { LockHandle, LockInputError, PlainLockClient } from "../../../src/lock.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, useTestBed } from "./testbed.js";
 
@@ -11,9 +11,9 @@ describe.each(backendKindsUnderTest())("edgelock/lock on %s", (kind) => {
 
   it("locks, re-enters in a scope, and shares keys with the root entry's client", async () => {
     const prefix = freshPrefix();
-    const plain = new LockClient({ redis: bed.redis(), prefix });
-    const root = new RootLockClient({ redis: bed.redis(), prefix });
-    expect(root).toBeInstanceOf(LockClient);
+    const plain = new PlainLockClient({ redis: bed.redis(), prefix });
+    const root = new LockClient({ redis: bed.redis(), prefix });
+    expect(root).toBeInstanceOf(PlainLockClient);
     expect("fairLock" in plain).toBe(false);
 
     const held = await plain.lock("entry").acquire({ leaseMs: 5_000 });
@@ -37,13 +37,13 @@ describe.each(backendKindsUnderTest())("edgelock/lock on %s", (kind) => {
   });
 
   it("serves edgelock/hono's middleware like the root entry's client", () => {
-    const plain = new LockClient({ redis: bed.redis(), prefix: freshPrefix() });
+    const plain = new PlainLockClient({ redis: bed.redis(), prefix: freshPrefix() });
     expect(() => idempotency({ client: plain })).not.toThrow();
     expect(() => withLock({ client: plain, key: () => "k" })).not.toThrow();
   });
 
   it("checks its options like the root entry", () => {
-    expect(() => new LockClient({ redis: bed.redis(), prefx: "x" } as never)).toThrow(
+    expect(() => new PlainLockClient({ redis: bed.redis(), prefx: "x" } as never)).toThrow(
       LockInputError,
     );
   });

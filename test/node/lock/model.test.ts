@@ -4,7 +4,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { LockClient, LockHandle, SingleNameLock } from "../../../src/index.js";
+import type { LockClient, LockHandle } from "../../../src/index.js";
+import type { SingleNameLock } from "../../../src/locks/single-name-lock.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, expireNow, heldOutcome, newOwners, perOwner } from "../../support/model.js";
 import { useTestBed } from "./testbed.js";

@@ -8,7 +8,8 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FaultController, ServerStats } from "../../../dev/index.js";
+import { ServerStats } from "../../../dev/index.js";
+import { FaultController } from "../../../dev/rest/faults.js";
 import { type RestServer, startRestServer } from "../../../dev/rest/server.js";
 import {
   LockBackendError,

@@ -7,11 +7,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import {
-  durableObjectWatchdog,
-  WATCHDOG_PROTOCOL,
-  WATCHDOG_ROUTES,
-} from "../../../src/durable-object/index.js";
+import { durableObjectWatchdog } from "../../../src/durable-object/index.js";
+import { WATCHDOG_PROTOCOL, WATCHDOG_ROUTES } from "../../../src/durable-object/messages.js";
 import { LockClient, LockInputError } from "../../../src/index.js";
 import { handleLockApi } from "../../../worker/index.js";
 import {

@@ -10,11 +10,11 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { WatchdogStatus } from "../../../src/durable-object/index.js";
 import {
   WATCHDOG_ROUTES as ROUTES,
   WATCHDOG_PROTOCOL,
-  type WatchdogStatus,
-} from "../../../src/durable-object/index.js";
+} from "../../../src/durable-object/messages.js";
 import type { LockHandle } from "../../../src/index.js";
 import {
   objectLeft,

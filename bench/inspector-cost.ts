@@ -4,7 +4,7 @@
  * waiter), and one refresh is counted by the server's own stats (its SCAN, EVALSHA_RO and
  * EVAL_RO commands; the waiter's own polls are not the inspector's).
  *
- * Usage: npx tsx scripts/inspector-cost.ts [--backend embedded|redis-server]
+ * Usage: npm run bench:inspector -- [--backend embedded|redis-server]
  *   Two fills: the keys are the app's own (not edgelock's), or idle edgelock locks (fences).
  */
 import { parseArgs } from "node:util";

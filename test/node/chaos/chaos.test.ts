@@ -137,9 +137,8 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
             // one crashing section per kind.
             crashRate: 0.08,
             requestRate: requestRateInShortRun(name),
-            // Open: fair-sub and semaphore-sub show unexplained "granted t, got a later token"
-            // cases now and then (issue 41's long run reports them); not a gate of npm test.
-            checkGrantsKept: false,
+            // A grant to a live waiter is its hold (fair-sub, semaphore-sub: issue 41).
+            checkGrantsKept: true,
           },
           { kind: KINDS[name] },
         );

@@ -360,7 +360,7 @@ describe.runIf(redisServerUnderTest())("edgelock dev", () => {
     expect(out).toContain("faults: latency 1 ms ± 0 ms, seed 5");
     expect(await upstash(server).ping()).toBe("PONG");
     expect(await run.stop()).toBe(0);
-    await expect(fetch(`${server.url}/ping`)).rejects.toThrow();
+    await expect(fetch(`${server.url}/ping`)).rejects.toThrow("fetch failed");
   });
 
   it("runs as a script (npx tsx dev/cli.ts dev) and exits cleanly on SIGTERM", async () => {

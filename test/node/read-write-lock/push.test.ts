@@ -5,7 +5,12 @@
  * server, the real @upstash/redis client.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { LockClient, WaitOptions } from "../../../src/index.js";
+import {
+  type LockClient,
+  LockNotHeldError,
+  LockWaitTimeoutError,
+  type WaitOptions,
+} from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
   abortedHeadSkipped,
@@ -231,7 +236,7 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     void read;
     await handle?.release();
     await (await nextWaiting).release();
-    for (const hold of reads) await expect(hold.release()).rejects.toThrow();
+    for (const hold of reads) await expect(hold.release()).rejects.toThrow(LockNotHeldError);
   });
 
   it("a parked writer that gives up leaves the queue and its registration", async () => {
@@ -239,7 +244,9 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     const rw = bed.client({ prefix }).readWriteLock("doc");
     const writer = bed.client({ prefix, wait: PUSH }).readWriteLock("doc").writeLock();
     const held = await rw.writeLock().acquire({ leaseMs: 10_000 });
-    await expect(writer.acquire({ leaseMs: 10_000, waitMs: 300 })).rejects.toThrow();
+    await expect(writer.acquire({ leaseMs: 10_000, waitMs: 300 })).rejects.toThrow(
+      LockWaitTimeoutError,
+    );
     expect(await parkedWriters(prefix)).toBe(0);
     expect(await bed.redis().zcard(`${prefix}:{doc}:queue`)).toBe(0);
     expect(await bed.redis().zcard(`${prefix}:{doc}:writers`)).toBe(0);

@@ -7,7 +7,12 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { idempotency } from "../../../src/hono/index.js";
-import { type LockClient, LockInputError, RedLock } from "../../../src/index.js";
+import {
+  type LockClient,
+  LockInputError,
+  LockWaitTimeoutError,
+  RedLock,
+} from "../../../src/index.js";
 import { lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
@@ -50,9 +55,9 @@ describe.each(backendKindsUnderTest())("scripts under per-key locking on %s", (b
     expect(await client.lock("watched").isLocked()).toBe(true);
     await client.lock("watched").forceRelease();
     const busy = await client.fairLock("busy").acquire({ leaseMs: 5_000 });
-    await expect(
-      client.fairLock("busy").acquire({ leaseMs: 5_000, waitMs: 200 }),
-    ).rejects.toThrow();
+    await expect(client.fairLock("busy").acquire({ leaseMs: 5_000, waitMs: 200 })).rejects.toThrow(
+      LockWaitTimeoutError,
+    );
     await expect(
       client.readWriteLock("busy-rw").readLock().acquire({ leaseMs: 5_000, waitMs: 0 }),
     ).resolves.toBeDefined();

@@ -89,7 +89,9 @@ describe("the script catalogue", () => {
   it("cuts only whole marked parts out of a flagged script", () => {
     const source = `local a = 1\n${withoutKeyLocking("redis.call('DEL', k .. ':x')")}\nreturn a`;
     expect(flaggedSource(source)).toBe("#!lua flags=allow-key-locking\nlocal a = 1\n\nreturn a");
-    expect(() => flaggedSource(source.replace("--[[/unflagged]]", ""))).toThrow();
+    expect(() => flaggedSource(source.replace("--[[/unflagged]]", ""))).toThrow(
+      "an unflagged part of a script has no end",
+    );
   });
 
   it("declares every key and argument by name, and the body uses no position", () => {

@@ -23,6 +23,11 @@ export interface WireCounts {
 export interface WireSnapshot {
   readonly rest: WireCounts;
   readonly tcp: WireCounts;
+  /**
+   * Billed commands so far, over both transports: every command Redis ran, each command a
+   * script ran included (what Upstash bills), read off INFO commandstats.
+   */
+  readonly billed: number;
 }
 
 export interface ReadyMessage {

@@ -6,6 +6,8 @@
 import { startDevServer } from "../../dev/index.js";
 import { isServerProfile } from "../../dev/profile/settings.js";
 import { startRedisServer } from "../../dev/redis-server.js";
+import { RespConnection } from "../../dev/resp/connection.js";
+import { parseRedisUrl } from "../../dev/resp/redis-url.js";
 import { startLatencyProxy } from "./latency-proxy.js";
 import type { ReadyMessage, Reply, Request, WireCounts } from "./protocol.js";
 
@@ -16,8 +18,28 @@ if (!isServerProfile(profile)) throw new Error(`bench backend: unknown profile $
 const redis = await startRedisServer();
 const rest = await startDevServer({ backend: { url: redis.url }, profile });
 const proxy = await startLatencyProxy(redis.port);
+// Reads the server's command counters, for the billed figure of every library alike.
+const counters = await RespConnection.connect(parseRedisUrl(redis.url));
+
+/**
+ * What Upstash would bill for everything Redis ran so far: INFO commandstats' calls of every
+ * command (a script counts once, and each command it ran once more), without the INFO readings
+ * and the MULTI/EXEC the REST server wraps each script run in to meter it (never a library's).
+ */
+async function billedCommands(): Promise<number> {
+  const [info] = await counters.send([["INFO", "commandstats"]]);
+  const text =
+    info?.type === "bulk" && info.value !== null ? Buffer.from(info.value).toString("latin1") : "";
+  let billed = 0;
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!METERING.has(match[1]!)) billed += Number(match[2]);
+  }
+  return billed;
+}
+const METERING = new Set(["info", "multi", "exec"]);
 
 async function shutdown(): Promise<void> {
+  await counters.close();
   await proxy.close();
   await rest.close();
   await redis.close();
@@ -43,7 +65,11 @@ process.on("message", (message: Request) => {
   try {
     switch (message.op) {
       case "snapshot":
-        send({ id: message.id, snapshot: { rest: restCounts(), tcp: proxy.counts() } });
+        void billedCommands().then(
+          (billed) =>
+            send({ id: message.id, snapshot: { rest: restCounts(), tcp: proxy.counts(), billed } }),
+          (error: unknown) => send({ id: message.id, error: String(error) }),
+        );
         return;
       case "latency":
         rest.faults.configure({

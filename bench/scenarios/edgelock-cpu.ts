@@ -13,11 +13,13 @@ import type { RedisLike } from "../../src/transport/redis-like.js";
  */
 async function cannedRedis(): Promise<RedisLike> {
   let fence = 0;
-  const acquireSha = await ACQUIRE.sha1();
+  // Either text may be sent: the plain one, or the one flagged for Upstash's key locking.
+  const texts = new Set([ACQUIRE.source, ACQUIRE.keyLocking.source]);
+  const shas = new Set([await ACQUIRE.sha1(), await ACQUIRE.keyLocking.sha1()]);
   const answer = async (isAcquire: boolean) => (isAcquire ? [1, ++fence, 1, 10_000] : [1, 0]);
   return {
-    eval: (script) => answer(script === ACQUIRE.source),
-    evalsha: (sha) => answer(sha === acquireSha),
+    eval: (script) => answer(texts.has(script)),
+    evalsha: (sha) => answer(shas.has(sha)),
   };
 }
 

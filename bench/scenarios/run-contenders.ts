@@ -89,6 +89,11 @@ export interface ContentionResult {
   readonly requestsPerAcquisition: number;
   readonly bytesPerAcquisition: number;
   /**
+   * Billed commands per acquisition (what Upstash bills: every command Redis ran, each command
+   * a script ran included; INFO commandstats), releases included.
+   */
+  readonly billedPerAcquisition: number;
+  /**
    * Commands the server ran per acquisition, by name, e.g. `{ evalsha: 2.1, blpop: 0.9 }` (REST:
    * from the REST server's counters, which count a blocking pop once it returned).
    */
@@ -188,6 +193,7 @@ export async function runContenders(
         ? wireDelta(after.rest, before.rest)
         : wireDelta(after.tcp, before.tcp);
     return summarize(plan, sections, wire, {
+      billed: after.billed - before.billed,
       elapsedMs,
       failures,
       overlaps,
@@ -204,6 +210,7 @@ function summarize(
   sections: readonly Section[],
   wire: WireCounts,
   run: {
+    billed: number;
     elapsedMs: number;
     failures: number;
     overlaps: number;
@@ -280,6 +287,7 @@ function summarize(
     requests: wire.requests,
     requestsPerAcquisition: wire.requests / acquisitions,
     bytesPerAcquisition: (wire.bytesIn + wire.bytesOut) / acquisitions,
+    billedPerAcquisition: run.billed / acquisitions,
     commandsPerAcquisition: Object.fromEntries(
       Object.entries(wire.commandsByName).map(([name, count]) => [name, count / acquisitions]),
     ),

@@ -21,6 +21,9 @@ export interface UncontendedResult {
   /** Steady state (after the first operation). */
   readonly requestsPerAcquire: number;
   readonly requestsPerRelease: number;
+  /** Billed commands (every command Redis ran, a script's own included) per acquire / release. */
+  readonly billedPerAcquire: number;
+  readonly billedPerRelease: number;
   /** Request + response bytes of one acquire+release in the steady state. */
   readonly bytesPerOp: number;
   readonly commandsPerOp: Readonly<Record<string, number>>;
@@ -60,6 +63,8 @@ export async function runUncontended(
     // Counting pass: requests of each acquire and each release, one by one.
     let acquireRequests = 0;
     let releaseRequests = 0;
+    let acquireBilled = 0;
+    let releaseBilled = 0;
     let bytes = 0;
     const commands: Record<string, number> = {};
     for (let i = 0; i < COUNTED_OPS; i++) {
@@ -72,6 +77,8 @@ export async function runUncontended(
       const released = wire(c, b);
       acquireRequests += acquired.requests;
       releaseRequests += released.requests;
+      acquireBilled += b.billed - a.billed;
+      releaseBilled += c.billed - b.billed;
       bytes += acquired.bytesIn + acquired.bytesOut + released.bytesIn + released.bytesOut;
       for (const part of [acquired, released]) {
         for (const [name, count] of Object.entries(part.commandsByName)) {
@@ -102,6 +109,8 @@ export async function runUncontended(
       p99Ms: percentile(durations, 0.99),
       requestsPerAcquire: acquireRequests / COUNTED_OPS,
       requestsPerRelease: releaseRequests / COUNTED_OPS,
+      billedPerAcquire: acquireBilled / COUNTED_OPS,
+      billedPerRelease: releaseBilled / COUNTED_OPS,
       bytesPerOp: bytes / COUNTED_OPS,
       commandsPerOp: commands,
       firstOp: {

@@ -51,6 +51,8 @@ export interface WorkerResult {
   /** Every command the server ran for the lock: all commands − the counter's GET and SET. */
   readonly lockCommands: number;
   readonly lockCommandsPerIncrement: number;
+  /** The lock's billed commands per increment: each command its scripts ran counted too. */
+  readonly billedLockCommandsPerIncrement: number;
   /** Hand-off words pushed to subscribed waiters (push over a subscription), per increment. */
   readonly pushedPerIncrement: number;
   /** The lock's commands as the Worker counted them (LOCK_COMMANDS_HEADER): should match. */
@@ -161,7 +163,8 @@ export async function runWorkerScenario(
         }),
       );
       const elapsedMs = performance.now() - start;
-      const wire = wireDelta((await backend.snapshot()).rest, before.rest);
+      const after = await backend.snapshot();
+      const wire = wireDelta(after.rest, before.rest);
       const value = Number((await redis.get<number>(counterKey(counter))) ?? 0);
       const increments = latencies.length;
       // Each increment ran exactly one GET and one SET of the counter; the rest is the lock's.
@@ -189,6 +192,9 @@ export async function runWorkerScenario(
         efficiency: idealMs / elapsedMs,
         lockCommands,
         lockCommandsPerIncrement: lockCommands / increments,
+        // The counter's GET and SET are billed too: two per increment, the rest is the lock's.
+        billedLockCommandsPerIncrement:
+          (after.billed - before.billed - 2 * counterGets) / increments,
         pushedPerIncrement: pushed / increments,
         lockCommandsSeenByWorker: lockCommandsPerInvocation.reduce((sum, n) => sum + n, 0),
         maxLockCommandsPerInvocation: Math.max(0, ...lockCommandsPerInvocation),

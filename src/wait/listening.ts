@@ -7,6 +7,7 @@
  * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
  */
 import type { LockKeys } from "../locks/keys.js";
+import { grantKeepingParkMs } from "../locks/queue/hand-off.js";
 import type { LockRuntime } from "../locks/runtime.js";
 import { currentRequest } from "../scope.js";
 import type { RedisLike } from "../transport/redis-like.js";
@@ -20,7 +21,6 @@ import {
   PARK_GRACE_MS,
   parkBoundMs,
   type Registration,
-  turnKeepingParkMs,
 } from "./parking.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
 import type { TurnView } from "./turn.js";
@@ -52,7 +52,7 @@ export class Listening {
   /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
   readonly shard: number;
 
-  // A fair waiter parks within the claim window wherever it is queued (turnKeepingParkMs): a lost word
+  // A fair waiter parks within its grant wherever it is queued (grantKeepingParkMs): a lost word
   // costs it no turn.
   readonly #keepsTurn: boolean;
 
@@ -160,7 +160,8 @@ export class Listening {
     this.#runtime.contention.saw(this.#keys.lock);
     this.#registered = {
       sentAt,
-      boundAt: sentAt + parkBoundMs(view, this.#plan.policy.claimMs, this.#keepsTurn),
+      boundAt:
+        sentAt + parkBoundMs(view, this.#plan.policy.claimMs, this.#keepsTurn, this.#plan.leaseMs),
       view,
     };
     this.leaveSiblings();
@@ -194,7 +195,9 @@ export class Listening {
     }
     if (word.kind === "behind") {
       const { claimMs } = this.#plan.policy;
-      const longest = this.#keepsTurn ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
+      const longest = this.#keepsTurn
+        ? grantKeepingParkMs(claimMs, this.#plan.leaseMs)
+        : Number.POSITIVE_INFINITY;
       this.#registered = behind(registered, word.leaseMs, longest);
       return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
     }

@@ -8,7 +8,7 @@ import { LockBackendError } from "../errors.js";
 import type { OperationContext } from "../locks/context.js";
 import type { LockHandle } from "../locks/handle.js";
 import type { LockKeys } from "../locks/keys.js";
-import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
+import { grantKeepingParkMs, PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
 import { callBlocking } from "../transport/call.js";
 import { isTransientFailure, shownSafely } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
@@ -35,13 +35,18 @@ export const PARK_GRACE_MS = 1_000;
  * nothing over); behind it, a claim window past the expected turn, so that a grant to a waiter
  * that died parked is noticed soon. The scripts record the same bound (parkEndLua in
  * queue/hand-off.ts) to know whom a hand-off must tell. With `keepsTurn` (a fair waiter over a
- * subscription) every park lasts at most turnKeepingParkMs, at any place in the queue (the
+ * subscription) every park lasts at most grantKeepingParkMs, at any place in the queue (the
  * waiters ahead may leave untold); the scripts' record keeps the longer bound, which only decides
  * whether a waiter *behind* a grant is told.
  */
-export function parkBoundMs(view: TurnView, claimMs: number, keepsTurn = false): number {
+export function parkBoundMs(
+  view: TurnView,
+  claimMs: number,
+  keepsTurn = false,
+  leaseMs = Number.POSITIVE_INFINITY,
+): number {
   // Any place may be next without a word: the waiters ahead can give up or die unannounced.
-  let bound = keepsTurn ? turnKeepingParkMs(claimMs) : Number.POSITIVE_INFINITY;
+  let bound = keepsTurn ? grantKeepingParkMs(claimMs, leaseMs) : Number.POSITIVE_INFINITY;
   if (view.holderTtlMs !== null) {
     bound = Math.min(bound, view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS);
   }
@@ -51,20 +56,6 @@ export function parkBoundMs(view: TurnView, claimMs: number, keepsTurn = false):
     bound = Math.min(bound, current + view.position * cycle + claimMs);
   }
   return bound;
-}
-
-/**
- * Share of the claim window a waiter that keeps its turn (the fair lock) parks at most over a
- * subscription, since any park may see it granted: a grant whose word was lost is then replayed by
- * its next attempt before the window lapses (the rest of the window covers that round trip), so
- * the waiter holds with its granted token instead of losing its place to the waiters behind. A
- * pop needs none of it: its grant is pushed twice, for the re-sent pop.
- */
-export const TURN_KEEPING_PARK_SHARE = 0.75;
-
-/** The longest park of a waiter that must not lose its turn to a lost word (any place in the queue). */
-export function turnKeepingParkMs(claimMs: number): number {
-  return Math.max(MIN_PARK_MS, Math.floor(claimMs * TURN_KEEPING_PARK_SHARE));
 }
 
 /** "behind": the lock was handed to the waiter ahead, with a claim window of `leaseMs`. */
@@ -303,7 +294,7 @@ export const NEVER: Promise<undefined> = new Promise(() => {});
 /**
  * After word that the lock was handed to the waiter ahead with a claim window of `leaseMs`: wait
  * again until that window ends (an unclaimed grant frees the lock then), or `longestParkMs` (a
- * waiter that keeps its turn: turnKeepingParkMs); a grant still counts from the same registration.
+ * waiter that keeps its turn: grantKeepingParkMs); a grant still counts from the same registration.
  */
 export function behind(
   registered: Registration,

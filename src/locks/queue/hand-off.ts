@@ -45,6 +45,22 @@ return reply`;
 export const PARK_PAST_LEASE_MS = 25;
 
 /**
+ * Share of a grant's lease that a waiter which must keep its turn (a fair lock's or a
+ * semaphore's, woken over a subscription) parks at most: a grant whose word was lost still holds
+ * when the waiter asks again (the rest lets that request arrive), so its attempt replays the grant
+ * instead of finding it lapsed and queueing anew behind the waiters it was ahead of.
+ */
+export const GRANT_PARK_SHARE = 0.75;
+
+/**
+ * The longest park of a waiter that keeps its turn: a grant lasts the claim window, or the
+ * waiter's own lease when that is shorter.
+ */
+export function grantKeepingParkMs(claimMs: number, leaseMs: number): number {
+  return Math.floor(GRANT_PARK_SHARE * Math.min(claimMs, leaseMs));
+}
+
+/**
  * A hand-off tells the parked waiter behind the new holder when that holder's claim window ends
  * if its own park would otherwise end more than this much later (ms): a grant to a waiter that
  * died while parked then passes on about one claim window after the release.

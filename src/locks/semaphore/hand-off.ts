@@ -18,6 +18,8 @@
 import { LUA_FRAGMENTS } from "../fragment.js";
 import {
   BEHIND_NOTICE_MS,
+  GRANT_PARK_SHARE,
+  grantKeepingParkMs,
   HAND_OFF_CHANNEL_KEYS,
   handOffChannelKeys,
   PARK_PAST_LEASE_MS,
@@ -55,17 +57,9 @@ export function permitHandOffKeys(
 }
 
 /**
- * A parked waiter's park ends within this share of the lease a grant gives it (the claim window,
- * or its own lease if shorter), counted from its registering request's send: a grant made during
- * the park whose word was lost still holds when the waiter asks again (the rest of the window
- * lets that request arrive), so its attempt replays the grant instead of finding it lapsed.
- */
-export const PARK_SHARE_OF_GRANT = 0.75;
-
-/**
  * Push mode: the longest park of a waiter for permits registered by a request sent with
  * `claimMs` and `leaseMs` whose busy answer said `soonestLeaseEndMs` (null: no hold) and
- * `position` (ms from that send). Within PARK_SHARE_OF_GRANT of a grant's lease; and, as a
+ * `position` (ms from that send). Within GRANT_PARK_SHARE of a grant's lease (grantKeepingParkMs); and, as a
  * lock's (parkBoundMs in src/wait/parking.ts), just past the soonest lease end, a claim window
  * more per waiter ahead: a permit that comes back by expiry is told to nobody. The acquire
  * script records the same bound (registerParkedPermits) to know whom a grant must tell.
@@ -76,7 +70,7 @@ export function permitParkBoundMs(
   claimMs: number,
   leaseMs: number,
 ): number {
-  const withinGrant = Math.floor(PARK_SHARE_OF_GRANT * Math.min(claimMs, leaseMs));
+  const withinGrant = grantKeepingParkMs(claimMs, leaseMs);
   if (soonestLeaseEndMs === null) return withinGrant;
   return Math.min(
     withinGrant,
@@ -251,7 +245,7 @@ export function registerParkedPermits(): string {
   });
   return `if tonumber(claimMs) > 0 and string.sub(wakeBy, 1, 3) == 'sub' then
   local claim = tonumber(claimMs)
-  local parkFor = math.min(timeout, math.floor(${PARK_SHARE_OF_GRANT} * math.min(claim, tonumber(leaseMs))))
+  local parkFor = math.min(timeout, math.floor(${GRANT_PARK_SHARE} * math.min(claim, tonumber(leaseMs))))
   if soonest >= 0 then
     parkFor = math.min(parkFor, soonest + math.max(0, position) * claim + ${PARK_PAST_LEASE_MS})
   end

@@ -284,4 +284,42 @@ describe.each(backendKindsUnderTest())("fair lock order over a subscription on %
     expect(order[0]?.fencingToken).toBe(held.fencingToken + 1);
     expect((order[0]?.at ?? Number.POSITIVE_INFINITY) - releasedAt).toBeLessThan(2_000);
   });
+  it("a waiter with a lease shorter than the claim window keeps its place when its grant word is lost", async () => {
+    // The grant lasts the waiter's own lease (400 ms) when that is shorter than the claim window
+    // (2 s): a park bounded by the claim window alone outlasted it.
+    const prefix = freshPrefix();
+    const holderClient = bed.client({ prefix, scriptKeyLocking: true });
+    const held = await holderClient.fairLock("fifo-short").acquire({ leaseMs: 10_000 });
+    const taps = ["W1", "W2"].map((label) => ({ label, ...tapped(bed.redis()) }));
+    const order: { label: string; fencingToken: number }[] = [];
+    const served: Promise<void>[] = [];
+    for (const [index, { label, redis }] of taps.entries()) {
+      const client = bed.client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        wait: { mode: "push", wakeBy: "subscription" },
+      });
+      served.push(
+        client
+          .fairLock("fifo-short")
+          .acquire({ leaseMs: label === "W1" ? 400 : 10_000, waitMs: 20_000 })
+          .then(async (handle) => {
+            order.push({ label, fencingToken: handle.fencingToken });
+            await handle.release();
+          }),
+      );
+      await until(async () => (await subscribedWaiters(prefix, "fifo-short")) === index + 1);
+    }
+    const first = taps[0];
+    if (first === undefined) throw new Error("no first waiter");
+    first.tap.dropWords = true;
+    await held.release();
+    await Promise.all(served);
+    expect(first.tap.words).toBeGreaterThanOrEqual(1);
+    expect(order).toEqual([
+      { label: "W1", fencingToken: held.fencingToken + 1 },
+      { label: "W2", fencingToken: held.fencingToken + 2 },
+    ]);
+  });
 });

@@ -21,6 +21,7 @@ export function printUncontended(results: readonly UncontendedResult[]): string 
       "req/acq",
       "req/rel",
       "billed acq/rel",
+      "cycles/s per db",
       "bytes/op",
       "commands/op",
       "first op",
@@ -35,6 +36,8 @@ export function printUncontended(results: readonly UncontendedResult[]): string 
       fixed(r.requestsPerAcquire, 2),
       fixed(r.requestsPerRelease, 2),
       `${fixed(r.billedPerAcquire, 1)} / ${fixed(r.billedPerRelease, 1)}`,
+      // Upstash serves at most 10 000 commands per second per database (docs/upstash.md).
+      fixed(10_000 / (r.billedPerAcquire + r.billedPerRelease), 0),
       fixed(r.bytesPerOp, 0),
       commands(r.commandsPerOp),
       `${r.firstOp.requests} req ${r.firstOp.bytes} B`,

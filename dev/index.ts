@@ -260,6 +260,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       url: rest.url,
       token,
       ...(options.inspectorPrefix === undefined ? {} : { prefix: options.inspectorPrefix }),
+      ...(options.replica === undefined ? {} : { globalDatabase: true }),
     });
   }
 

@@ -74,6 +74,13 @@ describe.each(backendKindsUnderTest())("replica mode on %s", (kind) => {
     expect(mixed.json()).toEqual([{ result: 1 }, { result: "v" }]);
   });
 
+  it("its inspector page says that its view may lag", async () => {
+    const response = await fetch(`${server.inspectorUrl}api/snapshot`);
+    expect(((await response.json()) as { lagNote: unknown }).lagNote).toMatch(
+      /nearest region of a global database/,
+    );
+  });
+
   it("the replica catches up after the lag without a token", async () => {
     const key = uniqueKey("replica");
     await send(["SET", key, "v"]);

@@ -41,9 +41,14 @@ describe.each(backendKindsUnderTest())(
         client: bed.client({ prefix }),
         access: () => "read",
         names: ["shown"],
+        globalDatabase: true,
       });
       const stale = await snapshotOf(viewer);
       expect(stale.locks.find((lock) => lock.name === "shown")?.holders ?? []).toHaveLength(0);
+      // Which the page says, when told the database is global.
+      expect(stale.lagNote).toMatch(/nearest region of a global database/);
+      const untold = inspectorHandler({ client: bed.client({ prefix }), access: () => "read" });
+      expect((await snapshotOf(untold)).lagNote).toBeNull();
     });
 
     it("a lock just taken is locked, has a lease left, and is not free to another client", async () => {

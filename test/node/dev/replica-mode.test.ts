@@ -10,7 +10,7 @@ import { type DevServer, startDevServer } from "../../../dev/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { type RawResponse, rawRequest, uniqueKey } from "../../support/rest.js";
 
-const LAG_MS = 400;
+const LAG_MS = 1_000;
 
 function tokenOf(response: RawResponse): string {
   const token = response.headers.get("upstash-sync-token");
@@ -84,7 +84,7 @@ describe.each(backendKindsUnderTest())("replica mode on %s", (kind) => {
   it("the replica catches up after the lag without a token", async () => {
     const key = uniqueKey("replica");
     await send(["SET", key, "v"]);
-    await new Promise((resolve) => setTimeout(resolve, LAG_MS * 3));
+    await new Promise((resolve) => setTimeout(resolve, LAG_MS * 2));
     expect((await send(["GET", key])).json()).toEqual({ result: "v" });
   });
 
@@ -94,7 +94,7 @@ describe.each(backendKindsUnderTest())("replica mode on %s", (kind) => {
     const started = Date.now();
     const answered = await send(["GET", key], "999999999999");
     expect(answered.json()).toEqual({ result: "v" });
-    expect(Date.now() - started).toBeLessThan(LAG_MS * 10);
+    expect(Date.now() - started).toBeLessThan(LAG_MS * 5);
     expect((await send(["GET", key], "not-a-token")).status).toBe(200);
   });
 });

@@ -33,6 +33,14 @@ export interface CallOptions {
    * one besides the EVAL/EVALSHA itself. A call may report in parts; the counts add up.
    */
   readonly onScriptCommands?: (count: number) => void;
+  /**
+   * The request's `upstash-sync-token` header (read-your-writes), when it sent a non-empty one.
+   * Only a replicated backend (replica mode) reads it: a read waits until the replica has what
+   * the token names.
+   */
+  readonly syncToken?: string;
+  /** Told the sync token to answer with, by a replicated backend; others leave it uncalled. */
+  readonly onSyncToken?: (token: string) => void;
 }
 
 /** A message delivered to a subscriber; `pattern` is set for pattern subscriptions. */

@@ -53,6 +53,10 @@ Options:
   --backend B         auto | redis-server | embedded (default auto: REDIS_URL if set,
                       else a spawned redis-server if installed, else embedded)
   --redis-url URL     use this Redis: redis://[user:password@]host:port[/db]
+  --replica-lag-ms N  replica mode, as an Upstash global database seen from a read region:
+                      writes and EVAL run on a primary, reads (GET, SCAN, EVAL_RO…) on a
+                      replica N ms behind unless the request's upstash-sync-token asks for
+                      newer (needs --backend redis-server or embedded; auto ignores REDIS_URL)
   --latency MS        add this much delay to every response (default 0)
   --jitter MS         vary the delay uniformly by ± this much (default 0)
   --drop RATE         0..1: run the request, then drop the response (default 0)
@@ -81,6 +85,8 @@ export interface DevCommand {
   /** File to write the connection variables into, for wrangler. */
   readonly devVars: string | undefined;
   readonly verbose: boolean;
+  /** Replica mode's lag (`--replica-lag-ms`), or undefined without a replica. */
+  readonly replicaLagMs: number | undefined;
 }
 
 export class UsageError extends Error {
@@ -112,6 +118,7 @@ const DEV_OPTIONS = {
   seed: { type: "string" },
   "dev-vars": { type: "string" },
   verbose: { type: "boolean" },
+  "replica-lag-ms": { type: "string" },
 } as const;
 
 function parseDevOptions(args: readonly string[]) {
@@ -188,6 +195,10 @@ export function parseDevArgs(
   if (dropAfterExecute !== undefined) faults.dropAfterExecute = dropAfterExecute;
   if (failBeforeExecute !== undefined) faults.failBeforeExecute = failBeforeExecute;
   if (seed !== undefined) faults.seed = seed;
+  const replicaLagMs = numberOption("replica-lag-ms", values["replica-lag-ms"], 0, 600_000);
+  if (replicaLagMs !== undefined && redisUrl !== undefined) {
+    throw new UsageError("--replica-lag-ms starts its own primary and replica: drop --redis-url");
+  }
 
   return {
     port,
@@ -200,6 +211,7 @@ export function parseDevArgs(
     faults,
     devVars: values["dev-vars"],
     verbose: values.verbose ?? false,
+    replicaLagMs,
   };
 }
 
@@ -278,6 +290,7 @@ async function startForCli(command: DevCommand, io: CliIo): Promise<DevServer> {
       blocking: command.blocking,
       backend: command.backend,
       faults: command.faults,
+      ...(command.replicaLagMs === undefined ? {} : { replica: { lagMs: command.replicaLagMs } }),
       ...(command.verbose ? { stats: new LoggingStats(io.err) } : {}),
       log: (line) => {
         if (!line.startsWith("backend:") && !line.startsWith("listening on")) io.err(line);

@@ -16,6 +16,7 @@ import {
   type ServerProfile,
 } from "./profile/settings.js";
 import { findRedisServerBinary, startRedisServer } from "./redis-server.js";
+import { type ReplicaOptions, ReplicatedBackend } from "./replica/index.js";
 import { createRedisUrlBackend } from "./resp/redis-backend.js";
 import { FaultController, type FaultOptions } from "./rest/faults.js";
 import { startRestServer } from "./rest/server.js";
@@ -24,6 +25,7 @@ import { ServerStats } from "./rest/stats.js";
 export type { Backend } from "./backend.js";
 export type { ScriptLock } from "./profile/backend.js";
 export type { BlockingMode, ServerProfile } from "./profile/settings.js";
+export type { ReplicaOptions } from "./replica/index.js";
 export type { FaultCounts, FaultOptions } from "./rest/faults.js";
 export type { RouteKind } from "./rest/routes.js";
 export { ServerStats, type StatsSnapshot } from "./rest/stats.js";
@@ -93,6 +95,15 @@ export interface DevServerOptions {
   inspector?: boolean;
   /** Key prefix the inspector page shows. Default "edgelock", LockClient's default. */
   inspectorPrefix?: string;
+  /**
+   * Replica mode: behave as an Upstash global database seen from a read region. Writes and
+   * EVAL/EVALSHA run on a primary; reads (GET, SCAN, EVAL_RO…) on a replica that applies each
+   * write `lagMs` late, unless the request's `upstash-sync-token` asks for a newer state (then
+   * the read waits for the replica). Needs a backend the server starts twice: `"embedded"` or
+   * `"redis-server"` (`"auto"` picks one of these, ignoring `REDIS_URL`). Default: off.
+   * See docs/dev-server.md.
+   */
+  replica?: ReplicaOptions;
 }
 
 /** A started server: its URL and tokens, its faults and counters, and `close()`. */
@@ -106,6 +117,8 @@ export interface DevServer {
   readonly profile: ServerProfile;
   readonly blocking: BlockingMode;
   readonly backendKind: BackendKind;
+  /** Replica mode's lag in ms, or undefined when the server has no replica. */
+  readonly replicaLagMs: number | undefined;
   /** e.g. `redis-server 7.0.15 at 127.0.0.1:41234 (spawned, not persisted)`. */
   readonly backendDescription: string;
   /** Change fault injection at runtime; read what was injected with `counts()`. */
@@ -168,6 +181,32 @@ async function chooseBackend(choice: BackendChoice): Promise<ChosenBackend> {
   }
 }
 
+/** A primary and its lagging replica, of the kind `choice` names. */
+async function chooseReplicatedBackend(
+  choice: BackendChoice,
+  { lagMs }: ReplicaOptions,
+): Promise<ChosenBackend> {
+  if (!Number.isFinite(lagMs) || lagMs < 0) {
+    throw new Error(`replica.lagMs must be a number of ms ≥ 0, not ${String(lagMs)}`);
+  }
+  if (typeof choice === "object") {
+    throw new Error(
+      'replica mode starts its own primary and replica: use backend "embedded" or "redis-server", not a Redis URL',
+    );
+  }
+  const kind =
+    choice === "auto"
+      ? findRedisServerBinary() === undefined
+        ? "embedded"
+        : "redis-server"
+      : choice;
+  const { primary, replica, link } =
+    kind === "redis-server"
+      ? await (await import("./replica/redis.js")).startRedisServerReplica(lagMs)
+      : await (await import("./replica/embedded.js")).startEmbeddedReplica(lagMs);
+  return { kind, backend: new ReplicatedBackend(primary, replica, link, lagMs) };
+}
+
 /** Starts the backend, then the REST server; resolves once both are ready. */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const token = options.token ?? randomBytes(16).toString("hex");
@@ -185,7 +224,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const host = options.host ?? "127.0.0.1";
   const inspector: { handler?: (request: Request) => Promise<Response> } = {};
   const inspectorOn = options.inspector ?? isLoopbackInterface(host);
-  const { kind, backend } = await chooseBackend(options.backend ?? "auto");
+  const { kind, backend } =
+    options.replica === undefined
+      ? await chooseBackend(options.backend ?? "auto")
+      : await chooseReplicatedBackend(options.backend ?? "auto", options.replica);
   log(`backend: ${backend.description}`);
   let rest: Awaited<ReturnType<typeof startRestServer>>;
   try {
@@ -218,6 +260,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
       url: rest.url,
       token,
       ...(options.inspectorPrefix === undefined ? {} : { prefix: options.inspectorPrefix }),
+      ...(options.replica === undefined ? {} : { globalDatabase: true }),
     });
   }
 
@@ -229,6 +272,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     profile,
     blocking,
     backendKind: kind,
+    replicaLagMs: options.replica?.lagMs,
     backendDescription: backend.description,
     faults,
     stats,

@@ -9,6 +9,7 @@
  */
 
 import { LOOKUP, PUT } from "./hono/response-store.js";
+import { QUEUE_MEMBERS } from "./inspector/actions.js";
 import { READ_LATCH } from "./inspector/read-latch.js";
 import { READ_LOCK } from "./inspector/read-lock.js";
 import { READ_SEMAPHORE } from "./inspector/read-semaphore.js";
@@ -89,6 +90,7 @@ export const SCRIPTS: ReadonlyMap<string, CataloguedScript> = new Map<string, Ca
     READ_LOCK,
     READ_SEMAPHORE,
     READ_LATCH,
+    QUEUE_MEMBERS,
   ].map((script): [string, CataloguedScript] => [script.name, script]),
 );
 

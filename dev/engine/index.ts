@@ -8,6 +8,7 @@ import { commandName, isBlockingCommand } from "../resp/command-policy.js";
 import { argToBinary, binaryToBytes } from "./bytes.js";
 import { blockingTimeoutMs } from "./commands/blocking.js";
 import { Engine } from "./engine.js";
+import type { Keyspace } from "./keyspace.js";
 import { LuaRuntime } from "./lua/runtime.js";
 import { R } from "./replies.js";
 import { BlockedClients } from "./waiters.js";
@@ -17,6 +18,8 @@ export interface EmbeddedBackendOptions {
   readonly now?: () => number;
   /** A script running longer than this is aborted with a BUSY error. Default 5000 ms. */
   readonly scriptTimeLimitMs?: number;
+  /** Handed the engine's keyspace once it exists: replica mode copies it (dev/replica/). */
+  readonly onKeyspace?: (keyspace: Keyspace) => void;
 }
 
 export const EMBEDDED_DESCRIPTION = "embedded engine (in-memory, Lua 5.4 via wasmoon)";
@@ -33,6 +36,7 @@ export async function createEmbeddedBackend(
   options: EmbeddedBackendOptions = {},
 ): Promise<Backend> {
   const engine = new Engine(options.now ?? Date.now);
+  options.onKeyspace?.(engine.db);
   const lua = await LuaRuntime.create(
     {
       call: (argv, readOnly) => engine.callFromScript(argv, readOnly),

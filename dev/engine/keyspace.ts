@@ -92,6 +92,24 @@ export class Keyspace {
     return this.entries.size;
   }
 
+  /** A deep copy of every entry, expired or not (replica mode copies the primary with it). */
+  snapshot(): Map<string, Entry> {
+    const copy = new Map<string, Entry>();
+    for (const [key, entry] of this.entries) {
+      copy.set(key, { value: cloneValue(entry.value), expireAt: entry.expireAt });
+    }
+    return copy;
+  }
+
+  /** Replaces every entry with those of `snapshot` (taken by `snapshot()`, not shared after). */
+  restore(snapshot: ReadonlyMap<string, Entry>): void {
+    this.flush();
+    for (const [key, entry] of snapshot) {
+      this.entries.set(key, entry);
+      if (entry.expireAt !== undefined) this.volatile.add(key);
+    }
+  }
+
   flush(): void {
     this.entries.clear();
     this.volatile.clear();

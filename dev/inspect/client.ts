@@ -16,6 +16,8 @@ export interface InspectTarget extends RefreshBudget {
   readonly names?: readonly string[];
   /** Default "write": the Redis token still decides (a read-only one refuses SCAN and writes). */
   readonly access?: InspectorAccess;
+  /** The server serves reads from a lagging replica (replica mode): the page says so. */
+  readonly globalDatabase?: boolean;
 }
 
 export function inspectorFor(target: InspectTarget): (request: Request) => Promise<Response> {
@@ -30,6 +32,7 @@ export function inspectorFor(target: InspectTarget): (request: Request) => Promi
     client,
     access: () => access,
     ...(target.names === undefined ? {} : { names: target.names }),
+    ...(target.globalDatabase === true ? { globalDatabase: true } : {}),
     ...pick(target),
   });
 }

@@ -109,7 +109,7 @@ export class ProfileBackend implements Backend {
     const prepared = this.prepare(command, false);
     if (prepared.kind === "answer") return prepared.reply;
     const result = prepared.atOnce
-      ? await this.runAtOnce(prepared.command)
+      ? await this.runAtOnce(prepared.command, options)
       : await this.inner.command(prepared.command, options);
     return this.finish(prepared, result);
   }
@@ -136,7 +136,7 @@ export class ProfileBackend implements Backend {
       if (item.kind === "answer") replies[index] = item.reply;
       else if (item.atOnce) {
         await flush();
-        replies[index] = this.finish(item, await this.runAtOnce(item.command));
+        replies[index] = this.finish(item, await this.runAtOnce(item.command, options));
       } else batch.push(index);
     }
     await flush();
@@ -268,13 +268,14 @@ export class ProfileBackend implements Backend {
   }
 
   /** A blocking command answered as if its timeout had passed: MULTI never blocks. */
-  private async runAtOnce(command: Command): Promise<Reply> {
-    const result = await this.inner.transaction([command]);
+  private async runAtOnce(command: Command, options: CallOptions | undefined): Promise<Reply> {
+    // The options carry the sync token of replica mode; a blocking command never blocks here.
+    const result = await this.inner.transaction([command], options);
     if (result.type === "array" && result.value !== null && result.value[0] !== undefined) {
       return result.value[0];
     }
     // Discarded (a malformed command): run it alone for its own error, which comes at once.
-    return this.inner.command(command);
+    return this.inner.command(command, options);
   }
 
   private finish(prepared: Prepared, result: Reply): Reply {

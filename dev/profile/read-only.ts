@@ -97,6 +97,18 @@ const READ_COMMANDS = new Set([
   "time",
 ]);
 
+/** The reads the read-only token is refused although they change nothing. */
+const POWERFUL_READS = new Set(["scan", "keys", "randomkey"]);
+
+/**
+ * Whether `command` only reads, so a global database's read region may answer it (replica mode:
+ * dev/replica/). EVAL, EVALSHA and FCALL are writes there whatever their script does.
+ */
+export function isReadCommand(command: Command): boolean {
+  const name = commandName(command);
+  return READ_COMMANDS.has(name) || POWERFUL_READS.has(name);
+}
+
 /** Why the read-only token may not run `command`, or undefined when it may. */
 export function readOnlyRefusal(command: Command): string | undefined {
   const name = commandName(command);

@@ -115,14 +115,16 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     response: http.ServerResponse,
     status: number,
     body: string,
+    replicatedToken?: string,
   ): void {
     const bytes = Buffer.from(body, "utf8");
     syncToken += 1;
     response.writeHead(status, {
       "content-type": "application/json",
       "content-length": bytes.byteLength,
-      // Read-your-writes: the client sends back the latest token; one node has nothing to sync.
-      "upstash-sync-token": String(syncToken),
+      // Read-your-writes: the client sends back the latest token. One node has nothing to sync
+      // (any token does); in replica mode the backend names the position the answer reflects.
+      "upstash-sync-token": replicatedToken ?? String(syncToken),
     });
     response.end(request.method === "HEAD" ? undefined : bytes);
     stats.recordResponse(status, bytes.byteLength);
@@ -240,13 +242,23 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       if (!response.writableFinished) clientGone.abort();
     });
     let outcome: RestOutcome;
+    let answeredToken: string | undefined;
+    const presentedSyncToken = request.headers["upstash-sync-token"];
     if (blocking) blockedRequests += 1;
     try {
       outcome = await executePlan(
         plan,
         backend,
         encoding,
-        { signal: clientGone.signal },
+        {
+          signal: clientGone.signal,
+          ...(typeof presentedSyncToken === "string" && presentedSyncToken !== ""
+            ? { syncToken: presentedSyncToken }
+            : {}),
+          onSyncToken: (token) => {
+            answeredToken = token;
+          },
+        },
         readOnly ? readOnlyRefusal : undefined,
       );
     } catch (error) {
@@ -274,7 +286,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       request.socket.destroy();
       return;
     }
-    send(request, response, outcome.status, outcome.body);
+    send(request, response, outcome.status, outcome.body, answeredToken);
   }
 
   const server = http.createServer((request, response) => {

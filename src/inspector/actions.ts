@@ -8,6 +8,8 @@ import { LockInputError } from "../errors.js";
 import { readWriteLockKeys } from "../locks/keys.js";
 import { leaveQueue } from "../locks/queue/leave.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
+import { callScript } from "../transport/call.js";
+import { Script } from "../transport/script.js";
 import type { ExecRedis } from "./redis.js";
 import { digest, splitMember } from "./reply.js";
 
@@ -19,6 +21,16 @@ export type ActionResult =
 function hasReadWriteLocks(client: LockClient): client is RootLockClient {
   return typeof (client as Partial<RootLockClient>).readWriteLock === "function";
 }
+
+/**
+ * The queue's members, read by a script sent as EVAL: a global database runs EVAL on its primary,
+ * where a plain ZRANGE may be answered by a read region that has not seen a waiter queued moments
+ * ago (docs/upstash.md, "Global databases"). The action's own write needs the primary anyway.
+ */
+export const QUEUE_MEMBERS = new Script(
+  "inspector.queueMembers",
+  "return redis.call('ZRANGE', KEYS[1], 0, -1)",
+);
 
 /** Deletes lock `name` whoever holds it; for a read-write lock, its read holds too. */
 export async function forceReleaseLock(
@@ -47,7 +59,7 @@ export async function forceReleaseLock(
 
 /**
  * Removes the waiter whose queue member digests to `waiter` (the browser knows only the digest):
- * one ZRANGE finds it, the leave script removes it.
+ * one ZRANGE on the primary finds it, the leave script removes it.
  */
 export async function removeWaiter(
   client: LockClient,
@@ -57,7 +69,7 @@ export async function removeWaiter(
 ): Promise<ActionResult> {
   const runtime = runtimeOf(client);
   const keys = readWriteLockKeys(runtime.prefix, name);
-  const members = await redis.exec(["ZRANGE", keys.queue, "0", "-1"]);
+  const members = await callScript(redis, QUEUE_MEMBERS, [keys.queue], [], runtime.ctx.retry);
   let found: string | undefined;
   for (const member of Array.isArray(members) ? members.map(String) : []) {
     if ((await digest(member)) === waiter) found = member;

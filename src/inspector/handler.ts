@@ -29,6 +29,12 @@ export interface InspectorHandlerOptions extends RefreshBudget {
    * @default []
    */
   names?: readonly string[];
+  /**
+   * The Redis is an Upstash global database (or a local server in replica mode): each snapshot's
+   * `lagNote` then says that its reads come from the nearest region and may lag the primary.
+   * @default false
+   */
+  globalDatabase?: boolean;
 }
 
 const SECURITY_HEADERS = {
@@ -41,6 +47,10 @@ const SECURITY_HEADERS = {
 const PAGE_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/** What the page says of its view on a global database (docs/inspector.md). */
+const GLOBAL_DATABASE_NOTE =
+  "read from the nearest region of a global database: a change of the last moments may not show yet (actions run on the primary)";
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), {
@@ -128,6 +138,7 @@ export function inspectorHandler(
             names: [...names, ...asked],
             canWrite: allowed === "write",
             readOnlyReason: allowed === "write" ? null : "your access is read-only",
+            lagNote: options.globalDatabase === true ? GLOBAL_DATABASE_NOTE : null,
           });
           return json(200, snapshot);
         }

@@ -23,6 +23,12 @@ export interface InspectorOptions extends RefreshBudget {
    * @default []
    */
   names?: readonly string[];
+  /**
+   * The Redis is an Upstash global database (or a local server in replica mode): each snapshot's
+   * `lagNote` then says that its reads come from the nearest region and may lag the primary.
+   * @default false
+   */
+  globalDatabase?: boolean;
 }
 
 /**

@@ -39,6 +39,7 @@ export const PAGE_HTML = `<!doctype html>
   <p id="cost"></p>
   <p id="scan"></p>
   <p id="read-only" hidden></p>
+  <p id="lag-note" hidden></p>
   <p id="error" role="alert" hidden></p>
   <table id="locks">
     <caption>Locks held or waited for</caption>
@@ -158,6 +159,8 @@ export const PAGE_JS = `"use strict";
     document.body.classList.toggle("read-only", !s.canWrite);
     $("#read-only").hidden = s.canWrite;
     $("#read-only").textContent = s.canWrite ? "" : "Read-only: " + (s.readOnlyReason || "no write access");
+    $("#lag-note").hidden = !s.lagNote;
+    $("#lag-note").textContent = s.lagNote ? "May lag: " + s.lagNote : "";
     $("#status").textContent = s.locks.length + " lock(s), " + s.semaphores.length + " semaphore(s), " +
       s.latches.length + " latch(es) shown, updated " + new Date().toLocaleTimeString();
     $("#cost").textContent = "Last refresh: " + s.cost.total + " command(s) (" + s.cost.scan + " SCAN, " +

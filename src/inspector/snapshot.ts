@@ -63,6 +63,8 @@ export interface SnapshotRequest extends RefreshBudget {
   readonly names?: readonly string[];
   readonly canWrite: boolean;
   readonly readOnlyReason: string | null;
+  /** Why the view may be behind the primary, or null (InspectorSnapshot.lagNote). */
+  readonly lagNote?: string | null;
 }
 
 export async function takeSnapshot(
@@ -97,6 +99,7 @@ export async function takeSnapshot(
     prefix: request.prefix,
     canWrite: request.canWrite && walk.refused === null,
     readOnlyReason: walk.refused !== null ? "the Redis token is read-only" : request.readOnlyReason,
+    lagNote: request.lagNote ?? null,
     locks,
     semaphores,
     latches,

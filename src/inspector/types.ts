@@ -146,6 +146,11 @@ export interface InspectorSnapshot {
   readonly canWrite: boolean;
   /** Why the actions are not offered, when they are not. */
   readonly readOnlyReason: string | null;
+  /**
+   * Why the view may be behind the primary (the `globalDatabase` option: a read region may not
+   * have the latest writes yet), or null.
+   */
+  readonly lagNote: string | null;
   readonly locks: readonly InspectedLock[];
   /** Semaphores with a hold or a waiter, and those named (where they exist). */
   readonly semaphores: readonly InspectedSemaphore[];

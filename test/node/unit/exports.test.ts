@@ -186,6 +186,7 @@ const PINNED: Readonly<Record<string, readonly string[]>> = {
     "DevServerOptions",
     "FaultCounts",
     "FaultOptions",
+    "ReplicaOptions",
     "RouteKind",
     "ScriptLock",
     "ServerProfile",

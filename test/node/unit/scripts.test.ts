@@ -43,6 +43,8 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["inspector.readSemaphore", "88fbaff7a6c3d3e9bfd85f43052723e0bd71fe75"],
   // The latch's own read (countDownLatch.count), sent read-only: the same text, the same SHA-1.
   ["inspector.readLatch", "8e981740c04bec42071427a5b70a22648ed1810e"],
+  // Sent as EVAL, so a global database's primary answers it (remove-waiter's lookup).
+  ["inspector.queueMembers", "0219b28e57835b6959ef4e3073f7ab45c8ce6de4"],
 ];
 
 describe("the script catalogue", () => {

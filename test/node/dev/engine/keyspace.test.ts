@@ -166,3 +166,28 @@ describe("embedded engine: keyspace and expiry", () => {
     expect(await run("MEMORY", "USAGE", "missing")).toBeNull();
   });
 });
+
+describe("embedded engine: keyspace copies (replica mode)", () => {
+  it("a snapshot is a deep copy; restoring it replaces every key and keeps absolute expiry", async () => {
+    const { Keyspace } = await import("../../../../dev/engine/keyspace.js");
+    const primary = new Keyspace();
+    const replica = new Keyspace();
+    primary.set("h", { type: "hash", data: new Map([["f", "1"]]) });
+    const expiring = primary.set("e", { type: "string", data: "soon" });
+    primary.setExpire("e", expiring, 1_000);
+    replica.set("stale", { type: "string", data: "gone after restore" });
+
+    const copy = primary.snapshot();
+    const hash = primary.lookup("h", 0)?.value;
+    if (hash?.type === "hash") hash.data.set("f", "2");
+    replica.restore(copy);
+
+    expect([...replica.keys(0)].sort()).toEqual(["e", "h"]);
+    const copied = replica.lookup("h", 0)?.value;
+    expect(copied?.type === "hash" ? copied.data.get("f") : undefined).toBe("1");
+    expect(replica.lookup("e", 1_000)?.expireAt).toBe(1_000);
+    expect(replica.lookup("e", 1_001)).toBeUndefined();
+    replica.sweep(1_001);
+    expect(replica.size(1_001)).toBe(1);
+  });
+});

@@ -19,8 +19,9 @@ export class LockInputError extends EdgelockError {
 
 /**
  * An owner scope (`client.scope()`, hono's `withLock()` with `client`) needs AsyncLocalStorage:
- * on Workers, add the `nodejs_compat` flag. Thrown before any request, since unscoped a nested
- * acquisition of the request's own lock would wait for itself.
+ * on Workers, add the `nodejs_compat` flag; on Vercel's Edge runtime, set the global
+ * `AsyncLocalStorage` from `node:async_hooks`; else pass `owner`. Thrown before any request,
+ * since unscoped a nested acquisition of the request's own lock would wait for itself.
  */
 export class LockScopeUnavailableError extends EdgelockError {
   override readonly name = "LockScopeUnavailableError" as const;

@@ -3,7 +3,9 @@
  * scope's, so nested calls of one flow re-enter while concurrent requests stay apart.
  *
  * AsyncLocalStorage is reached through `process.getBuiltinModule`, so that no bundler must
- * resolve `node:async_hooks` (Node ≥ 20.16, Bun, Deno, Workers with `nodejs_compat`).
+ * resolve `node:async_hooks` (Node ≥ 20.16, Bun, Deno, Workers with `nodejs_compat`), else as the
+ * global `AsyncLocalStorage` (Next.js's Edge runtime sets it; on Vercel's Edge runtime, which has
+ * `node:async_hooks` but no `process`, one line of the user's sets it).
  *
  * One storage per module instance, not per client: a client used inside `a.scope()` takes `a`'s
  * owner.
@@ -24,6 +26,8 @@ interface OwnerStorage {
 type AsyncHooksModule = { AsyncLocalStorage: new () => OwnerStorage };
 type ProcessWithBuiltins = { getBuiltinModule?: (id: string) => unknown };
 
+type StorageClass = new () => OwnerStorage;
+
 function createStorage(): OwnerStorage | undefined {
   const proc = (globalThis as { process?: ProcessWithBuiltins }).process;
   let hooks: AsyncHooksModule | undefined;
@@ -33,13 +37,17 @@ function createStorage(): OwnerStorage | undefined {
     // A runtime with a partial `process` (a Worker without nodejs_compat) may refuse the module.
     hooks = undefined;
   }
-  return hooks?.AsyncLocalStorage ? new hooks.AsyncLocalStorage() : undefined;
+  const found =
+    hooks?.AsyncLocalStorage ??
+    (globalThis as { AsyncLocalStorage?: StorageClass }).AsyncLocalStorage;
+  return typeof found === "function" ? new found() : undefined;
 }
 
-let storage: OwnerStorage | undefined | null = null;
+let storage: OwnerStorage | undefined;
 
+/** Found once; looked for again while missing (a user's global may be set after import). */
 function ownerStorage(): OwnerStorage | undefined {
-  if (storage === null) storage = createStorage();
+  storage ??= createStorage();
   return storage;
 }
 
@@ -61,17 +69,34 @@ export function scopesAvailable(): boolean {
   return ownerStorage() !== undefined;
 }
 
+/** Where the code runs, as far as the error's advice differs. */
+function runtimeName(): "workers" | "vercel-edge" | "other" {
+  const agent = (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent;
+  if (agent === "Cloudflare-Workers") return "workers";
+  // Vercel's documented check for its Edge runtime (and the edge-runtime package's VM).
+  if (typeof (globalThis as { EdgeRuntime?: unknown }).EdgeRuntime === "string") {
+    return "vercel-edge";
+  }
+  return "other";
+}
+
 /**
  * The error for `what` (the API the user called) where the runtime has no AsyncLocalStorage, in
- * the runtime's own terms: a Worker's flag on Workers, elsewhere the explicit owner.
+ * the runtime's own terms: a Worker's flag on Workers; on Vercel's Edge runtime, its
+ * `node:async_hooks` made global; elsewhere the explicit owner.
  */
 export function scopeUnavailable(what: string, instead = "pass owner"): LockScopeUnavailableError {
-  const agent = (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent;
-  const remedy =
-    agent === "Cloudflare-Workers"
-      ? `add compatibility_flags = ["nodejs_compat"] to wrangler.toml, or ${instead}`
-      : `this runtime has none (Node, Bun, Deno and Workers with nodejs_compat have it): ${instead}`;
-  return new LockScopeUnavailableError(`${what} needs AsyncLocalStorage: ${remedy}.`);
+  const remedies = {
+    workers: `add compatibility_flags = ["nodejs_compat"] to wrangler.toml, or ${instead}`,
+    "vercel-edge":
+      'Vercel\'s Edge runtime has it in "node:async_hooks" but edgelock cannot import it there: ' +
+      "set globalThis.AsyncLocalStorage = AsyncLocalStorage (imported from node:async_hooks) " +
+      `before the first request, or ${instead}`,
+    other: `this runtime has none (Node, Bun, Deno and Workers with nodejs_compat have it): ${instead}`,
+  };
+  return new LockScopeUnavailableError(
+    `${what} needs AsyncLocalStorage: ${remedies[runtimeName()]}.`,
+  );
 }
 
 export function runWithOwner<R>(owner: string, fn: () => R): R {

@@ -4,6 +4,7 @@
  * request: the middleware used to run unscoped without a word, and a nested acquisition of the
  * request's own lock then waited out its waitMs against its own request and answered 500.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Hono } from "hono";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
@@ -110,5 +111,36 @@ describe("LockScopeUnavailableError's words", () => {
     expect(said).toContain("client.scope() needs AsyncLocalStorage: this runtime has none");
     expect(said).toContain("pass owner");
     expect(said).not.toContain("compatibility_flags");
+  });
+});
+
+// Issue 46: Vercel's Edge runtime has AsyncLocalStorage in node:async_hooks (its docs' "Compatible
+// Node.js modules") but no `process`, so edgelock cannot reach it itself; Next.js sets it global.
+describe("Vercel's Edge runtime", () => {
+  it("the error says how to hand edgelock its node:async_hooks, not a Cloudflare flag", async () => {
+    vi.stubGlobal("EdgeRuntime", "edge-runtime");
+    const { LockClient } = await withoutAsyncLocalStorage();
+    const client = new LockClient({ redis: silentRedis().redis });
+    expect(() => client.scope(() => "never")).toThrow(
+      'client.scope() needs AsyncLocalStorage: Vercel\'s Edge runtime has it in "node:async_hooks" but edgelock cannot import it there: set globalThis.AsyncLocalStorage = AsyncLocalStorage (imported from node:async_hooks) before the first request, or pass owner.',
+    );
+  });
+
+  it("a global AsyncLocalStorage gives scopes, also when set after the first attempt", async () => {
+    vi.stubGlobal("EdgeRuntime", "edge-runtime");
+    const { LockClient, LockScopeUnavailableError } = await withoutAsyncLocalStorage();
+    const { redis, sent } = silentRedis();
+    const client = new LockClient({ redis });
+    expect(() => client.scope(() => "never")).toThrow(LockScopeUnavailableError);
+    vi.stubGlobal("AsyncLocalStorage", AsyncLocalStorage);
+    const owners = await client.scope(async () => {
+      const outer = client.currentOwner;
+      await Promise.resolve();
+      return [outer, client.currentOwner];
+    });
+    expect(owners[0]).toEqual(expect.any(String));
+    expect(owners[1]).toBe(owners[0]);
+    expect(client.currentOwner).toBeUndefined();
+    expect(sent).not.toHaveBeenCalled();
   });
 });

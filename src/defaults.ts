@@ -35,7 +35,8 @@ export const QUORUM_DEFAULTS = {
 export const WAIT_DEFAULTS = {
   initialDelayMs: 10,
   maxDelayMs: 250,
-  maxPolls: 100,
+  /** A guard against a runaway loop, not a clock: an hour's wait on the defaults fits in it. */
+  maxPolls: 10_000,
   /** How long a wait rides out transient backend failures in a row. */
   outageMs: 5_000,
   /** Polling (works through every proxy); "push" parks on a blocking pop instead. */

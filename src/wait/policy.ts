@@ -24,17 +24,24 @@ export interface WaitOptions {
    */
   initialDelayMs?: number;
   /**
-   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Sleeps towards an
-   * expected turn (queue-directed polling) are not bound by it: they last up to a third of the
-   * waiter timeout, never past the holder's lease end (at the head) or the caller's deadline.
+   * Largest ceiling of the doubling backoff, in ms. A wait with no turn in sight then backs off
+   * with the time it has waited: a sleep of an eighth to a quarter of it (30 s at most), so that
+   * requests grow with the logarithm of the wait (docs/api.md, "How a waiter paces its polls").
+   * Sleeps towards an expected turn (queue-directed polling) are not bound by it: they last up to
+   * a third of the waiter timeout. No sleep lasts past the holder's lease end or the caller's
+   * deadline.
    * @default 250
    */
   maxDelayMs?: number;
   /**
    * Most requests one acquisition may make, the first attempt included (each a Workers
-   * subrequest and a billed Redis command); then LockBudgetExceededError. Workers Free allows 50
-   * subrequests per invocation: set it lower there.
-   * @default 100
+   * subrequest and a billed Redis command); then LockBudgetExceededError. A guard against a
+   * runaway loop, not a clock: on the defaults an hour's wait costs at most about 200 requests
+   * for the plain lock polling, 2 200 for a fair lock or a semaphore polling (they ask every
+   * third of `waiterTimeoutMs` to keep their place) and 4 800 for a fair lock's head over a
+   * subscription (every 1.5 s). Workers Free allows 50 subrequests per invocation: set it lower
+   * there.
+   * @default 10000
    */
   maxPolls?: number;
   /**

@@ -1,7 +1,8 @@
 /**
  * The loop of every wait. Between attempts it sleeps a busy reply's `nextPollMs`, else
- * `min(full-jitter backoff, holder's remaining lease, time left)`: never past the lease's end or
- * the deadline, never spinning.
+ * `min(backoff, holder's remaining lease, time left)`: never past the lease's end or the
+ * deadline, never spinning. The backoff grows with the time already waited (waitedBackoffMs), so
+ * a long wait costs requests in the logarithm of its length, not in proportion to it.
  */
 import { LockAbortedError, LockBackendError, LockBudgetExceededError } from "../errors.js";
 import { sleep } from "../sleep.js";
@@ -73,7 +74,14 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
     }
     const delay =
       outcome.nextPollMs === undefined
-        ? nextPollDelay(policy, poll, outcome.holderTtlMs, timeLeft, request.random)
+        ? nextPollDelay(
+            policy,
+            poll,
+            outcome.holderTtlMs,
+            timeLeft,
+            request.random,
+            Date.now() - started,
+          )
         : Math.max(1, Math.min(outcome.nextPollMs, timeLeft));
     try {
       await sleep(delay, signal);
@@ -91,16 +99,44 @@ function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void
   }
 }
 
-/** Full jitter ("Exponential Backoff and Jitter", AWS); `poll` 1 for the first re-poll. */
+/**
+ * A wait that has seen no sign of its turn sleeps at least this share of the time it has waited
+ * (jittered over the upper half, so that each poll stretches the wait by an eighth at least): the
+ * requests of a wait grow with the logarithm of its length. The price: a release is noticed up
+ * to this share of the wait so far late (WAITED_BACKOFF_CAP_MS at most).
+ */
+export const WAITED_BACKOFF_SHARE = 0.25;
+/** The longest backoff drawn from the time waited; a holder's lease end bounds it sooner. */
+export const WAITED_BACKOFF_CAP_MS = 30_000;
+
+/** The ceiling of waitedBackoffMs after `waitedMs`. */
+export function waitedBackoffCeilingMs(waitedMs: number): number {
+  return Math.min(WAITED_BACKOFF_CAP_MS, WAITED_BACKOFF_SHARE * Math.max(0, waitedMs));
+}
+
+/**
+ * The backoff from the time waited: `draw` (0 to 1) spread over the upper half of
+ * waitedBackoffCeilingMs, so that no draw makes a long wait poll fast.
+ */
+export function waitedBackoffMs(waitedMs: number, draw: number): number {
+  return Math.ceil(waitedBackoffCeilingMs(waitedMs) * (0.5 + 0.5 * draw));
+}
+
+/**
+ * Full jitter ("Exponential Backoff and Jitter", AWS) up to `maxDelayMs`, or waitedBackoffMs
+ * when longer; `poll` 1 for the first re-poll, `waitedMs` since the wait began.
+ */
 export function nextPollDelay(
   policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
   poll: number,
   holderTtlMs: number | null,
   timeLeftMs: number,
   random: () => number = Math.random,
+  waitedMs = 0,
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
-  let delay = Math.max(1, Math.ceil(random() * ceiling));
+  const draw = random();
+  let delay = Math.max(1, Math.ceil(draw * ceiling), waitedBackoffMs(waitedMs, draw));
   // One ms past the lease end lets the key expire on the server.
   if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
   return Math.max(1, Math.min(delay, timeLeftMs));

@@ -99,9 +99,11 @@ export function queuedAttempts<View extends TurnView>(
       Math.random,
       pacing.keepsFarBack && parking === undefined,
     );
-    return pacer.next(view, roundTripMs);
+    return pacer.next(view, roundTripMs, Date.now() - (startedAt ?? Date.now()));
   };
   let roundTripMs = 0;
+  // The first attempt's send: a blind backoff grows with the time waited since.
+  let startedAt: number | undefined;
   // From the first request that may queue or take a hold until a reply says it holds, left or
   // never queued: an attempt whose answer is lost may have done either, so giving up leaves.
   let mayBeQueued = false;
@@ -116,6 +118,7 @@ export function queuedAttempts<View extends TurnView>(
       return parking.awaitPark(operationId);
     }
     const sentAt = Date.now();
+    startedAt ??= sentAt;
     // The budget's last leaves the queue itself when busy: exactly `maxPolls` requests.
     const last = plan.mayWait && requests >= policy.maxPolls;
     const parkBeside = parking?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;

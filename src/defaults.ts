@@ -39,8 +39,8 @@ export const WAIT_DEFAULTS = {
   maxPolls: 10_000,
   /** How long a wait rides out transient backend failures in a row. */
   outageMs: 5_000,
-  /** Polling (works through every proxy); "push" parks on a blocking pop instead. */
-  mode: "poll",
+  /** Push where a wake channel works (a blocking pop, or a subscription), else polling. */
+  mode: "auto",
   /** Push mode: the longest one parking request (a blocking pop) waits. */
   parkMs: 5_000,
   /** Push mode: the lease a hand-off grants until the woken waiter confirms it. */

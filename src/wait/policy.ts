@@ -4,8 +4,11 @@ import { LockInputError } from "../errors.js";
 import { shownSafely } from "../transport/failures.js";
 import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.js";
 
-/** How a waiter learns that the lock is free: by asking again, or by being woken. */
-export type WaitMode = "poll" | "push";
+/**
+ * How a waiter learns that the lock is free: by asking again (`"poll"`), by being woken
+ * (`"push"`), or `"auto"`: woken where the kind and the backend can (docs/push.md), else asking.
+ */
+export type WaitMode = "auto" | "poll" | "push";
 
 /**
  * Push mode: how a hand-off reaches a parked waiter. `"pop"`: a blocking pop on a list of its
@@ -54,10 +57,13 @@ export interface WaitOptions {
   outageMs?: number;
   /**
    * `"poll"`: a waiter asks again when its turn is expected. `"push"` (plain, fair and write
-   * locks): the release hands the lock over inside Redis and wakes the waiter holding it, by a
-   * blocking pop or over a subscription (`wakeBy`): one round trip per hand-off. Other kinds, and
-   * `tryAcquire()` without `waitMs`, poll. See docs/push.md.
-   * @default "poll"
+   * locks, semaphores, latches): the release hands the lock over inside Redis and wakes the
+   * waiter holding it, by a blocking pop or over a subscription (`wakeBy`): one round trip per
+   * hand-off; LockInputError where the Redis client can do neither. `"auto"`: push where the
+   * Redis client and the server offer a wake channel that works, decided per client from what
+   * the server shows, else polling. Other kinds, and `tryAcquire()` without `waitMs`, poll. See
+   * docs/push.md.
+   * @default "auto"
    */
   mode?: WaitMode;
   /**
@@ -133,6 +139,8 @@ function checkWakeBy(value: unknown): WakeBy {
 }
 
 function checkWaitMode(value: unknown): WaitMode {
-  if (value === "poll" || value === "push") return value;
-  throw new LockInputError(`wait.mode must be "poll" or "push", got ${shownSafely(value)}.`);
+  if (value === "auto" || value === "poll" || value === "push") return value;
+  throw new LockInputError(
+    `wait.mode must be "auto", "poll" or "push", got ${shownSafely(value)}.`,
+  );
 }

@@ -9,6 +9,7 @@ import type { OperationContext } from "../locks/context.js";
 import type { LockHandle } from "../locks/handle.js";
 import type { LockKeys } from "../locks/keys.js";
 import { PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
+import { currentRequest } from "../scope.js";
 import { callBlocking } from "../transport/call.js";
 import { isTransientFailure, shownSafely } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
@@ -21,6 +22,7 @@ import type {
 } from "./client-state.js";
 import type { WaitPolicy } from "./policy.js";
 import { claimRetryInMs } from "./retry.js";
+import type { HandOffSubscriptions } from "./subscription.js";
 import type { TurnView } from "./turn.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
@@ -104,6 +106,12 @@ export class Parking {
   readonly #contention: RecentContention;
   readonly #parkedSiblings: ParkedSiblings;
   readonly #pops: BlockingPops;
+  readonly #connections: Pick<HandOffSubscriptions, "holdConnection">;
+  // The request whose connection budget (Workers) this acquisition's pops count against.
+  readonly #request = currentRequest();
+  // Its connection for pops while it parks, freed once it is over and its last pop ended.
+  #connection: (() => void) | undefined;
+  #lastPark: Promise<unknown> | undefined;
   #registered: Registration | undefined;
   // Settles when another acquisition of this owner here came to hold the lock.
   #siblings: SiblingWatch | undefined;
@@ -120,6 +128,7 @@ export class Parking {
       readonly contention: RecentContention;
       readonly parkedSiblings: ParkedSiblings;
       readonly blockingPops: BlockingPops;
+      readonly subscriptions: Pick<HandOffSubscriptions, "holdConnection">;
     },
   ) {
     this.#ctx = ctx;
@@ -130,16 +139,27 @@ export class Parking {
     this.#contention = shared.contention;
     this.#parkedSiblings = shared.parkedSiblings;
     this.#pops = shared.blockingPops;
+    this.#connections = shared.subscriptions;
   }
 
-  /** False once this client learnt its backend's pops do not block: it polls from then on. */
+  /**
+   * False once this client learnt its backend's pops do not block, or (Workers) while the
+   * request has no connection left for a pop: it polls then.
+   */
   get active(): boolean {
-    return this.#pops.served;
+    return this.#pops.served && this.#connection !== undefined;
+  }
+
+  /** Whether it may park now: pops serve and it holds a connection for them (taken here). */
+  #mayPark(): boolean {
+    if (!this.#pops.served) return false;
+    this.#connection ??= this.#connections.holdConnection(this.#request);
+    return this.#connection !== undefined;
   }
 
   /** ARGV `claimMs` of the acquire scripts; 0 once it polls (forgetting the registration). */
   get claimMs(): number {
-    return this.active ? this.#policy.claimMs : 0;
+    return this.#mayPark() ? this.#policy.claimMs : 0;
   }
 
   /** A parked waiter's place: its longest park and the way back to ask again. */
@@ -159,7 +179,7 @@ export class Parking {
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
     if (this.#operation?.id !== operationId)
       this.#operation = { id: operationId, firstSentAt: sentAt };
-    if (!this.active) return false;
+    if (!this.#mayPark()) return false;
     if (
       this.#inFlight === undefined &&
       !last &&
@@ -210,9 +230,15 @@ export class Parking {
     this.#siblings = undefined;
   }
 
-  /** The acquisition is over (nothing is held open for it here: a park ends by itself). */
+  /**
+   * The acquisition is over. A park still open ends by itself (by its timeout, or the `none` its
+   * leave pushed); its connection counts until then.
+   */
   finished(): void {
     this.leaveSiblings();
+    const connection = this.#connection;
+    if (connection === undefined) return;
+    void (this.#lastPark ?? Promise.resolve()).then(connection);
   }
 
   /** After a reply that did not register the waiter: the script woke any park in flight. */
@@ -293,6 +319,7 @@ export class Parking {
     void ended.then(() => {
       settled = true;
     });
+    this.#lastPark = ended;
     return { ended, endsAt: Date.now() + parkMs, settled: () => settled };
   }
 }

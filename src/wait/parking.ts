@@ -22,7 +22,6 @@ import type {
 } from "./client-state.js";
 import type { WaitPolicy } from "./policy.js";
 import { claimRetryInMs } from "./retry.js";
-import type { HandOffSubscriptions } from "./subscription.js";
 import type { TurnView } from "./turn.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
@@ -86,6 +85,11 @@ export interface Registration {
   readonly view: TurnView;
 }
 
+/** The Workers budget of a request's open connections (HandOffSubscriptions.holdConnection). */
+interface ConnectionBudget {
+  holdConnection(request?: object): (() => void) | undefined;
+}
+
 interface ParkInFlight {
   readonly ended: Promise<ParkEnd>;
   readonly endsAt: number;
@@ -106,7 +110,7 @@ export class Parking {
   readonly #contention: RecentContention;
   readonly #parkedSiblings: ParkedSiblings;
   readonly #pops: BlockingPops;
-  readonly #connections: Pick<HandOffSubscriptions, "holdConnection">;
+  readonly #connections: ConnectionBudget;
   // The request whose connection budget (Workers) this acquisition's pops count against.
   readonly #request = currentRequest();
   // Its connection for pops while it parks, freed once it is over and its last pop ended.
@@ -128,7 +132,7 @@ export class Parking {
       readonly contention: RecentContention;
       readonly parkedSiblings: ParkedSiblings;
       readonly blockingPops: BlockingPops;
-      readonly subscriptions: Pick<HandOffSubscriptions, "holdConnection">;
+      readonly subscriptions: ConnectionBudget;
     },
   ) {
     this.#ctx = ctx;

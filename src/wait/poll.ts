@@ -5,6 +5,7 @@
  * a long wait costs requests in the logarithm of its length, not in proportion to it.
  */
 import { LockAbortedError, LockBackendError, LockBudgetExceededError } from "../errors.js";
+import type { WaitWhy } from "../events.js";
 import { sleep } from "../sleep.js";
 import { isTransientFailure, markTransient } from "../transport/failures.js";
 import type { WaitPolicy } from "./policy.js";
@@ -17,7 +18,19 @@ export type PollOutcome<T> =
       readonly holderTtlMs: number | null;
       /** Replaces the backoff draw. */
       readonly nextPollMs?: number;
+      /** Why `nextPollMs` (the trace). */
+      readonly why?: WaitWhy;
     };
+
+/** One step of a wait as the loop saw it (the `waitStep` event). */
+export interface WaitStep {
+  readonly attempt: number;
+  readonly answer: "acquired" | "busy" | "failed";
+  readonly durationMs: number;
+  readonly holderTtlMs: number | null;
+  readonly delayMs: number;
+  readonly why: WaitWhy | null;
+}
 
 export type PollResult<T> =
   | { readonly acquired: true; readonly value: T }
@@ -30,6 +43,8 @@ export interface PollRequest<T> {
   policy: WaitPolicy;
   attempt(): Promise<PollOutcome<T>>;
   random?: () => number;
+  /** Told of each step (tracing); absent: nothing is built. */
+  onStep?: (step: WaitStep) => void;
 }
 
 /**
@@ -45,9 +60,11 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
   // The first failed poll of the current run of failures.
   let outageSince: number | undefined;
   let failuresInARow = 0;
+  const { onStep } = request;
   for (let poll = 1; ; poll++) {
     const sentAt = Date.now();
     let outcome: PollOutcome<T>;
+    let failed = false;
     try {
       outcome = await request.attempt();
       outageSince = undefined;
@@ -60,10 +77,26 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
         throw failuresInARow > 1 ? endOfRideOut(error, outage, failuresInARow, policy) : error;
       }
       outcome = { done: false, holderTtlMs: null };
+      failed = true;
     }
-    if (outcome.done) return { acquired: true, value: outcome.value };
+    const step = (delayMs: number, why: WaitWhy | null) =>
+      onStep?.({
+        attempt: poll,
+        answer: outcome.done ? "acquired" : failed ? "failed" : "busy",
+        durationMs: Date.now() - sentAt,
+        holderTtlMs: outcome.done ? null : outcome.holderTtlMs,
+        delayMs,
+        why,
+      });
+    if (outcome.done) {
+      step(0, null);
+      return { acquired: true, value: outcome.value };
+    }
     const timeLeft = deadline - Date.now();
-    if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };
+    if (timeLeft <= 0) {
+      step(0, "deadline");
+      return { acquired: false, holderTtlMs: outcome.holderTtlMs };
+    }
     if (poll >= policy.maxPolls) {
       throw new LockBudgetExceededError(
         request.lockName,
@@ -83,12 +116,28 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
             Date.now() - started,
           )
         : Math.max(1, Math.min(outcome.nextPollMs, timeLeft));
+    if (onStep !== undefined) {
+      step(delay, whyOf(delay, outcome, failed, timeLeft));
+    }
     try {
       await sleep(delay, signal);
     } catch {
       throwIfAborted(signal, request.lockName);
     }
   }
+}
+
+/** Why the loop sleeps `delay` after `outcome` (see WaitWhy). */
+function whyOf(
+  delay: number,
+  outcome: { readonly holderTtlMs: number | null; readonly why?: WaitWhy },
+  failed: boolean,
+  timeLeft: number,
+): WaitWhy {
+  if (failed) return "outage";
+  if (delay >= timeLeft) return "deadline";
+  if (outcome.why !== undefined) return outcome.why;
+  return outcome.holderTtlMs !== null && delay === outcome.holderTtlMs + 1 ? "leaseEnd" : "backoff";
 }
 
 function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void {

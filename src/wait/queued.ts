@@ -130,7 +130,8 @@ export function queuedAttempts<View extends TurnView>(
     // How this attempt waits (a channel chosen after its reply serves the next one).
     const waiting = parking;
     if (waiting?.registered) {
-      return waiting.awaitPark(operationId);
+      const parked = await waiting.awaitPark(operationId);
+      return parked.kind === "busy" ? { ...parked, why: "park" } : parked;
     }
     const sentAt = Date.now();
     startedAt ??= sentAt;
@@ -164,7 +165,7 @@ export function queuedAttempts<View extends TurnView>(
         outcome.queue.position >= 0;
       if (registered) {
         waiting.registeredBy(outcome.queue, sentAt, owner);
-        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
+        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0, why: "park" };
       }
       waiting.notRegistered(outcome.kind === "acquired" && requests === 1);
     }
@@ -174,7 +175,12 @@ export function queuedAttempts<View extends TurnView>(
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
-      ...(plan.mayWait ? { nextPollMs: nextPollMs(outcome.queue) } : {}),
+      ...(plan.mayWait
+        ? {
+            nextPollMs: nextPollMs(outcome.queue),
+            why: pacing.by === "kind" ? ("permits" as const) : ("turn" as const),
+          }
+        : {}),
       ...spent,
     };
   };

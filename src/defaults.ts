@@ -35,11 +35,12 @@ export const QUORUM_DEFAULTS = {
 export const WAIT_DEFAULTS = {
   initialDelayMs: 10,
   maxDelayMs: 250,
-  maxPolls: 100,
+  /** A guard against a runaway loop, not a clock: an hour's wait on the defaults fits in it. */
+  maxPolls: 10_000,
   /** How long a wait rides out transient backend failures in a row. */
   outageMs: 5_000,
-  /** Polling (works through every proxy); "push" parks on a blocking pop instead. */
-  mode: "poll",
+  /** Push where a wake channel works (a blocking pop, or a subscription), else polling. */
+  mode: "auto",
   /** Push mode: the longest one parking request (a blocking pop) waits. */
   parkMs: 5_000,
   /** Push mode: the lease a hand-off grants until the woken waiter confirms it. */

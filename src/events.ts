@@ -1,5 +1,15 @@
 /** Events a LockClient emits, so that no failure of a held lock is silent. */
 
+/**
+ * Why a wait sleeps as long as it does (`waitStep`): `turn` — until its expected turn in the
+ * lock's queue (from its place and the lock's learnt holds); `leaseEnd` — until the holder's
+ * lease ends; `backoff` — nothing known: the jittered backoff, growing with the time waited;
+ * `park` — push: parked until woken, or asking again at once after a park; `permits` — a
+ * semaphore: until the permits it lacks are expected back; `outage` — a transient failure ridden
+ * out; `deadline` — the wait's own end.
+ */
+export type WaitWhy = "turn" | "leaseEnd" | "backoff" | "park" | "permits" | "outage" | "deadline";
+
 export type LockEvent =
   /**
    * A held lock was lost: renewal found it gone or taken, or failed until its lease passed;
@@ -26,6 +36,23 @@ export type LockEvent =
    * out) or the error's name (LockAbortedError, LockBudgetExceededError, LockBackendError…).
    */
   | { type: "notAcquired"; name: string; waitedMs: number; requests: number; reason: string }
+  /**
+   * One step of a wait, for tracing "why did my acquire sleep 80 ms?" (lock, fair lock, read and
+   * write locks, semaphore): attempt `attempt` (1 first) answered `answer` after `durationMs`
+   * (a park: how long it waited), and the wait sleeps `delayMs` before the next one, because of
+   * `why`. `answer` is `acquired` on the last step (then `delayMs` is 0). Built only while a
+   * listener is subscribed.
+   */
+  | {
+      type: "waitStep";
+      name: string;
+      attempt: number;
+      answer: "acquired" | "busy" | "failed";
+      durationMs: number;
+      holderTtlMs: number | null;
+      delayMs: number;
+      why: WaitWhy | null;
+    }
   /** The watchdog re-armed a hold's lease; `durationMs`: that request's round trip. */
   | { type: "renewed"; name: string; fencingToken: number; durationMs: number }
   /**
@@ -60,6 +87,11 @@ export class LockEvents {
     return () => set.delete(wrapped);
   }
 
+  /** Someone listens to `type`: an event that costs work to build is built only then. */
+  listens(type: LockEventType): boolean {
+    return (this.listeners.get(type)?.size ?? 0) > 0;
+  }
+
   emit(event: LockEvent): void {
     for (const listener of this.listeners.get(event.type) ?? []) {
       // A throwing listener must not stop the watchdog or the other listeners.
@@ -70,7 +102,10 @@ export class LockEvents {
   }
 }
 
-/** Every event type, for a listener that records them all (edgelock/metrics). */
+/**
+ * Every event type a listener that records them all (edgelock/metrics) subscribes to; not
+ * `waitStep`, the trace, which is a step of a wait and is built only for those who ask for it.
+ */
 export const LOCK_EVENT_TYPES: readonly LockEventType[] = [
   "acquired",
   "notAcquired",

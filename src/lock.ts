@@ -19,7 +19,7 @@ export {
   LockScopeUnavailableError,
   LockWaitTimeoutError,
 } from "./errors.js";
-export type { LockEvent, LockEventListener, LockEventType } from "./events.js";
+export type { LockEvent, LockEventListener, LockEventType, WaitWhy } from "./events.js";
 export { type AcquireOptions, Lock } from "./locks/exclusive/lock.js";
 export { LockHandle } from "./locks/handle.js";
 export type { HeldLock } from "./locks/held-lock.js";

@@ -89,6 +89,14 @@ export function runsUnderKeyLocking(redis: RedisLike): boolean {
 }
 
 /**
+ * Whether what `redis`'s server makes of the flag is known (chosen, an `upstash.io` URL, or
+ * answered by a script), not a guess: until then a waiter cannot tell which wake channel works.
+ */
+export function keyLockingKnown(redis: RedisLike): boolean {
+  return stateOf(redis).settled;
+}
+
+/**
  * Sends a script with the flag where it is on (`send(true)`), else without; a script refused for
  * the flag never ran, so it is sent again without (see refusedKeyLocking). While a server's answer
  * to the flag is unknown, one script (the probe) asks it and the others wait for that answer (at

@@ -15,7 +15,7 @@ import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.j
 import { heldByOtherLocalOwner, noteLocalHold } from "./local-holds.js";
 import { confirmClaim } from "./parking.js";
 import { resolveWaitPolicy, type WaitOptions } from "./policy.js";
-import { pollForLock } from "./poll.js";
+import { pollForLock, type WaitStep } from "./poll.js";
 
 export interface AcquireOptions {
   /**
@@ -163,8 +163,15 @@ export async function acquireHold(
               done: false,
               holderTtlMs: outcome.holderTtlMs,
               ...(outcome.nextPollMs === undefined ? {} : { nextPollMs: outcome.nextPollMs }),
+              ...(outcome.why === undefined ? {} : { why: outcome.why }),
             };
       },
+      ...(runtime.events.listens("waitStep")
+        ? {
+            onStep: (step: WaitStep) =>
+              runtime.events.emit({ type: "waitStep", name: spec.name, ...step }),
+          }
+        : {}),
     });
   } catch (error) {
     // Not awaited on a failing backend: the error comes within its bound, not a call later.

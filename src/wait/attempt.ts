@@ -2,6 +2,7 @@
  * The contract between the shared acquisition flow and each kind's attempts; its own module so
  * that what attempts import does not lead back to the flow.
  */
+import type { WaitWhy } from "../events.js";
 import type { WaitPolicy } from "./policy.js";
 import type { TurnView } from "./turn.js";
 
@@ -26,6 +27,8 @@ export type AttemptOutcome =
       readonly holderTtlMs: number | null;
       /** When the server knows better (a queue position). */
       readonly nextPollMs?: number;
+      /** Why `nextPollMs` is what it is (the wait's trace). */
+      readonly why?: WaitWhy;
       /** An earlier attempt of this id acquired and that hold is gone ({-1}): take a new id. */
       readonly operationSpent?: boolean;
     };

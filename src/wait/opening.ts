@@ -28,7 +28,7 @@ export class OpeningWatch {
 
   /** Undefined where the await polls: poll mode, `wakeBy: "pop"`, or no usable `subscribe`. */
   static for(runtime: LockRuntime, channel: string, policy: WaitPolicy): OpeningWatch | undefined {
-    if (policy.mode !== "push" || policy.wakeBy === "pop") return undefined;
+    if (policy.mode === "poll" || policy.wakeBy === "pop") return undefined;
     if (!canSubscribe(runtime.ctx.redis) || !runtime.subscriptions.usable) return undefined;
     return new OpeningWatch(runtime, channel);
   }

@@ -9,6 +9,7 @@ import type { OperationContext } from "../locks/context.js";
 import type { LockHandle } from "../locks/handle.js";
 import type { LockKeys } from "../locks/keys.js";
 import { grantKeepingParkMs, PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
+import { currentRequest } from "../scope.js";
 import { callBlocking } from "../transport/call.js";
 import { isTransientFailure, shownSafely } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
@@ -76,6 +77,11 @@ export interface Registration {
   readonly view: TurnView;
 }
 
+/** The Workers budget of a request's open connections (HandOffSubscriptions.holdConnection). */
+interface ConnectionBudget {
+  holdConnection(request?: object): (() => void) | undefined;
+}
+
 interface ParkInFlight {
   readonly ended: Promise<ParkEnd>;
   readonly endsAt: number;
@@ -96,6 +102,12 @@ export class Parking {
   readonly #contention: RecentContention;
   readonly #parkedSiblings: ParkedSiblings;
   readonly #pops: BlockingPops;
+  readonly #connections: ConnectionBudget;
+  // The request whose connection budget (Workers) this acquisition's pops count against.
+  readonly #request = currentRequest();
+  // Its connection for pops while it parks, freed once it is over and its last pop ended.
+  #connection: (() => void) | undefined;
+  #lastPark: Promise<unknown> | undefined;
   #registered: Registration | undefined;
   // Settles when another acquisition of this owner here came to hold the lock.
   #siblings: SiblingWatch | undefined;
@@ -112,6 +124,7 @@ export class Parking {
       readonly contention: RecentContention;
       readonly parkedSiblings: ParkedSiblings;
       readonly blockingPops: BlockingPops;
+      readonly subscriptions: ConnectionBudget;
     },
   ) {
     this.#ctx = ctx;
@@ -122,16 +135,27 @@ export class Parking {
     this.#contention = shared.contention;
     this.#parkedSiblings = shared.parkedSiblings;
     this.#pops = shared.blockingPops;
+    this.#connections = shared.subscriptions;
   }
 
-  /** False once this client learnt its backend's pops do not block: it polls from then on. */
+  /**
+   * False once this client learnt its backend's pops do not block, or (Workers) while the
+   * request has no connection left for a pop: it polls then.
+   */
   get active(): boolean {
-    return this.#pops.served;
+    return this.#pops.served && this.#connection !== undefined;
+  }
+
+  /** Whether it may park now: pops serve and it holds a connection for them (taken here). */
+  #mayPark(): boolean {
+    if (!this.#pops.served) return false;
+    this.#connection ??= this.#connections.holdConnection(this.#request);
+    return this.#connection !== undefined;
   }
 
   /** ARGV `claimMs` of the acquire scripts; 0 once it polls (forgetting the registration). */
   get claimMs(): number {
-    return this.active ? this.#policy.claimMs : 0;
+    return this.#mayPark() ? this.#policy.claimMs : 0;
   }
 
   /** A parked waiter's place: its longest park and the way back to ask again. */
@@ -151,7 +175,7 @@ export class Parking {
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
     if (this.#operation?.id !== operationId)
       this.#operation = { id: operationId, firstSentAt: sentAt };
-    if (!this.active) return false;
+    if (!this.#mayPark()) return false;
     if (
       this.#inFlight === undefined &&
       !last &&
@@ -202,9 +226,15 @@ export class Parking {
     this.#siblings = undefined;
   }
 
-  /** The acquisition is over (nothing is held open for it here: a park ends by itself). */
+  /**
+   * The acquisition is over. A park still open ends by itself (by its timeout, or the `none` its
+   * leave pushed); its connection counts until then.
+   */
   finished(): void {
     this.leaveSiblings();
+    const connection = this.#connection;
+    if (connection === undefined) return;
+    void (this.#lastPark ?? Promise.resolve()).then(connection);
   }
 
   /** After a reply that did not register the waiter: the script woke any park in flight. */
@@ -285,6 +315,7 @@ export class Parking {
     void ended.then(() => {
       settled = true;
     });
+    this.#lastPark = ended;
     return { ended, endsAt: Date.now() + parkMs, settled: () => settled };
   }
 }

@@ -25,7 +25,8 @@ export interface PermitView {
  * apart permits come back: the learnt average hold over the capacity; the backoff, over all its
  * polls, before that is known). Never past
  * the soonest lease end (a permit returns then at the latest), and at least every third of the
- * waiter timeout (to keep its place).
+ * waiter timeout (to keep its place). `waitedMs`: since it came to be next in line (the backoff
+ * grows with it, poll.ts).
  */
 export function permitPollDelay(
   outcome: PermitView,
@@ -33,6 +34,7 @@ export function permitPollDelay(
   waiterTimeoutMs: number,
   polls = 1,
   random: () => number = Math.random,
+  waitedMs = 0,
 ): number {
   const missing = Math.max(1, outcome.missing);
   let delay = nextPollDelay(
@@ -41,6 +43,7 @@ export function permitPollDelay(
     outcome.soonestLeaseEndMs,
     Number.POSITIVE_INFINITY,
     random,
+    missing <= 1 ? waitedMs : 0,
   );
   if (missing > 1 && outcome.permitGapMs !== null) {
     // Aimed a little early: a waiter that wakes late holds up everyone behind it.
@@ -61,6 +64,8 @@ export class PermitPacer {
   readonly #random: () => number;
   #polls = 0;
   #pollsAsNext = 0;
+  // When it last came to be next in line.
+  #nextSince = 0;
 
   constructor(policy: WaitPolicy, waiterTimeoutMs: number, random: () => number = Math.random) {
     this.#policy = policy;
@@ -69,13 +74,21 @@ export class PermitPacer {
   }
 
   /** Ms to sleep after this busy answer. */
-  next(outcome: PermitView): number {
+  next(outcome: PermitView, now: number = Date.now()): number {
     this.#polls += 1;
     this.#pollsAsNext = outcome.missing <= 1 ? this.#pollsAsNext + 1 : 0;
+    if (this.#pollsAsNext <= 1) this.#nextSince = now;
     // Further back it sleeps by the holds' pace; until that is known, its backoff goes on from
     // all its polls.
     const farBack = outcome.permitGapMs === null ? this.#polls : 1;
     const polls = outcome.missing <= 1 ? this.#pollsAsNext : farBack;
-    return permitPollDelay(outcome, this.#policy, this.#waiterTimeoutMs, polls, this.#random);
+    return permitPollDelay(
+      outcome,
+      this.#policy,
+      this.#waiterTimeoutMs,
+      polls,
+      this.#random,
+      now - this.#nextSince,
+    );
   }
 }

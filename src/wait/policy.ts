@@ -4,8 +4,11 @@ import { LockInputError } from "../errors.js";
 import { shownSafely } from "../transport/failures.js";
 import { checkCount, checkDuration, checkOptions, orDefault } from "../validate.js";
 
-/** How a waiter learns that the lock is free: by asking again, or by being woken. */
-export type WaitMode = "poll" | "push";
+/**
+ * How a waiter learns that the lock is free: by asking again (`"poll"`), by being woken
+ * (`"push"`), or `"auto"`: woken where the kind and the backend can (docs/push.md), else asking.
+ */
+export type WaitMode = "auto" | "poll" | "push";
 
 /**
  * Push mode: how a hand-off reaches a parked waiter. `"pop"`: a blocking pop on a list of its
@@ -24,17 +27,24 @@ export interface WaitOptions {
    */
   initialDelayMs?: number;
   /**
-   * Largest backoff ceiling, in ms; the ceiling doubles per poll up to it. Sleeps towards an
-   * expected turn (queue-directed polling) are not bound by it: they last up to a third of the
-   * waiter timeout, never past the holder's lease end (at the head) or the caller's deadline.
+   * Largest ceiling of the doubling backoff, in ms. A wait with no turn in sight then backs off
+   * with the time it has waited: a sleep of an eighth to a quarter of it (30 s at most), so that
+   * requests grow with the logarithm of the wait (docs/api.md, "How a waiter paces its polls").
+   * Sleeps towards an expected turn (queue-directed polling) are not bound by it: they last up to
+   * a third of the waiter timeout. No sleep lasts past the holder's lease end or the caller's
+   * deadline.
    * @default 250
    */
   maxDelayMs?: number;
   /**
    * Most requests one acquisition may make, the first attempt included (each a Workers
-   * subrequest and a billed Redis command); then LockBudgetExceededError. Workers Free allows 50
-   * subrequests per invocation: set it lower there.
-   * @default 100
+   * subrequest and a billed Redis command); then LockBudgetExceededError. A guard against a
+   * runaway loop, not a clock: on the defaults an hour's wait costs at most about 200 requests
+   * for the plain lock polling, 2 200 for a fair lock or a semaphore polling (they ask every
+   * third of `waiterTimeoutMs` to keep their place) and 4 800 for a fair lock's head over a
+   * subscription (every 1.5 s). Workers Free allows 50 subrequests per invocation: set it lower
+   * there.
+   * @default 10000
    */
   maxPolls?: number;
   /**
@@ -47,10 +57,13 @@ export interface WaitOptions {
   outageMs?: number;
   /**
    * `"poll"`: a waiter asks again when its turn is expected. `"push"` (plain, fair and write
-   * locks): the release hands the lock over inside Redis and wakes the waiter holding it, by a
-   * blocking pop or over a subscription (`wakeBy`): one round trip per hand-off. Other kinds, and
-   * `tryAcquire()` without `waitMs`, poll. See docs/push.md.
-   * @default "poll"
+   * locks, semaphores, latches): the release hands the lock over inside Redis and wakes the
+   * waiter holding it, by a blocking pop or over a subscription (`wakeBy`): one round trip per
+   * hand-off; LockInputError where the Redis client can do neither. `"auto"`: push where the
+   * Redis client and the server offer a wake channel that works, decided per client from what
+   * the server shows, else polling. Other kinds, and `tryAcquire()` without `waitMs`, poll. See
+   * docs/push.md.
+   * @default "auto"
    */
   mode?: WaitMode;
   /**
@@ -126,6 +139,8 @@ function checkWakeBy(value: unknown): WakeBy {
 }
 
 function checkWaitMode(value: unknown): WaitMode {
-  if (value === "poll" || value === "push") return value;
-  throw new LockInputError(`wait.mode must be "poll" or "push", got ${shownSafely(value)}.`);
+  if (value === "auto" || value === "poll" || value === "push") return value;
+  throw new LockInputError(
+    `wait.mode must be "auto", "poll" or "push", got ${shownSafely(value)}.`,
+  );
 }

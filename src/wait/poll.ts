@@ -1,9 +1,11 @@
 /**
  * The loop of every wait. Between attempts it sleeps a busy reply's `nextPollMs`, else
- * `min(full-jitter backoff, holder's remaining lease, time left)`: never past the lease's end or
- * the deadline, never spinning.
+ * `min(backoff, holder's remaining lease, time left)`: never past the lease's end or the
+ * deadline, never spinning. The backoff grows with the time already waited (waitedBackoffMs), so
+ * a long wait costs requests in the logarithm of its length, not in proportion to it.
  */
 import { LockAbortedError, LockBackendError, LockBudgetExceededError } from "../errors.js";
+import type { WaitWhy } from "../events.js";
 import { sleep } from "../sleep.js";
 import { isTransientFailure, markTransient } from "../transport/failures.js";
 import type { WaitPolicy } from "./policy.js";
@@ -16,7 +18,19 @@ export type PollOutcome<T> =
       readonly holderTtlMs: number | null;
       /** Replaces the backoff draw. */
       readonly nextPollMs?: number;
+      /** Why `nextPollMs` (the trace). */
+      readonly why?: WaitWhy;
     };
+
+/** One step of a wait as the loop saw it (the `waitStep` event). */
+export interface WaitStep {
+  readonly attempt: number;
+  readonly answer: "acquired" | "busy" | "failed";
+  readonly durationMs: number;
+  readonly holderTtlMs: number | null;
+  readonly delayMs: number;
+  readonly why: WaitWhy | null;
+}
 
 export type PollResult<T> =
   | { readonly acquired: true; readonly value: T }
@@ -29,6 +43,8 @@ export interface PollRequest<T> {
   policy: WaitPolicy;
   attempt(): Promise<PollOutcome<T>>;
   random?: () => number;
+  /** Told of each step (tracing); absent: nothing is built. */
+  onStep?: (step: WaitStep) => void;
 }
 
 /**
@@ -44,9 +60,11 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
   // The first failed poll of the current run of failures.
   let outageSince: number | undefined;
   let failuresInARow = 0;
+  const { onStep } = request;
   for (let poll = 1; ; poll++) {
     const sentAt = Date.now();
     let outcome: PollOutcome<T>;
+    let failed = false;
     try {
       outcome = await request.attempt();
       outageSince = undefined;
@@ -59,10 +77,26 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
         throw failuresInARow > 1 ? endOfRideOut(error, outage, failuresInARow, policy) : error;
       }
       outcome = { done: false, holderTtlMs: null };
+      failed = true;
     }
-    if (outcome.done) return { acquired: true, value: outcome.value };
+    const step = (delayMs: number, why: WaitWhy | null) =>
+      onStep?.({
+        attempt: poll,
+        answer: outcome.done ? "acquired" : failed ? "failed" : "busy",
+        durationMs: Date.now() - sentAt,
+        holderTtlMs: outcome.done ? null : outcome.holderTtlMs,
+        delayMs,
+        why,
+      });
+    if (outcome.done) {
+      step(0, null);
+      return { acquired: true, value: outcome.value };
+    }
     const timeLeft = deadline - Date.now();
-    if (timeLeft <= 0) return { acquired: false, holderTtlMs: outcome.holderTtlMs };
+    if (timeLeft <= 0) {
+      step(0, "deadline");
+      return { acquired: false, holderTtlMs: outcome.holderTtlMs };
+    }
     if (poll >= policy.maxPolls) {
       throw new LockBudgetExceededError(
         request.lockName,
@@ -73,14 +107,37 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
     }
     const delay =
       outcome.nextPollMs === undefined
-        ? nextPollDelay(policy, poll, outcome.holderTtlMs, timeLeft, request.random)
+        ? nextPollDelay(
+            policy,
+            poll,
+            outcome.holderTtlMs,
+            timeLeft,
+            request.random,
+            Date.now() - started,
+          )
         : Math.max(1, Math.min(outcome.nextPollMs, timeLeft));
+    if (onStep !== undefined) {
+      step(delay, whyOf(delay, outcome, failed, timeLeft));
+    }
     try {
       await sleep(delay, signal);
     } catch {
       throwIfAborted(signal, request.lockName);
     }
   }
+}
+
+/** Why the loop sleeps `delay` after `outcome` (see WaitWhy). */
+function whyOf(
+  delay: number,
+  outcome: { readonly holderTtlMs: number | null; readonly why?: WaitWhy },
+  failed: boolean,
+  timeLeft: number,
+): WaitWhy {
+  if (failed) return "outage";
+  if (delay >= timeLeft) return "deadline";
+  if (outcome.why !== undefined) return outcome.why;
+  return outcome.holderTtlMs !== null && delay === outcome.holderTtlMs + 1 ? "leaseEnd" : "backoff";
 }
 
 function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void {
@@ -91,16 +148,44 @@ function throwIfAborted(signal: AbortSignal | undefined, lockName: string): void
   }
 }
 
-/** Full jitter ("Exponential Backoff and Jitter", AWS); `poll` 1 for the first re-poll. */
+/**
+ * A wait that has seen no sign of its turn sleeps at least this share of the time it has waited
+ * (jittered over the upper half, so that each poll stretches the wait by an eighth at least): the
+ * requests of a wait grow with the logarithm of its length. The price: a release is noticed up
+ * to this share of the wait so far late (WAITED_BACKOFF_CAP_MS at most).
+ */
+export const WAITED_BACKOFF_SHARE = 0.25;
+/** The longest backoff drawn from the time waited; a holder's lease end bounds it sooner. */
+export const WAITED_BACKOFF_CAP_MS = 30_000;
+
+/** The ceiling of waitedBackoffMs after `waitedMs`. */
+export function waitedBackoffCeilingMs(waitedMs: number): number {
+  return Math.min(WAITED_BACKOFF_CAP_MS, WAITED_BACKOFF_SHARE * Math.max(0, waitedMs));
+}
+
+/**
+ * The backoff from the time waited: `draw` (0 to 1) spread over the upper half of
+ * waitedBackoffCeilingMs, so that no draw makes a long wait poll fast.
+ */
+export function waitedBackoffMs(waitedMs: number, draw: number): number {
+  return Math.ceil(waitedBackoffCeilingMs(waitedMs) * (0.5 + 0.5 * draw));
+}
+
+/**
+ * Full jitter ("Exponential Backoff and Jitter", AWS) up to `maxDelayMs`, or waitedBackoffMs
+ * when longer; `poll` 1 for the first re-poll, `waitedMs` since the wait began.
+ */
 export function nextPollDelay(
   policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
   poll: number,
   holderTtlMs: number | null,
   timeLeftMs: number,
   random: () => number = Math.random,
+  waitedMs = 0,
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
-  let delay = Math.max(1, Math.ceil(random() * ceiling));
+  const draw = random();
+  let delay = Math.max(1, Math.ceil(draw * ceiling), waitedBackoffMs(waitedMs, draw));
   // One ms past the lease end lets the key expire on the server.
   if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
   return Math.max(1, Math.min(delay, timeLeftMs));

@@ -9,7 +9,7 @@ import { checkDuration } from "../validate.js";
 import type { AcquisitionSpec } from "./acquire.js";
 import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
 import { TurnPacer, type TurnView } from "./turn.js";
-import { parkingFor, type WaitKeys } from "./wake.js";
+import { NOT_YET, type Park, parkingFor, type WaitKeys } from "./wake.js";
 
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
 /** Smallest `waiterTimeoutMs`: a waiter polls every third of it, with room for round trips. */
@@ -83,13 +83,25 @@ export function queuedAttempts<View extends TurnView>(
   waiterTimeoutMs: number,
 ): Pick<AcquisitionSpec, "attempt" | "gaveUp"> {
   const { policy } = plan;
-  const parking =
-    policy.mode === "push" ? parkingFor(runtime, keys, plan, kind.keepsTurn) : undefined;
-  const timeout = !plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs);
+  // How the acquisition is woken (parking.ts, listening.ts); undefined: it polls.
+  let parking: Park | undefined;
+  // The wake channel is chosen once the server has shown which works (parkingFor): until then
+  // the waiter polls by its turn.
+  let choosing = policy.mode !== "poll";
+  const choose = () => {
+    const chosen = parkingFor(runtime, keys, plan, kind.keepsTurn);
+    if (chosen === NOT_YET) return;
+    choosing = false;
+    parking = chosen;
+    // Its pace no longer asks to be kept longer once it parks (see below).
+    if (parking !== undefined) pacer = undefined;
+  };
+  const placeMs = () => (!plan.mayWait ? 0 : (parking?.placeMs ?? waiterTimeoutMs));
   const { pacing } = kind;
   // Only a polling waiter asks to be kept longer (TurnPacer): a parked one's place is its park's.
   // Made lazily: a parked waiter may never need it.
   let pacer: TurnPacer | undefined;
+  if (choosing) choose();
   const nextPollMs = (view: View): number => {
     if (pacing.by === "kind") return pacing.delayMs(view);
     pacer ??= new TurnPacer(
@@ -99,9 +111,11 @@ export function queuedAttempts<View extends TurnView>(
       Math.random,
       pacing.keepsFarBack && parking === undefined,
     );
-    return pacer.next(view, roundTripMs);
+    return pacer.next(view, roundTripMs, Date.now() - (startedAt ?? Date.now()));
   };
   let roundTripMs = 0;
+  // The first attempt's send: a blind backoff grows with the time waited since.
+  let startedAt: number | undefined;
   // From the first request that may queue or take a hold until a reply says it holds, left or
   // never queued: an attempt whose answer is lost may have done either, so giving up leaves.
   let mayBeQueued = false;
@@ -112,40 +126,48 @@ export function queuedAttempts<View extends TurnView>(
   const attemptOnce: AcquisitionSpec["attempt"] = async (owner, leaseMs, operationId) => {
     requests += 1;
     lastOperationId = operationId;
-    if (parking?.registered) {
-      return parking.awaitPark(operationId);
+    if (choosing) choose();
+    // How this attempt waits (a channel chosen after its reply serves the next one).
+    const waiting = parking;
+    if (waiting?.registered) {
+      const parked = await waiting.awaitPark(operationId);
+      return parked.kind === "busy" ? { ...parked, why: "park" } : parked;
     }
     const sentAt = Date.now();
+    startedAt ??= sentAt;
     // The budget's last leaves the queue itself when busy: exactly `maxPolls` requests.
     const last = plan.mayWait && requests >= policy.maxPolls;
-    const parkBeside = parking?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
+    const parkBeside = waiting?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
     mayBeQueued = true;
+    const timeout = placeMs();
     const attempt = kind.attempt(owner, leaseMs, operationId, {
       timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + (pacer?.keepExtraMs ?? 0),
       roundTripMs,
-      claimMs: parking?.claimMs ?? 0,
+      claimMs: waiting?.claimMs ?? 0,
       parkBeside,
-      ...(parking === undefined
+      ...(waiting === undefined
         ? {}
-        : { wakeBy: parking.wakeBy, registration: parking.registration, shard: parking.shard }),
+        : { wakeBy: waiting.wakeBy, registration: waiting.registration, shard: waiting.shard }),
     });
-    const granted = await parking?.grantBeforeAttempt(attempt);
+    const granted = await waiting?.grantBeforeAttempt(attempt);
     if (granted !== undefined) return granted;
     const outcome = await attempt;
     roundTripMs = Date.now() - sentAt;
+    // Its reply showed what the server makes of the key-locking flag: the next attempt waits so.
+    if (choosing) choose();
     if (outcome.kind !== "busy" || last || timeout === 0) mayBeQueued = false;
-    if (parking !== undefined) {
+    if (waiting !== undefined) {
       const registered =
-        parking.active &&
+        waiting.active &&
         !last &&
         outcome.kind === "busy" &&
         !outcome.operationSpent &&
         outcome.queue.position >= 0;
       if (registered) {
-        parking.registeredBy(outcome.queue, sentAt, owner);
-        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0 };
+        waiting.registeredBy(outcome.queue, sentAt, owner);
+        return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0, why: "park" };
       }
-      parking.notRegistered(outcome.kind === "acquired" && requests === 1);
+      waiting.notRegistered(outcome.kind === "acquired" && requests === 1);
     }
     if (outcome.kind === "refused") throw outcome.error;
     if (outcome.kind === "acquired") return outcome;
@@ -153,7 +175,12 @@ export function queuedAttempts<View extends TurnView>(
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
-      ...(plan.mayWait ? { nextPollMs: nextPollMs(outcome.queue) } : {}),
+      ...(plan.mayWait
+        ? {
+            nextPollMs: nextPollMs(outcome.queue),
+            why: pacing.by === "kind" ? ("permits" as const) : ("turn" as const),
+          }
+        : {}),
       ...spent,
     };
   };

@@ -26,15 +26,15 @@ type SubscribingRedis = RedisLike & Required<Pick<RedisLike, "subscribe">>;
 /** A stream kept this long after its last reader, for the next wait on the lock (not on Workers). */
 export const STREAM_LINGER_MS = 1_000;
 /**
- * Workers: streams one request keeps open at once, through every client. An invocation has six
- * connections; requests beyond them queue, so streams must leave room for the attempts and
- * releases that end waits. A request is the outermost owner scope (`client.scope()`, hono's
+ * Workers: streams (and blocking pops: a park holds a connection as long) one request keeps open
+ * at once, through every client. An invocation has six connections; requests beyond them queue,
+ * so streams must leave room for the attempts and releases that end waits. A request is the outermost owner scope (`client.scope()`, hono's
  * `withLock()`): scopes nested in it and every client used in it share its budget. Acquisitions
  * outside any scope cannot be told apart by request: they share one budget in the isolate.
  */
 export const MAX_STREAMS_ON_WORKERS = 3;
 
-/** Workers: streams open now, by request (see currentRequest), over every client. */
+/** Workers: streams and pops open now, by request (see currentRequest), over every client. */
 const streamsOpenByRequest = new WeakMap<object, number>();
 /** The request of acquisitions outside any scope. */
 const UNSCOPED = {};
@@ -236,6 +236,25 @@ export class HandOffSubscriptions {
    */
   shard(): number {
     return this.#shared ? this.#shard : Math.floor(Math.random() * HAND_OFF_SHARDS);
+  }
+
+  /**
+   * On Workers, one of the request's MAX_STREAMS_ON_WORKERS connections for a waiter that parks
+   * on blocking pops (Parking), until the returned function is called; undefined when the
+   * request has none left (the waiter polls). In Node, always (pops there share no budget).
+   */
+  holdConnection(request?: object): (() => void) | undefined {
+    if (this.#shared) return () => {};
+    const budget = request ?? UNSCOPED;
+    const open = streamsOpenByRequest.get(budget) ?? 0;
+    if (open >= MAX_STREAMS_ON_WORKERS) return undefined;
+    streamsOpenByRequest.set(budget, open + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      streamsOpenByRequest.set(budget, Math.max(0, (streamsOpenByRequest.get(budget) ?? 1) - 1));
+    };
   }
 
   /** False once streams kept failing before they opened: push mode then polls. */

@@ -8,13 +8,14 @@
  * - further back, first closer, to where the estimate (less certain with every turn ahead) is
  *   fresh again;
  * - at the head past the expected release, full jitter over a quarter of the overrun;
- * - with nothing learnt or no queue in the reply, the full-jitter backoff of policy.ts.
+ * - with nothing learnt or no queue in the reply, the backoff of poll.ts, which grows with the
+ *   time waited; past the expected release by a long way, the same from the overrun.
  * Every sleep stays below `refreshMs` (each poll keeps the waiter's place) or what the server was
  * asked to keep beyond it (TurnPacer), and at the head below the holder's lease end. Figures:
  * docs/benchmarks.md, "Queue-directed polling".
  */
 import type { WaitPolicy } from "./policy.js";
-import { nextPollDelay } from "./poll.js";
+import { nextPollDelay, waitedBackoffCeilingMs, waitedBackoffMs } from "./poll.js";
 
 /** A waiter's view of its turn, from a busy reply. */
 export interface TurnView {
@@ -53,6 +54,14 @@ export interface TurnState {
   readonly freeInARow?: number;
   /** How much longer the server was asked to keep this place (TurnPacer). Default 0. */
   readonly keptExtraMs?: number;
+  /** Since the wait began (the blind backoff grows with it). Default 0. */
+  readonly waitedMs?: number;
+}
+
+/** A sleep before capping; `blind`: a backoff, no turn in sight (not aimed at a release). */
+interface DesiredSleep {
+  readonly ms: number;
+  readonly blind: boolean;
 }
 
 /**
@@ -95,7 +104,17 @@ export function turnDelay(
   state: TurnState,
   random: () => number = Math.random,
 ): number {
-  return sleepWithin(desiredDelay(view, state, random), state);
+  return sleepFor(desiredDelay(view, state, random), state);
+}
+
+/**
+ * An aimed sleep within sleepWithin; a blind one (a backoff) within the place kept, whole: its
+ * length is the pacing, not a bet on an estimate.
+ */
+function sleepFor(desired: DesiredSleep, state: TurnState): number {
+  if (!desired.blind) return sleepWithin(desired.ms, state);
+  const kept = state.refreshMs + (state.keptExtraMs ?? 0);
+  return Math.max(1, Math.min(Math.ceil(desired.ms), kept));
 }
 
 /** Beyond `refreshMs` only as far as the server keeps the place, and short (LONG_SLEEP_SHARE). */
@@ -107,11 +126,20 @@ function sleepWithin(desired: number, state: TurnState): number {
 }
 
 /** Before any cap on the sleep. */
-function desiredDelay(view: TurnView, state: TurnState, random: () => number): number {
+function desiredDelay(view: TurnView, state: TurnState, random: () => number): DesiredSleep {
   const { policy, roundTripMs, perRelease } = state;
   let delay: number;
+  let blind = false;
   if (view.position < 0 || view.holdMs === null) {
-    delay = nextPollDelay(policy, state.poll, view.holderTtlMs, Number.POSITIVE_INFINITY, random);
+    blind = true;
+    delay = nextPollDelay(
+      policy,
+      state.poll,
+      view.holderTtlMs,
+      Number.POSITIVE_INFINITY,
+      random,
+      state.waitedMs ?? 0,
+    );
   } else {
     const hold = view.holdMs;
     const deviation = view.holdDeviationMs ?? hold / 8;
@@ -125,9 +153,15 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
     const paired = perRelease > 1 && (view.waiters ?? perRelease) > 1;
     const early = paired && view.position === 0;
     if (release === 0 && view.locked && overrun > late) {
-      // The holder is late: dense polls just past the expected release, sparser later.
+      // The holder is late: dense polls just past the expected release, sparser later (with
+      // the overrun, so that a hold far longer than usual costs few polls).
+      blind = true;
       const ceiling = Math.min(policy.maxDelayMs, Math.max(policy.initialDelayMs, overrun / 4));
-      delay = random() * ceiling;
+      const draw = random();
+      delay = Math.max(
+        draw * ceiling,
+        waitedBackoffMs(Math.min(overrun, state.waitedMs ?? overrun), draw),
+      );
     } else if (release < 0) {
       // Free and reserved for this place, yet not taken (the queue moved): ask soon.
       delay = nextPollDelay(policy, 1, null, Number.POSITIVE_INFINITY, random);
@@ -161,7 +195,7 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): n
       nextPollDelay(policy, freeInARow - 1, null, Number.POSITIVE_INFINITY, random),
     );
   }
-  return delay;
+  return { ms: delay, blind };
 }
 
 /**
@@ -192,7 +226,7 @@ export class TurnPacer {
    * The delay before the next poll after a failed attempt that returned `view`.
    * @param roundTripMs how long that attempt took, request to reply
    */
-  next(view: TurnView, roundTripMs: number): number {
+  next(view: TurnView, roundTripMs: number, waitedMs = 0): number {
     this.#poll += 1;
     this.#freeInARow = view.locked || view.position < 0 ? 0 : this.#freeInARow + 1;
     const state: TurnState = {
@@ -203,15 +237,23 @@ export class TurnPacer {
       perRelease: this.perRelease,
       freeInARow: this.#freeInARow,
       keptExtraMs: this.#keepExtraMs,
+      waitedMs,
     };
     const desired = desiredDelay(view, state, this.random);
-    const sleep = sleepWithin(desired, state);
-    // What is left of the wanted delay once the next attempt's reply is in.
-    const left = desired - sleep - roundTripMs;
-    this.#keepExtraMs =
-      this.keepsFarBack && left > 0
-        ? Math.min(MAX_KEEP_EXTRA_REFRESHES * this.refreshMs, Math.ceil(left))
-        : 0;
+    const sleep = sleepFor(desired, state);
+    if (!this.keepsFarBack) {
+      this.#keepExtraMs = 0;
+    } else if (desired.blind) {
+      // The next blind sleep may reach the backoff's ceiling by the next reply: keep the place
+      // that long (the plain lock's queue only paces, so a dead waiter costs others little).
+      const nextCeiling = waitedBackoffCeilingMs(waitedMs + sleep + 2 * roundTripMs);
+      this.#keepExtraMs = Math.max(0, Math.ceil(nextCeiling - this.refreshMs));
+    } else {
+      // What is left of the wanted delay once the next attempt's reply is in.
+      const left = desired.ms - sleep - roundTripMs;
+      this.#keepExtraMs =
+        left > 0 ? Math.min(MAX_KEEP_EXTRA_REFRESHES * this.refreshMs, Math.ceil(left)) : 0;
+    }
     return sleep;
   }
 }

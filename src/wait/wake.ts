@@ -4,7 +4,7 @@
  */
 import type { LockKeys } from "../locks/keys.js";
 import type { LockRuntime } from "../locks/runtime.js";
-import { runsUnderKeyLocking } from "../transport/key-locking.js";
+import { keyLockingKnown, runsUnderKeyLocking } from "../transport/key-locking.js";
 import { canBlock, canSubscribe } from "../transport/redis-like.js";
 import type { WaitPlan } from "./attempt.js";
 import { Listening } from "./listening.js";
@@ -20,29 +20,33 @@ export type Park = Parking | Listening;
  */
 export type WaitKeys = Pick<LockKeys, "lock" | "handOffChannels"> & Partial<Pick<LockKeys, "wake">>;
 
+/** parkingFor's answer while the server has not shown which channel works: ask again later. */
+export const NOT_YET = "notYet";
+
 /**
  * Undefined where the acquisition polls. `keepsTurn`: the kind serves its waiters in order (the
  * fair lock), so a subscribed waiter next in line parks within the claim window (Listening).
+ * NOT_YET where `wakeBy: "auto"` must choose between a pop and a subscription before the server
+ * has shown whether it runs scripts under Upstash's per-key locking: the first attempt's reply
+ * shows it (the first script asks with the flag), so the acquisition waits by its turn until
+ * then and asks again; a guess would park on a pop that the flagged hand-off never fills (a loopback
+ * URL on the local server's `upstash` profile looks like any Redis behind a proxy).
  */
 export function parkingFor(
   runtime: LockRuntime,
   keys: WaitKeys,
   plan: WaitPlan,
   keepsTurn = false,
-): Park | undefined {
+): Park | undefined | typeof NOT_YET {
   const { ctx } = runtime;
   const { redis } = ctx;
   const { mode, wakeBy } = plan.policy;
-  if (!plan.mayWait || mode !== "push") return undefined;
+  if (!plan.mayWait || mode === "poll") return undefined;
   // No pop under Upstash's per-key locking (a hand-off there cannot name a waiter's list).
-  // While that is a guess (a first script) it parks: a plain Redis refuses the flag before the
-  // park, and pops that answer at once turn the next wait away from pops (BlockingPops).
   const { wake } = keys;
-  const popsServe =
-    wake !== undefined &&
-    canBlock(redis) &&
-    runtime.blockingPops.served &&
-    !runsUnderKeyLocking(redis);
+  const popsMayServe = wake !== undefined && canBlock(redis) && runtime.blockingPops.served;
+  if (wakeBy === "auto" && popsMayServe && !keyLockingKnown(redis)) return NOT_YET;
+  const popsServe = popsMayServe && !runsUnderKeyLocking(redis);
   if (wakeBy === "pop" || (wakeBy === "auto" && popsServe)) {
     return popsServe
       ? new Parking(ctx, redis, { lock: keys.lock, wake }, plan, runtime)

@@ -39,7 +39,8 @@ describe(`fair-lock hand-off cost under contention on ${kind}`, () => {
     const prefix = freshPrefix();
     const clients = Array.from(
       { length: contenders },
-      () => new LockClient({ redis: bed.redis(), prefix, wait: { maxPolls: 100_000 } }),
+      () =>
+        new LockClient({ redis: bed.redis(), prefix, wait: { mode: "poll", maxPolls: 100_000 } }),
     );
     const lockOf = (client: LockClient) =>
       variant === "lock" ? client.lock("hot") : client.fairLock("hot");

@@ -36,8 +36,13 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     server = serverOf();
   });
 
+  // Its waiters poll (the queue shows them "polling"), not the default's push.
   function clientOf(token = server.token, prefix = fresh()) {
-    return new LockClient({ redis: new Redis({ url: server.url, token }), prefix });
+    return new LockClient({
+      redis: new Redis({ url: server.url, token }),
+      prefix,
+      wait: { mode: "poll" },
+    });
   }
   function handlerOf(client: LockClient, access: "read" | "write" = "write", names?: string[]) {
     return inspectorHandler({ client, access: () => access, ...(names ? { names } : {}) });

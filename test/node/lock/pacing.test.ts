@@ -37,6 +37,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     const redis = bed.redis();
     const waiter = bed.client({
       prefix,
+      wait: { mode: "poll" },
       redis: hideHints ? blind(redis) : redis,
       observer: {
         onAttempt: (script) => {
@@ -129,6 +130,7 @@ describe.each(backendKindsUnderTest())("a waiter far back on %s", (kind) => {
     let attempts = 0;
     const waiter = bed.client({
       prefix,
+      wait: { mode: "poll" },
       observer: {
         onAttempt: (script) => {
           if (script.name === "lock.acquire" || script.name === "fairLock.acquire") attempts += 1;

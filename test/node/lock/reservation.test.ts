@@ -76,7 +76,7 @@ describe.each(
 
   /** A holder holds "gap"; `waiter` queues behind it (reporting the longest round trip). */
   async function heldWithWaiter(prefix: string, waiter: string) {
-    const client = bed.client({ prefix });
+    const client = bed.client({ prefix, wait: { mode: "poll" } });
     const held = await lockOf(client).acquire({ leaseMs: 10_000 });
     const [status, , position] = await attempt(prefix, waiter, RESERVATION_MS.max);
     expect([status, position]).toEqual([0, 0]);

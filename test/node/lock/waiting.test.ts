@@ -22,7 +22,7 @@ describe.each(backendKindsUnderTest())("waiting for a held lock on %s", (kind) =
   });
 
   it("waits no longer than the holder's lease (polls are bounded by its pttl)", async () => {
-    const client = bed.client({ wait: { initialDelayMs: 5_000, maxDelayMs: 5_000 } });
+    const client = bed.client({ wait: { mode: "poll", initialDelayMs: 5_000, maxDelayMs: 5_000 } });
     await client.lock("w2").acquire({ leaseMs: 300 });
     const started = Date.now();
     const next = await client.lock("w2").acquire({ waitMs: 10_000, leaseMs: 1_000 });
@@ -61,7 +61,9 @@ describe.each(backendKindsUnderTest())("waiting for a held lock on %s", (kind) =
   });
 
   it("ends with LockBudgetExceededError when the poll budget is spent, after exactly that many requests", async () => {
-    const client = bed.client({ wait: { maxPolls: 4, initialDelayMs: 5, maxDelayMs: 5 } });
+    const client = bed.client({
+      wait: { mode: "poll", maxPolls: 4, initialDelayMs: 5, maxDelayMs: 5 },
+    });
     await client.lock("w5").acquire({ leaseMs: 10_000 });
     const before = bed.requests();
     const error = await client

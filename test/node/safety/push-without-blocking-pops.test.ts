@@ -36,12 +36,13 @@ describe.each(
         requests += 1;
       },
     };
-    const wait = mode === "push" ? ({ mode: "push", wakeBy: "pop" } as const) : undefined;
+    const wait =
+      mode === "push" ? ({ mode: "push", wakeBy: "pop" } as const) : ({ mode: "poll" } as const);
     let inside = 0;
     let overlap = 0;
     await Promise.all(
       Array.from({ length: CONTENDERS }, async () => {
-        const client = bed.client({ prefix, observer, ...(wait ? { wait } : {}) });
+        const client = bed.client({ prefix, observer, wait });
         for (let section = 0; section < SECTIONS; section++) {
           const handle = await kind.lockOf(client).acquire({ leaseMs: 5_000, waitMs: 30_000 });
           inside += 1;

@@ -43,8 +43,10 @@ describe.each(backendKindsUnderTest())("semaphore waiter pacing on %s", (kind) =
       redis: counted.redis,
       prefix,
       ...(bed.server.profile === "redis" ? { scriptKeyLocking: false } : {}),
+      wait: { mode: "poll" },
     });
-    // The default policy: 10 ms first step, 250 ms cap, 100 polls.
+    // The default polling policy: 10 ms first step, 250 ms cap, then a backoff from the time
+    // waited (an eighth to a quarter of it: at most 750 ms after 3 s).
     const waiting = waiter
       .semaphore("pacing-long-hold")
       .acquire({ leaseMs: 10_000, waitMs: 20_000 })

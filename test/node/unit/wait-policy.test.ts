@@ -15,6 +15,17 @@ describe("nextPollDelay", () => {
     expect(nextPollDelay(policy, 3, null, 10_000, () => 0)).toBe(1);
   });
 
+  it("backs off with the time waited: an eighth to a quarter of it, at most 30 s", () => {
+    expect(nextPollDelay(policy, 60, null, 100_000, () => 0, 8_000)).toBe(1_000);
+    expect(nextPollDelay(policy, 60, null, 100_000, () => 1, 8_000)).toBe(2_000);
+    expect(nextPollDelay(policy, 60, null, 1_000_000, () => 1, 600_000)).toBe(30_000);
+    // Short waits keep the doubling backoff.
+    expect(nextPollDelay(policy, 60, null, 100_000, () => 0.999, 100)).toBe(200);
+    // Never past the lease's end or the deadline.
+    expect(nextPollDelay(policy, 60, 700, 100_000, () => 0.999, 60_000)).toBe(701);
+    expect(nextPollDelay(policy, 60, null, 900, () => 0.999, 60_000)).toBe(900);
+  });
+
   it("never sleeps past the holder's lease or the caller's deadline", () => {
     expect(nextPollDelay(policy, 10, 7, 10_000, () => 0.999)).toBe(8);
     expect(nextPollDelay(policy, 10, 500, 33, () => 0.999)).toBe(33);

@@ -3,6 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { grantedAtOrBefore } from "../../../src/wait/parking.js";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
+import { WAITED_BACKOFF_CAP_MS } from "../../../src/wait/poll.js";
 import {
   aimAfterMs,
   aimLateMs,
@@ -88,9 +89,18 @@ describe("turnDelay (plain lock: two waiters per release)", () => {
 
   it("polls densely just past an overrunning hold, sparser as it goes on, never past the lease", () => {
     expect(turnDelay(view({ heldForMs: 30 + 100 }), plain, top)).toBe(25);
-    expect(turnDelay(view({ heldForMs: 30 + 60_000 }), plain, top)).toBe(
+    expect(turnDelay(view({ heldForMs: 30 + 1_000 }), plain, top)).toBe(
       DEFAULT_WAIT_POLICY.maxDelayMs,
     );
+    // A minute late: a quarter of the overrun, within the place kept (issue 43: before, 250 ms).
+    expect(turnDelay(view({ heldForMs: 30 + 60_000 }), plain, top)).toBe(plain.refreshMs);
+    expect(
+      turnDelay(
+        view({ heldForMs: 30 + 60_000, holderTtlMs: 60_000 }),
+        { ...plain, keptExtraMs: 20_000 },
+        top,
+      ),
+    ).toBe(15_000);
     expect(turnDelay(view({ heldForMs: 30 + 100, holderTtlMs: 3 }), plain, top)).toBe(4);
   });
 
@@ -249,5 +259,75 @@ describe("TurnPacer: a waiter far back", () => {
     const sleeps = Array.from({ length: 5 }, () => pacer.next(view({ position: 100_000 }), 10));
     expect(sleeps).toEqual([1_666, 3_332, 3_332, 3_332, 3_332]);
     expect(pacer.keepExtraMs).toBe(1_666);
+  });
+});
+
+describe("a blind wait behind a long hold (issue 43)", () => {
+  /** Requests of a sole waiter at the head over `waitMs` of simulated time, 5 ms round trips. */
+  function requestsOver(waitMs: number, pacer: TurnPacer, holderEndsAt: (t: number) => number) {
+    let t = 0;
+    let requests = 0;
+    let longest = 0;
+    let keptTooShort = 0;
+    let keptUntil = Number.POSITIVE_INFINITY;
+    while (t < waitMs) {
+      requests += 1;
+      t += 5;
+      // The place this attempt asked the server to keep: the waiter timeout plus the extra.
+      if (t > keptUntil) keptTooShort += 1;
+      keptUntil = t + 5_000 + pacer.keepExtraMs;
+      const blind = { ...view({ holdMs: null, holderTtlMs: holderEndsAt(t) - t }), waiters: 1 };
+      const sleep = pacer.next(blind, 5, t);
+      longest = Math.max(longest, sleep);
+      t += sleep;
+    }
+    return { requests, longest, keptTooShort };
+  }
+  const draws = [() => 0, () => 0.5, () => 0.999];
+  const hourLease = () => 3_600_000;
+  const watchdog = (t: number) => t + 30_000 - (t % 10_000);
+
+  it("the plain lock: requests grow with the logarithm of the wait, its place kept throughout", () => {
+    for (const draw of draws) {
+      const minute = requestsOver(
+        60_000,
+        new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, draw, true),
+        hourLease,
+      );
+      const hour = requestsOver(
+        3_600_000,
+        new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, draw, true),
+        hourLease,
+      );
+      // Before: a sleep of at most 250 ms, 240 requests a minute.
+      expect(minute.requests).toBeLessThanOrEqual(70);
+      expect(hour.requests).toBeLessThanOrEqual(300);
+      expect(hour.longest).toBeLessThanOrEqual(WAITED_BACKOFF_CAP_MS);
+      expect(hour.longest).toBeGreaterThan(14_000);
+      expect(hour.keptTooShort).toBe(0);
+    }
+  });
+
+  it("behind a watchdog holder, never past its lease end", () => {
+    const hour = requestsOver(
+      3_600_000,
+      new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 2, () => 0.999, true),
+      watchdog,
+    );
+    expect(hour.requests).toBeLessThanOrEqual(300);
+    expect(hour.longest).toBeLessThanOrEqual(30_001);
+  });
+
+  it("the fair lock keeps its place by polling every third of the waiter timeout", () => {
+    const hour = requestsOver(
+      3_600_000,
+      new TurnPacer(DEFAULT_WAIT_POLICY, 1_666, 1, () => 0.999, false),
+      hourLease,
+    );
+    expect(hour.longest).toBeLessThanOrEqual(1_666);
+    expect(hour.keptTooShort).toBe(0);
+    // About 2 200: within the default budget, as the budget's JSDoc says.
+    expect(hour.requests).toBeLessThan(2_300);
+    expect(hour.requests).toBeLessThan(DEFAULT_WAIT_POLICY.maxPolls);
   });
 });

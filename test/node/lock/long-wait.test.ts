@@ -1,0 +1,75 @@
+/**
+ * A polling waiter behind a long hold waits as long as it was told, at a cost that grows with the
+ * logarithm of the wait (issue 43): its blind backoff grows with the time it has waited
+ * (src/wait/poll.ts, waitedBackoffMs), never past the holder's lease end.
+ *
+ * The bound on requests: until the backoff from the time waited takes over (about the first
+ * second) the ≤ 250 ms jitter of `maxDelayMs` costs at most about 15 requests; from then on each
+ * sleep is at least an eighth of the time waited, so T ms of waiting cost at most
+ * ln(T / 1000) / ln(1.125) more: 26 for 20 s. 45 leaves room for slow round trips.
+ */
+import { describe, expect, it } from "vitest";
+import type { LockClient } from "../../../src/index.js";
+import { WAITED_BACKOFF_SHARE } from "../../../src/wait/poll.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
+
+/** Past the ~13 s in which the old 250 ms backoff spent the old budget of 100 polls. */
+const RELEASE_AFTER_MS = 16_000;
+const MAX_REQUESTS = 45;
+
+describe.each(backendKindsUnderTest())("a sole polling waiter behind a long hold on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  /** A waiter polling on the defaults, counting its attempts. */
+  function waiterOf(prefix: string): { client: LockClient; attempts: () => number } {
+    let attempts = 0;
+    const client = bed.client({
+      prefix,
+      wait: { mode: "poll" },
+      observer: {
+        onAttempt: (script) => {
+          if (script.name === "lock.acquire") attempts += 1;
+        },
+      },
+    });
+    return { client, attempts: () => attempts };
+  }
+
+  async function waitBehind(holder: { release(): Promise<unknown> }, waiter: LockClient) {
+    const started = Date.now();
+    let releasedAt = Number.POSITIVE_INFINITY;
+    const releasing = sleepMs(RELEASE_AFTER_MS).then(async () => {
+      releasedAt = Date.now();
+      await holder.release();
+    });
+    // The holder releases even when the wait failed (no release after the server closed).
+    const handle = await waiter
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 45_000 })
+      .finally(() => releasing);
+    const servedAt = Date.now();
+    await handle.release();
+    return { servedAfterReleaseMs: servedAt - releasedAt, waitedAtRelease: releasedAt - started };
+  }
+
+  it("behind a 25 s lease: served after the release, within a share of the time waited, in few requests", async () => {
+    const prefix = freshPrefix();
+    const holder = await bed.client({ prefix }).lock("job").acquire({ leaseMs: 25_000 });
+    const { client, attempts } = waiterOf(prefix);
+    const { servedAfterReleaseMs, waitedAtRelease } = await waitBehind(holder, client);
+    expect(servedAfterReleaseMs).toBeGreaterThanOrEqual(0);
+    expect(servedAfterReleaseMs).toBeLessThan(WAITED_BACKOFF_SHARE * waitedAtRelease + 1_000);
+    expect(attempts()).toBeLessThanOrEqual(MAX_REQUESTS);
+  }, 40_000);
+
+  it("behind a watchdog-mode holder: the same", async () => {
+    const prefix = freshPrefix();
+    const holder = await bed.client({ prefix }).lock("job").acquire();
+    const { client, attempts } = waiterOf(prefix);
+    const { servedAfterReleaseMs, waitedAtRelease } = await waitBehind(holder, client);
+    expect(servedAfterReleaseMs).toBeGreaterThanOrEqual(0);
+    expect(servedAfterReleaseMs).toBeLessThan(WAITED_BACKOFF_SHARE * waitedAtRelease + 1_000);
+    expect(attempts()).toBeLessThanOrEqual(MAX_REQUESTS);
+  }, 40_000);
+});

@@ -10,6 +10,7 @@
  */
 export type WaitWhy = "turn" | "leaseEnd" | "backoff" | "park" | "permits" | "outage" | "deadline";
 
+/** An event a LockClient emits (`client.on(type, listener)`). */
 export type LockEvent =
   /**
    * A held lock was lost: renewal found it gone or taken, or failed until its lease passed;

@@ -21,12 +21,15 @@ const MAX_REQUESTS = 45;
 describe.each(backendKindsUnderTest())("a sole polling waiter behind a long hold on %s", (kind) => {
   const bed = useTestBed(kind);
 
-  /** A waiter polling on the defaults, counting its attempts. */
-  function waiterOf(prefix: string): { client: LockClient; attempts: () => number } {
+  /** A waiter polling (or, `onDefaults`, on the defaults), counting its attempts. */
+  function waiterOf(
+    prefix: string,
+    onDefaults = false,
+  ): { client: LockClient; attempts: () => number } {
     let attempts = 0;
     const client = bed.client({
       prefix,
-      wait: { mode: "poll" },
+      ...(onDefaults ? {} : { wait: { mode: "poll" } }),
       observer: {
         onAttempt: (script) => {
           if (script.name === "lock.acquire") attempts += 1;
@@ -71,5 +74,16 @@ describe.each(backendKindsUnderTest())("a sole polling waiter behind a long hold
     expect(servedAfterReleaseMs).toBeGreaterThanOrEqual(0);
     expect(servedAfterReleaseMs).toBeLessThan(WAITED_BACKOFF_SHARE * waitedAtRelease + 1_000);
     expect(attempts()).toBeLessThanOrEqual(MAX_REQUESTS);
+  }, 40_000);
+
+  it("on the defaults (push over a subscription): served at the release, a park per 5 s", async () => {
+    const prefix = freshPrefix();
+    const holder = await bed.client({ prefix }).lock("job").acquire({ leaseMs: 25_000 });
+    const { client, attempts } = waiterOf(prefix, true);
+    const { servedAfterReleaseMs } = await waitBehind(holder, client);
+    expect(servedAfterReleaseMs).toBeGreaterThanOrEqual(0);
+    expect(servedAfterReleaseMs).toBeLessThan(1_000);
+    // An attempt before the stream, then one per park of `parkMs` (5 s): about 5 in 16 s.
+    expect(attempts()).toBeLessThanOrEqual(10);
   }, 40_000);
 });

@@ -76,28 +76,44 @@ end`;
 /**
  * The whole of an exclusive release script (`fencingToken`: see refuseLaterHold): drop one hold,
  * delete the owner's field at zero, record the result under `operationKey` and answer {1, holds
- * left, others waiting (1/0)}, or {0} when the owner holds nothing. A re-send replays the recorded
- * answer as {1, holds left}. `whenFreed` runs when the last hold goes (e.g. to learn how long the
- * hold lasted) and may set `othersWaiting` to 1.
+ * left, others waiting (1/0)}, or {0} when the owner holds nothing (then no record stays). A
+ * re-send replays the recorded answer as {1, holds left}. When the last hold goes, `whenFreed`
+ * runs if `freedSlowly` (a Lua expression that may read `fence`, the fence counter as a string)
+ * holds: e.g. to learn how long the hold lasted and hand the lock over; it may set
+ * `othersWaiting` to 1. Else the release costs 5 commands: the record is claimed first (SET NX,
+ * which is also the replay check) and holds the answer of a last hold's release, 0.
  */
-export function releaseOneHold(operationKey: string, whenFreed: string): string {
+export function releaseOneHold(
+  operationKey: string,
+  whenFreed: string,
+  freedSlowly: string,
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "releaseOneHold",
-    lua: () => releaseOneHold(operationKey, whenFreed),
-    needs: [operationKey, "lockKey", "owner", "operationTtlMs"],
+    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly),
+    needs: [operationKey, "lockKey", "owner", "operationTtlMs", "fenceKey", "fencingToken"],
   });
-  return `local replay = redis.call('GET', ${operationKey})
-if replay then return {1, tonumber(replay)} end
-if redis.call('HEXISTS', lockKey, owner) == 0 then return {0} end
-${refuseLaterHold("fenceKey", "fencingToken")}
-local left = redis.call('HINCRBY', lockKey, owner, -1)
+  return `if not redis.call('SET', ${operationKey}, 0, 'NX', 'PX', operationTtlMs) then
+  return {1, tonumber(redis.call('GET', ${operationKey}))}
+end
+local holds = tonumber(redis.call('HGET', lockKey, owner))
+local fence = holds and redis.call('GET', fenceKey) or '0'
+if not holds or (tonumber(fencingToken) > 0 and tonumber(fence) ~= tonumber(fencingToken)) then
+  redis.call('DEL', ${operationKey})
+  return {0}
+end
+local left = holds - 1
 local othersWaiting = 0
-if left <= 0 then
+if left > 0 then
+  redis.call('HINCRBY', lockKey, owner, -1)
+  redis.call('SET', ${operationKey}, left, 'PX', operationTtlMs)
+else
   redis.call('HDEL', lockKey, owner)
   left = 0
+  if ${freedSlowly} then
 ${whenFreed}
+  end
 end
-redis.call('SET', ${operationKey}, left, 'PX', operationTtlMs)
 return {1, left, othersWaiting}`;
 }
 

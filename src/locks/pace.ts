@@ -55,21 +55,55 @@ end`;
 /**
  * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
  * expression), the time since the previous holder took the lock is one hand-off cycle; then the
- * current hold starts now and any reservation is spent.
+ * current hold starts now and any reservation is spent. With `fence` (a Lua expression: the new
+ * hold's token; the plain and fair lock, whose uncontended holds take a fast path that times
+ * nothing), the hold is also marked as timed (see TIMED_FIELD).
  */
-export function learnHandOff(statsKey: string, waited: string): string {
+export function learnHandOff(statsKey: string, waited: string, fence?: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnHandOff",
-    lua: () => learnHandOff(statsKey, waited),
+    lua: () => learnHandOff(statsKey, waited, fence),
     needs: [statsKey, "now", "paceTtlMs"],
   });
+  const timed = fence === undefined ? "" : `, '${TIMED_FIELD}', ${fence}`;
   return `local previous = redis.call('HGET', ${statsKey}, 'at')
 if ${waited} and previous then
   ${learnAverage(statsKey, "cycle", "now - tonumber(previous)")}
 end
-redis.call('HSET', ${statsKey}, 'at', now)
+redis.call('HSET', ${statsKey}, 'at', now${timed})
 redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')
 redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
+}
+
+/**
+ * The plain and fair lock's pace hash field that names (by its fencing token) the hold the
+ * statistics are about: one taken on the slow path (its start is `at`), or a fast-path hold a
+ * waiter has queued behind since (its start unknown: `at` deleted). Its release takes the slow
+ * path (learn, hand off, reserve) exactly when this names it; an uncontended hold, taken and
+ * released on the fast path, costs no statistics at all (issue 42).
+ */
+export const TIMED_FIELD = "timed";
+
+/**
+ * At a busy attempt that joins the queue while the lock is held (`pttl`): a hold taken on the
+ * fast path (the token `fenceKey` shows is not TIMED_FIELD's) gets marked, so that its release
+ * hands off and learns, and its start, unknown, is forgotten (`at` deleted): neither waiters nor
+ * the release read a previous hold's start as this one's.
+ */
+export function markContendedHold(statsKey: string, fenceKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "markContendedHold",
+    lua: () => markContendedHold(statsKey, fenceKey),
+    needs: [statsKey, fenceKey, "pttl", "paceTtlMs"],
+  });
+  return `if pttl ~= -2 then
+  local current = redis.call('GET', ${fenceKey}) or '0'
+  if redis.call('HGET', ${statsKey}, '${TIMED_FIELD}') ~= current then
+    redis.call('HSET', ${statsKey}, '${TIMED_FIELD}', current)
+    redis.call('HDEL', ${statsKey}, 'at')
+    redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+  end
+end`;
 }
 
 /** When a release frees the lock: folds the hold into its average and deviation. */

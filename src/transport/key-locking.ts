@@ -182,6 +182,11 @@ function serverOf(redis: RedisLike): ServerFlag {
   return server;
 }
 
+/** Whether `redis` talks to Upstash itself (an `upstash.io` REST URL). */
+export function talksToUpstash(redis: RedisLike): boolean {
+  return isUpstashUrl(restUrlOf(redis));
+}
+
 function isUpstashUrl(url: string | undefined): boolean {
   if (url === undefined) return false;
   try {

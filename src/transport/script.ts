@@ -1,10 +1,20 @@
 /**
- * A Lua script bound to its SHA-1: EVAL on a Redis the first time (which caches it), EVALSHA after,
- * EVAL again on NOSCRIPT (a flush, a failover), so an uncontended operation costs one request.
+ * A Lua script bound to its SHA-1. On Upstash itself (an `upstash.io` URL) it is sent as EVALSHA
+ * first, the `@upstash/ratelimit` way: a cold isolate of a database that already caches it sends
+ * 40 bytes, not the whole text, and EVAL only on NOSCRIPT (a script new to the database, a flush,
+ * a failover; the script never ran, so sending it again is safe). Elsewhere (a local server, a
+ * plain Redis behind a REST proxy) a client sends EVAL the first time (which caches it), EVALSHA
+ * after, EVAL again on NOSCRIPT. So an uncontended operation costs one request once the server
+ * knows the script.
  */
 
 import { classifyFailure } from "./failures.js";
-import { flaggedSource, KEY_LOCKING_SHEBANG, sentWithKeyLocking } from "./key-locking.js";
+import {
+  flaggedSource,
+  KEY_LOCKING_SHEBANG,
+  sentWithKeyLocking,
+  talksToUpstash,
+} from "./key-locking.js";
 import type { RedisLike } from "./redis-like.js";
 import { sha1Hex } from "./sha1.js";
 
@@ -43,7 +53,7 @@ export class Script {
   }
 
   private async send(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
-    if (!this.cachedOn.has(redis)) {
+    if (!this.cachedOn.has(redis) && !talksToUpstash(redis)) {
       const result = await redis.eval(this.source, keys, args);
       this.cachedOn.add(redis);
       return result;

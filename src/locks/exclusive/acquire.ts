@@ -6,13 +6,41 @@
 import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
 import { knownOrNull } from "../../wait/turn.js";
 import type { OperationContext } from "../context.js";
+import { LUA_FRAGMENTS } from "../fragment.js";
 import type { LockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { busyTurnReply, learnHandOff, learnRoundTrip, PACE_TTL_MS } from "../pace.js";
+import {
+  busyTurnReply,
+  learnHandOff,
+  learnRoundTrip,
+  markContendedHold,
+  PACE_TTL_MS,
+} from "../pace.js";
 import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters, reservedForAnother, WAITER_LUA } from "../queue/lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
+
+/**
+ * The fast path of an acquisition (issue 42): when the lock is free, nobody queues or is parked
+ * and this request is no re-send (no operation record), the first hold is taken with only what
+ * its guarantees need: the hold, its lease, the next fencing token and the operation record
+ * (5 commands). Nothing to prune, no reservation to respect (none without a queue), no
+ * statistics: the hold is timed only if a waiter queues behind it (markContendedHold in
+ * pace.ts). Optional keys absent (RedLock's three-key attempt) are checked as the lock again.
+ */
+const FREE_AND_UNCONTENDED_FAST_PATH = `if redis.call('EXISTS', lockKey, operationKey, queueKey or lockKey, parkedKey or lockKey) == 0 then
+  redis.call('HSET', lockKey, owner, 1)
+  redis.call('PEXPIRE', lockKey, leaseMs)
+  local fence = redis.call('INCR', fenceKey)
+  redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+  return {1, fence, 1, tonumber(leaseMs)}
+end`;
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "FREE_AND_UNCONTENDED_FAST_PATH",
+  lua: FREE_AND_UNCONTENDED_FAST_PATH,
+  needs: ["lockKey", "operationKey", "owner", "leaseMs", "fenceKey", "operationTtlMs"],
+});
 
 /** Who may take a free lock: anyone (`plain`, but not into a reservation) or the head (`fair`). */
 export type AcquireRule = "plain" | "fair";
@@ -35,12 +63,14 @@ export type AcquireRule = "plain" | "fair";
  * is learnt, nobody queues, and the busy reply is {0, holder pttl}.
  */
 function acquireScriptLua(rule: AcquireRule): string {
+  // \`pttl\` -2: free; read once, as a busy reply answers it too.
   const mayTakeFree =
     rule === "fair"
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == waiter then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
-  return endingParkBeside(`${takeAnnouncedGrant("parkedKey", "operationKey")}
+  return endingParkBeside(`${FREE_AND_UNCONTENDED_FAST_PATH}
+${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
@@ -48,14 +78,17 @@ if queueKey then
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 end
 local count
+local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
-elseif redis.call('EXISTS', lockKey) == 0 then
-  ${mayTakeFree}
-  if count then redis.call('HSET', lockKey, owner, 1) end
+else
+  pttl = redis.call('PTTL', lockKey)
+  if pttl == -2 then
+    ${mayTakeFree}
+    if count then redis.call('HSET', lockKey, owner, 1) end
+  end
 end
 if not count then
-  local pttl = redis.call('PTTL', lockKey)
   if not queueKey then
     -- RedLock's attempt (a new id each round): it took nothing, and a copy of this request
     -- that the Redis client re-sends later takes nothing either (see quorum-lock/undo.ts).
@@ -65,7 +98,7 @@ if not count then
   local position = -1
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
-    ${joinQueue("queueKey", "timeoutsKey")}
+    ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"))}
     ${learnRoundTrip("holdStatsKey")}
     if parkedKey then
     ${registerParked("parkedKey", "holdStatsKey")}
@@ -86,7 +119,7 @@ if queueKey then
   if parkedKey then redis.call('HDEL', parkedKey, waiter) end
 end
 ${grantExclusiveHold(`if holdStatsKey then
-    ${learnHandOff("holdStatsKey", "waited")}
+    ${learnHandOff("holdStatsKey", "waited", "fence")}
   end`)}`);
 }
 

@@ -6,7 +6,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { learnHandOff, learnHold, PACE_TTL_MS } from "../pace.js";
+import { learnHandOff, learnHold, PACE_TTL_MS, TIMED_FIELD } from "../pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
@@ -28,7 +28,8 @@ import type { ReleaseResult } from "../state.js";
 //       see refuseLaterHold)
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
-// The release that frees the lock folds this hold's length into the average hold and its mean
+// The release that frees a hold somebody queued behind (the plain and fair lock's others take
+// the fast path, see releaseOneHold and TIMED_FIELD) folds its length into the average hold and its mean
 // deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
@@ -51,20 +52,23 @@ export const RELEASE = defineScript({
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
-    `if holdStatsKey then
-  ${SERVER_NOW_MS}
+    `${SERVER_NOW_MS}
   ${learnHold("holdStatsKey")}
   if queueKey then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
-      ${learnHandOff("holdStatsKey", "true")}
+      ${learnHandOff("holdStatsKey", "true", "redis.call('GET', fenceKey)")}
     else
       if redis.call('EXISTS', queueKey) == 1 then othersWaiting = 1 end
       ${reserveForHead("holdStatsKey", "queueKey")}
     end
-  end
-end`,
+  end`,
+    // The plain and fair lock's hold that nobody queued behind (the acquire script marks one
+    // that somebody did, see markContendedHold) frees on the fast path: no waiter to hand it
+    // to or reserve it for, nothing to learn. The write lock's (its read holds given) always
+    // takes the slow path: its acquire script times every hold.
+    `holdStatsKey and (readsKey or redis.call('HGET', holdStatsKey, '${TIMED_FIELD}') == fence)`,
   ),
 });
 

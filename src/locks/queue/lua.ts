@@ -57,17 +57,19 @@ if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${tim
 /**
  * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
  * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
- * ahead of it (`timeout` and `position` are locals of the caller's).
+ * ahead of it (`timeout` and `position` are locals of the caller's). `whenFirst` (Lua) runs when
+ * the waiter joins an empty queue.
  */
-export function joinQueue(queueKey: string, timeoutsKey: string): string {
+export function joinQueue(queueKey: string, timeoutsKey: string, whenFirst = ""): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "joinQueue",
-    lua: () => joinQueue(queueKey, timeoutsKey),
+    lua: () => joinQueue(queueKey, timeoutsKey, whenFirst),
     needs: [queueKey, "now", "waiter", "timeout", "position"],
   });
+  const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
   return `if not redis.call('ZSCORE', ${queueKey}, waiter) then
   local ticket = now
-  local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')
+  local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')${first}
   if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
   redis.call('ZADD', ${queueKey}, ticket, waiter)
 end

@@ -45,10 +45,18 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
         },
       },
     });
+    // Each round, a helper queues behind the holder and so takes the lock from the queue: its
+    // hold is timed and teaches the lock HOLD_MS. (An uncontended hold, the holder's, takes the
+    // fast path and teaches nothing: issue 42.)
+    const helper = paced.lockOf(bed.client({ prefix }));
     for (let i = 0; i < 2; i++) {
       const held = await holder.acquire({ leaseMs: 10_000 });
+      const queued = helper.acquire({ leaseMs: 10_000 });
       await sleepMs(HOLD_MS);
       await held.release();
+      const taken = await queued;
+      await sleepMs(HOLD_MS);
+      await taken.release();
     }
     const held = await holder.acquire({ leaseMs: 10_000 });
     setTimeout(() => void held.release(), HOLD_MS);
@@ -59,23 +67,44 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     return { attempts, waited };
   }
 
-  it("a busy reply tells the waiter its place, the usual hold and how long the holder has held", async () => {
-    const redis = bed.redis();
-    const prefix = freshPrefix();
-    const holder = bed.client({ prefix });
-    const first = await holder.lock("told").acquire({ leaseMs: 10_000 });
-    await sleepMs(100);
-    await first.release();
-    const held = await holder.lock("told").acquire({ leaseMs: 10_000 });
-    await sleepMs(50);
-    // Ask the script directly, as the library does (six keys, six arguments).
-    const base = `${prefix}:{told}`;
-    const reply = (await redis.eval(
-      ACQUIRE.keyLocking.source,
-      [base, `${base}:fence`, `${base}:op:x`, `${base}:holds`, `${base}:queue`, `${base}:timeouts`],
-      ["someone-else-0000000", "10000", "60000", "3600000", "5000", "20"],
-    )) as number[];
+  /** Asks the plain lock `name` directly, as the library does (six keys, six arguments). */
+  async function busyReply(prefix: string, name: string, waiter: string) {
+    const base = `${prefix}:{${name}}`;
+    const reply = (await bed
+      .redis()
+      .eval(
+        ACQUIRE.keyLocking.source,
+        [
+          base,
+          `${base}:fence`,
+          `${base}:op:${waiter}`,
+          `${base}:holds`,
+          `${base}:queue`,
+          `${base}:timeouts`,
+        ],
+        [`${waiter}-0000000`, "10000", "60000", "3600000", "5000", "20"],
+      )) as number[];
     const [status, pttl, position, holdMs, , , heldForMs] = reply.map(Number);
+    return { status, pttl, position, holdMs, heldForMs };
+  }
+
+  it("a busy reply tells the waiter its place, the usual hold and how long the holder has held", async () => {
+    const prefix = freshPrefix();
+    const [a, b, c] = [1, 2, 3].map(() => bed.client({ prefix }).lock("told"));
+    // a holds uncontended (the fast path: its hold is not timed); b queues behind it and takes it
+    // from the queue (timed), c queues behind b: b's 100 ms hold is learnt at its release, and
+    // c's hold, taken from the queue, is timed from its start.
+    const first = await a!.acquire({ leaseMs: 10_000 });
+    const second = b!.acquire({ leaseMs: 10_000 });
+    await sleepMs(50);
+    await first.release();
+    const secondHeld = await second;
+    const third = c!.acquire({ leaseMs: 10_000 });
+    await sleepMs(100);
+    await secondHeld.release();
+    const held = await third;
+    await sleepMs(50);
+    const { status, pttl, position, holdMs, heldForMs } = await busyReply(prefix, "told", "x");
     expect(status).toBe(0);
     expect(pttl).toBeGreaterThan(9_000);
     // The first waiter gets a ticket at the head of the queue.
@@ -84,6 +113,29 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
     expect(holdMs).toBeLessThan(1_000);
     expect(heldForMs).toBeGreaterThanOrEqual(40);
     expect(heldForMs).toBeLessThan(1_000);
+    await held.release();
+  });
+
+  it("behind an uncontended hold (the fast path) the first waiter learns the usual hold, not how long it has been held", async () => {
+    const prefix = freshPrefix();
+    const [a, b] = [1, 2].map(() => bed.client({ prefix }).lock("fast"));
+    // A timed hold of 100 ms first (b's, taken from the queue), then an uncontended one.
+    const first = await a!.acquire({ leaseMs: 10_000 });
+    const second = b!.acquire({ leaseMs: 10_000 });
+    await sleepMs(50);
+    await first.release();
+    const secondHeld = await second;
+    await sleepMs(100);
+    await secondHeld.release();
+    const held = await a!.acquire({ leaseMs: 10_000 });
+    await sleepMs(50);
+    const { status, position, holdMs, heldForMs } = await busyReply(prefix, "fast", "y");
+    expect(status).toBe(0);
+    expect(position).toBe(0);
+    expect(holdMs).toBeGreaterThanOrEqual(100);
+    expect(holdMs).toBeLessThan(1_000);
+    // Its start is known to nobody (b's start would read as this hold's: not told).
+    expect(heldForMs).toBe(-1);
     await held.release();
   });
 

@@ -8,12 +8,12 @@ import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-loc
 // Every script's SHA-1 (the locks', the Hono middleware's and the inspector's). A change here is a change of a
 // script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "8d03859157fe361061eb11923e05ed92e24bc5a4"],
+  ["lock.acquire", "b6121bb3bee4301fdb4e261d8266b04b7f2e9ce2"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "10ea1336757a083810eb854933d0db6413f919a8"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
-  ["lock.release", "80eabdd652760ea15e23ba9a7e9ef92c7a87d9d1"],
-  ["fairLock.acquire", "9d72e0bd6d0c2675c76c18edc24b5b00b1342a6d"],
+  ["lock.release", "0760f364d02815237bf78ab340a65b95b8e28f76"],
+  ["fairLock.acquire", "9d3f59a2d421b71fda5558da2ade1e2379586fba"],
   ["queue.leave", "2746a315918499e78ff683d6a94cfd256d7c11fb"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],

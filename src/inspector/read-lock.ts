@@ -48,7 +48,7 @@ return cjson.encode({
   pttl = redis.call('PTTL', KEYS[1]),
   holders = redis.call('HGETALL', KEYS[1]),
   fence = redis.call('GET', KEYS[2]) or '',
-  stats = redis.call('HMGET', KEYS[3], 'at', 'hold', 'cycle'),
+  stats = redis.call('HMGET', KEYS[3], 'at', 'hold', 'cycle', 'timed'),
   queued = redis.call('ZCARD', KEYS[4]),
   queue = queue, deadlines = deadlines, parked = parked,
   readCount = redis.call('ZCARD', KEYS[7]),
@@ -143,7 +143,12 @@ export async function readLock(
     holders,
     leaseLeftMs: holders.length > 0 && raw.pttl >= 0 ? raw.pttl : null,
     fencingToken: numberOrNull(raw.fence),
-    heldSince: holders.length > 0 ? numberOrNull(raw.stats[0]) : null,
+    // Only a timed hold (its token in `timed`) has its start in `at`: an uncontended one, taken
+    // on the fast path, leaves an older hold's there.
+    heldSince:
+      holders.length > 0 && String(raw.stats[3]) === String(raw.fence)
+        ? numberOrNull(raw.stats[0])
+        : null,
     averageHoldMs: numberOrNull(raw.stats[1]),
     averageCycleMs: numberOrNull(raw.stats[2]),
     readHolds,

@@ -24,10 +24,11 @@ export async function acquireLiveHold<H extends Pick<HeldLock, "name" | "signal"
   acquire: (waitMs: number | undefined) => Promise<H>,
   waitMs: number | undefined,
 ): Promise<H> {
-  const deadline = waitMs === undefined ? undefined : Date.now() + waitMs;
+  // The first call as given (the acquire checks the input); each later one within what is left.
+  const deadline = typeof waitMs === "number" ? Date.now() + waitMs : undefined;
   for (let late = 0; ; ) {
     const held = await acquire(
-      deadline === undefined ? undefined : Math.max(0, deadline - Date.now()),
+      late === 0 || deadline === undefined ? waitMs : Math.max(0, deadline - Date.now()),
     );
     if (!held.signal.aborted) return held;
     // Lost already; its release fails or frees what is left of a lease Redis counts later.

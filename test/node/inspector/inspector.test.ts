@@ -118,6 +118,26 @@ describe.each(kinds)("inspector (%s)", (kind) => {
     await waiting;
   });
 
+  it("shows when a hold began only when that hold was timed: an uncontended hold (the fast path) shows none, not an older hold's", async () => {
+    const client = clientOf();
+    const lock = client.lock("since");
+    // A timed hold first (taken from the queue), which records its start…
+    const first = await lock.acquire({ leaseMs: 20_000 });
+    const queued = clientOf(server.token, client.prefix).lock("since").acquire({ leaseMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await first.release();
+    await (await queued).release();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // …then an uncontended one, which times nothing.
+    const takenAt = Date.now();
+    const held = await lock.acquire({ leaseMs: 20_000 });
+    const { body } = await snapshot(handlerOf(client));
+    const shown = body.locks.find((each) => each.name === "since");
+    expect(shown?.state).toBe("held");
+    expect(shown?.heldSince ?? takenAt).toBeGreaterThanOrEqual(takenAt - 50);
+    await held.release();
+  });
+
   it("shows a semaphore's capacity, available permits, live holds and FIFO waiters with their demand, and a latch's count and TTL", async () => {
     const client = clientOf();
     const upstream = client.semaphore("upstream");

@@ -10,6 +10,9 @@ import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
 
+/** These tests are about polling: push (the default) hands the lock over instead. */
+const POLL = { mode: "poll" } as const;
+
 const HOLD_MS = 300;
 
 /** The kinds whose waiters queue and are paced by their turn, and their acquire script's name. */
@@ -90,7 +93,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
 
   it("a busy reply tells the waiter its place, the usual hold and how long the holder has held", async () => {
     const prefix = freshPrefix();
-    const [a, b, c] = [1, 2, 3].map(() => bed.client({ prefix }).lock("told"));
+    const [a, b, c] = [1, 2, 3].map(() => bed.client({ prefix, wait: POLL }).lock("told"));
     // a holds uncontended (the fast path: its hold is not timed); b queues behind it and takes it
     // from the queue (timed), c queues behind b: b's 100 ms hold is learnt at its release, and
     // c's hold, taken from the queue, is timed from its start.
@@ -118,7 +121,7 @@ describe.each(backendKindsUnderTest())("paced polling on %s", (kind) => {
 
   it("behind an uncontended hold (the fast path) the first waiter learns the usual hold, not how long it has been held", async () => {
     const prefix = freshPrefix();
-    const [a, b] = [1, 2].map(() => bed.client({ prefix }).lock("fast"));
+    const [a, b] = [1, 2].map(() => bed.client({ prefix, wait: POLL }).lock("fast"));
     // A timed hold of 100 ms first (b's, taken from the queue), then an uncontended one.
     const first = await a!.acquire({ leaseMs: 10_000 });
     const second = b!.acquire({ leaseMs: 10_000 });

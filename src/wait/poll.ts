@@ -172,8 +172,11 @@ export function waitedBackoffMs(waitedMs: number, draw: number): number {
 }
 
 /**
- * Full jitter ("Exponential Backoff and Jitter", AWS) up to `maxDelayMs`, or waitedBackoffMs
- * when longer; `poll` 1 for the first re-poll, `waitedMs` since the wait began.
+ * Full jitter ("Exponential Backoff and Jitter", AWS) up to `maxDelayMs`; behind a holder (its
+ * lease known), waitedBackoffMs when longer, never past that lease's end. With no holder seen (the
+ * lock free but reserved for another waiter, or a request that failed) the time waited says
+ * nothing of when the lock frees: a long sleep there would leave it idle. `poll` 1 for the first
+ * re-poll, `waitedMs` since the wait began.
  */
 export function nextPollDelay(
   policy: Pick<WaitPolicy, "initialDelayMs" | "maxDelayMs">,
@@ -185,9 +188,11 @@ export function nextPollDelay(
 ): number {
   const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** Math.min(poll - 1, 30));
   const draw = random();
-  let delay = Math.max(1, Math.ceil(draw * ceiling), waitedBackoffMs(waitedMs, draw));
-  // One ms past the lease end lets the key expire on the server.
-  if (holderTtlMs !== null) delay = Math.min(delay, holderTtlMs + 1);
+  let delay = Math.max(1, Math.ceil(draw * ceiling));
+  if (holderTtlMs !== null) {
+    // One ms past the lease end lets the key expire on the server.
+    delay = Math.min(Math.max(delay, waitedBackoffMs(waitedMs, draw)), holderTtlMs + 1);
+  }
   return Math.max(1, Math.min(delay, timeLeftMs));
 }
 

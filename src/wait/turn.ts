@@ -143,7 +143,10 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): D
   } else {
     const hold = view.holdMs;
     const deviation = view.holdDeviationMs ?? hold / 8;
-    const late = aimLateMs(deviation, 0);
+    // An aim lands at most `maxDelayMs` late, what a waiter that knows nothing would be: with
+    // holds that vary widely, a later aim leaves a lock freed early idle for all behind.
+    const lateAtMost = (ms: number) => Math.min(ms, policy.maxDelayMs);
+    const late = lateAtMost(aimLateMs(deviation, 0));
     // Capped: one slow hand-off must not push every aim later (slowing the next ones too).
     const cycle = Math.min(Math.max(hold, view.cycleMs ?? hold + late), hold + 2 * late);
     const overrun = view.locked ? (view.heldForMs ?? 0) - hold : 0;
@@ -172,11 +175,14 @@ function desiredDelay(view: TurnView, state: TurnState, random: () => number): D
       const expected = firstRelease + release * cycle;
       const arrival =
         release <= DIRECT_AIM_RELEASES
-          ? expected + aimAfterMs(deviation, release, side)
+          ? expected + lateAtMost(aimAfterMs(deviation, release, side))
           : // Come closer first: just after the release before its own, leaving time to aim.
             expected -
             cycle +
-            Math.min(aimLateMs(deviation, release - 1), Math.max(0, cycle - roundTripMs - late));
+            Math.min(
+              lateAtMost(aimLateMs(deviation, release - 1)),
+              Math.max(0, cycle - roundTripMs - late),
+            );
       // The view left the server a reply's way back ago and the request needs the rest of a
       // round trip: aim its arrival. One out of reach polls at once (1 ms floor below): the
       // release may not have come yet.

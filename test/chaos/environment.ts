@@ -25,6 +25,7 @@ import {
   type SubscriptionFaultOptions,
   SubscriptionFaults,
 } from "./subscription-faults.js";
+import { traceWaits } from "./wait-trace.js";
 
 /** The fault-free side channel to one database: its own REST server on the same Redis. */
 export interface Observer {
@@ -236,14 +237,19 @@ export function createIsolate(
       killed(Date.now());
     },
   };
+  // The polling kinds poll (push is the library's default; the push kinds pass their own
+  // `wait` with each acquire): on their own they would park with the default 5 s parkMs, beyond
+  // the run's request timeout.
   const clientOn = (redis: Redis) =>
-    new LockClient({
-      redis: isolateTransport(redis, hooks),
-      prefix: env.prefix,
-      watchdogTimeoutMs: options.watchdogTimeoutMs,
-      wait: { ...options.wait, maxPolls: 10_000 },
-      watchdog: renewer,
-    });
+    traceWaits(
+      new LockClient({
+        redis: isolateTransport(redis, hooks),
+        prefix: env.prefix,
+        watchdogTimeoutMs: options.watchdogTimeoutMs,
+        wait: { mode: "poll", ...options.wait, maxPolls: 10_000 },
+        watchdog: renewer,
+      }),
+    );
   const connections = env.databases.map(({ proxy, server }) => {
     // The client gives up on a request (a hang) after requestTimeoutMs.
     const redis = new Redis({

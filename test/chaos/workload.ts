@@ -59,6 +59,7 @@ import {
 import { runSection, type SectionContext } from "./section.js";
 import { startSampler } from "./server-state.js";
 import { startSpikes } from "./spikes.js";
+import { tracedAs } from "./wait-trace.js";
 
 /** Slack for clock granularity when checking a dead holder's bound, in ms. */
 const BOUND_TOLERANCE_MS = 25;
@@ -542,7 +543,7 @@ function recordingWaits(primitive: ChaosPrimitive, journal: Journal): ChaosPrimi
       if (plan.signal?.aborted) onAbort();
       plan.signal?.addEventListener("abort", onAbort, { once: true });
       try {
-        const hold = await primitive.acquire(isolate, key, plan);
+        const hold = await tracedAs(plan.owner, () => primitive.acquire(isolate, key, plan));
         wait.token = hold?.fencingToken;
         return hold;
       } catch (error) {

@@ -142,11 +142,6 @@ describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backen
             // word lost or heard past its claim window right after the grant). The long run
             // keeps the check and reports them.
             checkGrantsKept: false,
-            // Polling kinds: issue 43's backoff with the time waited leaves a free lock idle past
-            // the 1 s base now and then (the fair lock reproduced, bisected to that merge; open in
-            // issues 41/43, docs/reliability.md). The long run keeps 1 s and reports it; npm test
-            // gates on 3 s until it is fixed.
-            liveness: { ...SHORT_RUN.liveness, pollIdleMs: 3_000 },
           },
           { kind: KINDS[name] },
         );

@@ -15,15 +15,22 @@ describe("nextPollDelay", () => {
     expect(nextPollDelay(policy, 3, null, 10_000, () => 0)).toBe(1);
   });
 
-  it("backs off with the time waited: an eighth to a quarter of it, at most 30 s", () => {
-    expect(nextPollDelay(policy, 60, null, 100_000, () => 0, 8_000)).toBe(1_000);
-    expect(nextPollDelay(policy, 60, null, 100_000, () => 1, 8_000)).toBe(2_000);
-    expect(nextPollDelay(policy, 60, null, 1_000_000, () => 1, 600_000)).toBe(30_000);
+  it("behind a holder, backs off with the time waited: an eighth to a quarter of it, at most 30 s", () => {
+    const hourLease = 3_600_000;
+    expect(nextPollDelay(policy, 60, hourLease, 100_000, () => 0, 8_000)).toBe(1_000);
+    expect(nextPollDelay(policy, 60, hourLease, 100_000, () => 1, 8_000)).toBe(2_000);
+    expect(nextPollDelay(policy, 60, hourLease, 1_000_000, () => 1, 600_000)).toBe(30_000);
     // Short waits keep the doubling backoff.
-    expect(nextPollDelay(policy, 60, null, 100_000, () => 0.999, 100)).toBe(200);
+    expect(nextPollDelay(policy, 60, hourLease, 100_000, () => 0.999, 100)).toBe(200);
     // Never past the lease's end or the deadline.
     expect(nextPollDelay(policy, 60, 700, 100_000, () => 0.999, 60_000)).toBe(701);
-    expect(nextPollDelay(policy, 60, null, 900, () => 0.999, 60_000)).toBe(900);
+    expect(nextPollDelay(policy, 60, hourLease, 900, () => 0.999, 60_000)).toBe(900);
+  });
+
+  it("with no holder seen (free for another waiter, or a failed request), keeps the doubling backoff however long it waited", () => {
+    // Before: a quarter of the time waited, here 15 s with the lock perhaps free all along.
+    expect(nextPollDelay(policy, 60, null, 100_000, () => 0.999, 60_000)).toBe(200);
+    expect(nextPollDelay(policy, 60, null, 100_000, () => 0, 60_000)).toBe(1);
   });
 
   it("never sleeps past the holder's lease or the caller's deadline", () => {

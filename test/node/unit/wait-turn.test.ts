@@ -110,6 +110,21 @@ describe("turnDelay (plain lock: two waiters per release)", () => {
     expect(slow).toBe(capped);
   });
 
+  it("aims at most maxDelayMs late when holds vary widely: a hold ended early leaves the lock idle meanwhile", () => {
+    // The fair lock's second in line (its turn the release after next): the holder 100 ms into a
+    // 600 ms average hold (deviation 400), the next hold as long. Expected: 500 + 600 ms; the
+    // usual aim adds 1 + 400·√2 ≈ 567 ms, which a long chaos run saw leave a free lock idle 1.35 s.
+    const fair: TurnState = { ...plain, perRelease: 1 };
+    const wide = view({
+      position: 1,
+      holdMs: 600,
+      holdDeviationMs: 400,
+      cycleMs: 600,
+      heldForMs: 100,
+    });
+    expect(turnDelay(wide, fair, top)).toBe(500 + 600 + DEFAULT_WAIT_POLICY.maxDelayMs - 10);
+  });
+
   it("waits longer the further back a waiter is, never past a third of the waiter timeout", () => {
     const delays = [1, 2, 4, 8, 16].map((position) =>
       turnDelay(view({ position }), { ...plain, refreshMs: 100_000 }, top),

@@ -8,12 +8,20 @@
  * own re-send would go out through the unwrapped `fetch`, and its end would go unheard (the
  * stream is closed, which aborts that re-send). A RedisLike that fetches otherwise goes
  * unheard, and its silent end costs a park.
+ *
+ * Closing cancels the body too. `@upstash/redis`'s `unsubscribe()` only aborts the request's
+ * signal, and in Deno (2.9) that abort no longer reaches a fetch whose Response has been
+ * garbage-collected (the client keeps only its body's reader): the connection stayed open and
+ * kept the process up (docs/runtimes.md). Cancelling the body's reader ends it in every runtime.
  */
 import type { ChannelSubscription, RedisLike } from "./redis-like.js";
 
 type Fetch = typeof fetch;
 
-/** `redis.subscribe(channel)`, whose stream calls `ended` once its body ends or fails. */
+/**
+ * `redis.subscribe(channel)`, whose stream calls `ended` once its body ends or fails, and whose
+ * `unsubscribe()` cancels that body as well as aborting the request.
+ */
 export function subscribeHearingEnd(
   redis: RedisLike & Required<Pick<RedisLike, "subscribe">>,
   channel: string,
@@ -22,6 +30,8 @@ export function subscribeHearingEnd(
   const scope = globalThis as { fetch?: Fetch };
   const sendsBy = scope.fetch;
   if (typeof sendsBy !== "function") return redis.subscribe(channel);
+  let closed = false;
+  let cancelBody: (() => void) | undefined;
   const hearing: Fetch = async (input, init) => {
     let response: Response;
     try {
@@ -30,27 +40,56 @@ export function subscribeHearingEnd(
       ended();
       throw error;
     }
-    return reportingEnd(response, ended);
+    const reporting = reportingEnd(response, ended);
+    cancelBody = reporting.cancel;
+    // Closed while the request was on its way (its abort did not stop it): end it now.
+    if (closed) cancelBody();
+    return reporting.response;
   };
   scope.fetch = hearing;
+  let subscription: ChannelSubscription;
   try {
-    return redis.subscribe(channel);
+    subscription = redis.subscribe(channel);
   } finally {
     // Only if no one replaced it meanwhile (nothing should have).
     if (scope.fetch === hearing) scope.fetch = sendsBy;
   }
+  return {
+    on: (type, listener) => subscription.on(type, listener),
+    async unsubscribe() {
+      closed = true;
+      try {
+        await subscription.unsubscribe();
+      } finally {
+        cancelBody?.();
+      }
+    },
+  };
 }
 
-/** `response` with a body that calls `ended` when it is read to its end, fails or is cancelled. */
-function reportingEnd(response: Response, ended: () => void): Response {
+/**
+ * `response` with a body that calls `ended` when it is read to its end, fails or is cancelled;
+ * `cancel` ends the underlying body whoever reads it (a no-op once it ended).
+ */
+function reportingEnd(
+  response: Response,
+  ended: () => void,
+): { response: Response; cancel: () => void } {
   const source = response.body;
-  if (!response.ok || source === null) return response;
+  if (!response.ok || source === null) return { response, cancel: () => {} };
   const reader = source.getReader();
   let told = false;
   const tell = () => {
     if (told) return;
     told = true;
     ended();
+  };
+  // The client closed the stream: a read that fails now ends the body, it is no failure.
+  let closing = false;
+  const cancel = (reason?: unknown): Promise<void> => {
+    tell();
+    // Rejects where the body already failed (e.g. aborted): it is over either way.
+    return reader.cancel(reason).catch(() => {});
   };
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -61,18 +100,24 @@ function reportingEnd(response: Response, ended: () => void): Response {
           tell();
         } else controller.enqueue(value);
       } catch (error) {
-        controller.error(error);
+        // Closed, not errored, once cancelled (workerd fails the pending read): else
+        // @upstash/redis logs "Stream reading error" for every stream the client closes.
+        if (closing) controller.close();
+        else controller.error(error);
         tell();
       }
     },
-    cancel(reason) {
-      tell();
-      return reader.cancel(reason);
+    cancel,
+  });
+  return {
+    response: new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    }),
+    cancel: () => {
+      closing = true;
+      void cancel();
     },
-  });
-  return new Response(body, {
-    status: response.status,
-    statusText: response.statusText,
-    headers: response.headers,
-  });
+  };
 }

@@ -2,6 +2,7 @@
  * subscribeHearingEnd: @upstash/redis's Subscriber says nothing when a stream's body ends; the
  * body its subscribe's fetch returns reports the end, a failure, or a first send that failed
  * (whose re-send would go out unheard). The global fetch is the real one again at once.
+ * Closing cancels the body itself, whether or not the request's abort reaches the fetch.
  */
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -100,6 +101,42 @@ describe("hearing a subscription's stream end", () => {
     expect(ended).toBe(0);
     await subscription.unsubscribe();
     await until(() => ended > 0);
+    expect(ended).toBe(1);
+  });
+
+  it("closing cancels the body though the request's abort never reaches it (as in Deno)", async () => {
+    let cancelled = 0;
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(
+        // A body deaf to the signal: Deno's, once the client dropped the Response itself.
+        async () =>
+          new Response(
+            new ReadableStream<Uint8Array>({
+              start(controller) {
+                controller.enqueue(new TextEncoder().encode("data: subscribe,hand-offs,1\n\n"));
+              },
+              cancel() {
+                cancelled += 1;
+              },
+            }),
+            { headers: { "content-type": "text/event-stream" } },
+          ),
+      ),
+    );
+    const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
+    let ended = 0;
+    const subscription = subscribeHearingEnd(redis, "hand-offs", () => {
+      ended += 1;
+    });
+    let confirmed = false;
+    subscription.on("subscribe", () => {
+      confirmed = true;
+    });
+    await until(() => confirmed);
+    await subscription.unsubscribe();
+    await until(() => cancelled > 0);
+    expect(cancelled).toBe(1);
     expect(ended).toBe(1);
   });
 });

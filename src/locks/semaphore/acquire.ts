@@ -57,7 +57,8 @@ local quiet = present <= 1`;
 // capacity / average hold per ms (not held / hold: fewer held now means the next comes sooner).
 // A quiet attempt (see PRESENCE) has no place to leave; with no hold, its own is the only one
 // and both hold keys end with its lease. Only a waiter that stays (timeout > 0) paces by the
-// gap, so a single attempt does not read it.
+// gap, so a single attempt does not read it. The queue is read once, whole: the reservations
+// of those ahead and the live waiters (less this one if it left, plus it if it joined).
 export const SEMAPHORE_ACQUIRE = defineScript({
   name: "semaphore.acquire",
   keys: [
@@ -129,14 +130,15 @@ local held = 0
 if holding then
   for _, entry in ipairs(redis.call('HVALS', countsKey)) do held = held + ${permitsOf("entry")} end
 end
-local reserved = 0
+local reserved, queued, listed = 0, {}, false
 if not quiet then
-  local rank = redis.call('ZRANK', queueKey, waiter)
-  local ahead = {}
-  if rank == false then ahead = redis.call('ZRANGE', queueKey, 0, -1)
-  elseif rank > 0 then ahead = redis.call('ZRANGE', queueKey, 0, rank - 1) end
-  for i = 1, #ahead do
-    local asks = tonumber(string.match(ahead[i], '(%d+)$'))
+  queued = redis.call('ZRANGE', queueKey, 0, -1)
+  for i = 1, #queued do
+    if queued[i] == waiter then
+      listed = true
+      break
+    end
+    local asks = tonumber(string.match(queued[i], '(%d+)$'))
     if asks <= capacity then reserved = reserved + asks end
   end
 end
@@ -174,8 +176,9 @@ if timeout > 0 then
   local hold = tonumber(redis.call('HGET', paceKey, 'hold') or '-1')
   if hold > 0 and capacity > 0 then gap = hold / capacity end
 end
-local waiters = position >= 0 and 1 or 0
-if not quiet then waiters = redis.call('ZCARD', queueKey) end
+local waiters = #queued
+if listed then waiters = waiters - 1 end
+if position >= 0 then waiters = waiters + 1 end
 return {0, soonest, position, math.max(0, capacity - held), waiters,
   held + reserved + wanted - capacity, math.floor(gap + 0.5)}`,
 });

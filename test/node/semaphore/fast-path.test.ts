@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { newOperationId } from "../../../src/ids.js";
 import { PACE_TTL_MS } from "../../../src/locks/pace.js";
+import { SEMAPHORE_ACQUIRE, waiterMember } from "../../../src/locks/semaphore/acquire.js";
 import { permitHandOffKeys } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { SEMAPHORE_RELEASE } from "../../../src/locks/semaphore/release.js";
@@ -95,6 +96,58 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
     expect(Number(await redis.hget(keys.pace, "hold"))).toBeGreaterThanOrEqual(100);
     expect(await redis.pttl(keys.pace)).toBeGreaterThan(PACE_TTL_MS - 60_000);
     await (await waiting).release();
+  });
+
+  it("a queued waiter's poll reads the queue once: joining costs 18, each poll after 20", async () => {
+    const prefix = freshPrefix();
+    const keys = semaphoreKeys(prefix, "queued");
+    const held = await (await semaphoreOf("queued", 1, prefix)).acquire({ leaseMs: 10_000 });
+    /** One polling attempt of acquisition `id`, as the library sends it (5 s place). */
+    const poll = (id: string) => {
+      const byName: Record<string, string> = {
+        capacityKey: keys.capacity,
+        leasesKey: keys.leases,
+        countsKey: keys.counts,
+        fenceKey: keys.fence,
+        queueKey: keys.queue,
+        timeoutsKey: keys.timeouts,
+        operationKey: keys.operation(id),
+        paceKey: keys.pace,
+        parkedKey: keys.parked,
+      };
+      const args: Record<string, string> = {
+        owner: `owner-${id}`,
+        permits: "1",
+        leaseMs: "10000",
+        operationTtlMs: "60000",
+        waiterTimeoutMs: "5000",
+        waiter: waiterMember(`owner-${id}`, id, 1),
+        initialPermits: "-1",
+        claimMs: "0",
+        parkId: id,
+        wakeBy: "",
+      };
+      return costOf(async () => {
+        const reply = (await bed.redis().eval(
+          SEMAPHORE_ACQUIRE.keyLocking.source,
+          SEMAPHORE_ACQUIRE.keyNames.map((key) => byName[key] ?? ""),
+          SEMAPHORE_ACQUIRE.argNames.map((arg) => args[arg] ?? ""),
+        )) as number[];
+        return reply.map(Number);
+      });
+    };
+    const [first, second] = [newOperationId(), newOperationId()];
+    const joined = await poll(first);
+    // Busy, at the head (position 0), one live waiter.
+    expect(joined.result.slice(0, 1).concat(joined.result.slice(2, 5))).toEqual([0, 0, 0, 1]);
+    const behind = await poll(second);
+    expect(behind.result.slice(0, 1).concat(behind.result.slice(2, 5))).toEqual([0, 1, 0, 2]);
+    const again = await poll(first);
+    expect(again.result.slice(0, 1).concat(again.result.slice(2, 5))).toEqual([0, 0, 0, 2]);
+    // Before the fast path: 23 and 20 (the EXISTS it adds is paid back by one read of the queue
+    // instead of its rank, those ahead and its length).
+    expect({ joined: joined.billed, again: again.billed }).toEqual({ joined: 18, again: 20 });
+    await held.release();
   });
 
   describe("a release sent as the library sends it", () => {

@@ -5,6 +5,7 @@
  * first, so a crashed holder's permits and a crashed waiter's place come back by server time.
  */
 import type { OperationContext } from "../context.js";
+import { LUA_FRAGMENTS } from "../fragment.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { takeAnnouncedGrant } from "../queue/hand-off.js";
 import { joinQueue, pruneDeadWaiters } from "../queue/lua.js";
@@ -12,7 +13,28 @@ import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 import { registerParkedPermits } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd } from "./lua.js";
+import { expireWithLastLease, permitsOf, pruneExpiredLeases } from "./lua.js";
+
+/**
+ * The fast path's one read (issue 42): EXISTS counts a key as often as it is named, so with the
+ * leases named once and the operation record, the queue and the parked waiters twice each, an
+ * odd count means some hold may be live (`holding`) and a count of at most 1 that nobody queues
+ * or is parked and this request is no re-send (`quiet`). A quiet attempt skips the replay, the
+ * announced grant, the dead waiters and the reservations of those ahead; one with no hold skips
+ * the expired leases, the permits held and the soonest lease end. An uncontended acquire then
+ * costs the capacity, the clock, the next token, the hold (its lease and permits, both keys
+ * ending with it) and the operation record.
+ */
+const PRESENCE = `local present = redis.call('EXISTS', leasesKey, operationKey, operationKey, queueKey, queueKey,
+  parkedKey, parkedKey)
+local holding = present % 2 == 1
+local quiet = present <= 1`;
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "PRESENCE",
+  lua: PRESENCE,
+  needs: ["leasesKey", "operationKey", "queueKey", "parkedKey"],
+  provides: ["holding", "quiet"],
+});
 
 // KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record,
 //       8 pace hash (see SemaphoreKeys.pace), 9 parked waiters
@@ -29,6 +51,14 @@ import { expireWithLastLease, heldPermits, pruneExpiredLeases, soonestLeaseEnd }
 // A waiter's demand is reserved ahead of everyone behind it: a later waiter for fewer permits
 // takes only what is left after those ahead are served, so the head is never starved; one that
 // asks more than the capacity (it shrank since it queued) reserves nothing, as it never fits.
+// A re-send of an attempt that took permits re-arms that hold; nothing is taken twice. A single
+// attempt, or the budget's last, ends the acquisition (its record `left`): a late copy of one of
+// its attempts takes nothing. While waiters queue, every permit is busy: they come back about
+// capacity / average hold per ms (not held / hold: fewer held now means the next comes sooner).
+// A quiet attempt (see PRESENCE) has no place to leave; with no hold, its own is the only one
+// and both hold keys end with its lease. Only a waiter that stays (timeout > 0) paces by the
+// gap, so a single attempt does not read it. The queue is read once, whole: the reservations
+// of those ahead and the live waiters (less this one if it left, plus it if it joined).
 export const SEMAPHORE_ACQUIRE = defineScript({
   name: "semaphore.acquire",
   keys: [
@@ -55,23 +85,28 @@ export const SEMAPHORE_ACQUIRE = defineScript({
     "wakeBy",
   ],
   replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
-  lua: `${SERVER_NOW_MS}
-${pruneExpiredLeases("leasesKey", "countsKey")}
-${takeAnnouncedGrant("parkedKey", "operationKey", "waiter")}
-local replay = redis.call('GET', operationKey)
-if replay then
-  -- A re-send of an attempt that took permits re-arms that hold; nothing is taken twice.
-  local hold = owner .. ' ' .. replay
-  local expiry = redis.call('ZSCORE', leasesKey, hold)
-  if not expiry then return {-1} end
-  if tonumber(expiry) < now + tonumber(leaseMs) then
-    redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
-    ${expireWithLastLease("leasesKey", "countsKey")}
-  end
-  return {1, tonumber(replay)}
+  lua: `${PRESENCE}
+${SERVER_NOW_MS}
+if holding then
+  ${pruneExpiredLeases("leasesKey", "countsKey")}
 end
-${pruneDeadWaiters("queueKey", "timeoutsKey")}
+if not quiet then
+  ${takeAnnouncedGrant("parkedKey", "operationKey", "waiter")}
+  local replay = redis.call('GET', operationKey)
+  if replay then
+    local hold = owner .. ' ' .. replay
+    local expiry = redis.call('ZSCORE', leasesKey, hold)
+    if not expiry then return {-1} end
+    if tonumber(expiry) < now + tonumber(leaseMs) then
+      redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
+      ${expireWithLastLease("leasesKey", "countsKey")}
+    end
+    return {1, tonumber(replay)}
+  end
+  ${pruneDeadWaiters("queueKey", "timeoutsKey")}
+end
 local function leave()
+  if quiet then return end
   redis.call('ZREM', queueKey, waiter)
   redis.call('ZREM', timeoutsKey, waiter)
   redis.call('HDEL', parkedKey, waiter)
@@ -91,15 +126,21 @@ if wanted > capacity then
   leave()
   return {-4, capacity}
 end
-${heldPermits("countsKey")}
-local rank = redis.call('ZRANK', queueKey, waiter)
-local ahead = {}
-if rank == false then ahead = redis.call('ZRANGE', queueKey, 0, -1)
-elseif rank > 0 then ahead = redis.call('ZRANGE', queueKey, 0, rank - 1) end
-local reserved = 0
-for i = 1, #ahead do
-  local asks = tonumber(string.match(ahead[i], '(%d+)$'))
-  if asks <= capacity then reserved = reserved + asks end
+local held = 0
+if holding then
+  for _, entry in ipairs(redis.call('HVALS', countsKey)) do held = held + ${permitsOf("entry")} end
+end
+local reserved, queued, listed = 0, {}, false
+if not quiet then
+  queued = redis.call('ZRANGE', queueKey, 0, -1)
+  for i = 1, #queued do
+    if queued[i] == waiter then
+      listed = true
+      break
+    end
+    local asks = tonumber(string.match(queued[i], '(%d+)$'))
+    if asks <= capacity then reserved = reserved + asks end
+  end
 end
 if held + reserved + wanted <= capacity then
   leave()
@@ -107,28 +148,38 @@ if held + reserved + wanted <= capacity then
   local hold = owner .. ' ' .. fence
   redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
   redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
-  ${expireWithLastLease("leasesKey", "countsKey")}
+  if holding then
+    ${expireWithLastLease("leasesKey", "countsKey")}
+  else
+    redis.call('PEXPIRE', leasesKey, leaseMs)
+    redis.call('PEXPIRE', countsKey, leaseMs)
+  end
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
   return {1, fence}
 end
 local position = -1
 local timeout = tonumber(waiterTimeoutMs)
-${soonestLeaseEnd("leasesKey")}
+local soonest = -2
+if holding then
+  local first = redis.call('ZRANGE', leasesKey, 0, 0, 'WITHSCORES')
+  if first[2] then soonest = math.max(0, tonumber(first[2]) - now) end
+end
 if timeout > 0 then
   ${joinQueue("queueKey", "timeoutsKey")}
   ${registerParkedPermits()}
 else
   leave()
-  -- A single attempt, or the budget's last: the acquisition ends here, and a late copy of
-  -- one of its attempts takes nothing.
   redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
 end
--- While waiters queue, every permit is busy: they come back about capacity / average hold
--- per ms (not held / hold: fewer held now means the next comes sooner, not later).
 local gap = -1
-local hold = tonumber(redis.call('HGET', paceKey, 'hold') or '-1')
-if hold > 0 and capacity > 0 then gap = hold / capacity end
-return {0, soonest, position, math.max(0, capacity - held), redis.call('ZCARD', queueKey),
+if timeout > 0 then
+  local hold = tonumber(redis.call('HGET', paceKey, 'hold') or '-1')
+  if hold > 0 and capacity > 0 then gap = hold / capacity end
+end
+local waiters = #queued
+if listed then waiters = waiters - 1 end
+if position >= 0 then waiters = waiters + 1 end
+return {0, soonest, position, math.max(0, capacity - held), waiters,
   held + reserved + wanted - capacity, math.floor(gap + 0.5)}`,
 });
 

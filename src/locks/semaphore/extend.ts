@@ -24,10 +24,11 @@ export const SEMAPHORE_EXTEND = defineScript({
   args: ["hold", "leaseMs", "claimMs", "grantLeaseMs"],
   replies: YES_OR_NO,
   lua: `${SERVER_NOW_MS}
-${pruneExpiredLeases("leasesKey", "countsKey")}
-local expiry = redis.call('ZSCORE', leasesKey, hold)
-if not expiry then return {0} end
-expiry = tonumber(expiry)
+local expiry = tonumber(redis.call('ZSCORE', leasesKey, hold) or '0')
+if expiry <= now then
+  ${pruneExpiredLeases("leasesKey", "countsKey")}
+  return {0}
+end
 local claim, fromGrant = tonumber(claimMs), tonumber(grantLeaseMs)
 if claim > 0 and expiry - now <= claim then
   if fromGrant > claim then redis.call('ZADD', leasesKey, expiry + fromGrant - claim, hold) end

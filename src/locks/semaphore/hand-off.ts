@@ -224,7 +224,7 @@ end`;
  * `claimMs` > 0), with what a grant needs and when its park ends at the latest (see
  * SemaphoreKeys.parked and permitParkBoundMs, which this mirrors, capped by its place), or forgets
  * it (a polling waiter). Needs the locals `now`, `timeout` (its place's, which the registration
- * outlives not), `position` and `soonest` (soonestLeaseEnd).
+ * outlives not), `position` and `soonest` (ms until the soonest lease ends, -2: no hold).
  */
 export function registerParkedPermits(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({

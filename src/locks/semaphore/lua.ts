@@ -38,13 +38,3 @@ if last[2] then
   redis.call('PEXPIRE', ${countsKey}, ttl)
 end`;
 }
-
-/**
- * Declares `soonest`: ms until the earliest live lease ends (-2: no hold), the latest moment a
- * permit surely returns without a release.
- */
-export function soonestLeaseEnd(leasesKey: string): string {
-  return `local first = redis.call('ZRANGE', ${leasesKey}, 0, 0, 'WITHSCORES')
-local soonest = -2
-if first[2] then soonest = math.max(0, tonumber(first[2]) - now) end`;
-}

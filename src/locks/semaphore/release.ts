@@ -17,9 +17,12 @@ import { pruneExpiredLeases } from "./lua.js";
 //       the hand-off channels)
 // ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms
 // Reply: {1} released (or a re-send of a release that did); {0} the hold was gone.
-// Each release folds its hold's length (grant to release) into the average hold, from which
-// waiters learn how fast permits come back, and grants the permits that came back (its own,
-// and any an expired lease returned) to parked waiters (grantToParkedWaiters).
+// The operation record is claimed first (SET NX: also the replay check) and dropped again when
+// the hold was gone. A release that nobody waits behind (no queue, no parked waiter) ends there
+// (issue 42's fast path): nothing to grant, and nobody to pace by the hold's length. Else it
+// folds its hold's length (grant to release) into the average hold, from which waiters learn
+// how fast permits come back, and grants the permits that came back (its own, and any an
+// expired lease returned) to parked waiters (grantToParkedWaiters).
 export const SEMAPHORE_RELEASE = defineScript({
   name: "semaphore.release",
   keys: [
@@ -32,20 +35,26 @@ export const SEMAPHORE_RELEASE = defineScript({
   ],
   args: ["hold", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [1], 0: [1] },
-  lua: `if redis.call('GET', operationKey) then return {1} end
+  lua: `if not redis.call('SET', operationKey, 1, 'NX', 'PX', operationTtlMs) then return {1} end
 ${SERVER_NOW_MS}
-${pruneExpiredLeases("leasesKey", "countsKey")}
-local entry = redis.call('HGET', countsKey, hold)
-local released = redis.call('ZREM', leasesKey, hold)
-if released == 1 then
+local released = 0
+if tonumber(redis.call('ZSCORE', leasesKey, hold) or '0') > now then
+  released = 1
+  redis.call('ZREM', leasesKey, hold)
+  if redis.call('EXISTS', queueKey, parkedKey) == 0 then
+    redis.call('HDEL', countsKey, hold)
+    return {1}
+  end
+  local grantedAt = tonumber(string.match(redis.call('HGET', countsKey, hold) or '', ' (%d+)$') or '')
   redis.call('HDEL', countsKey, hold)
-  local grantedAt = tonumber(string.match(entry or '', ' (%d+)$') or '')
   if grantedAt then
     ${learnAverage("paceKey", "hold", "now - grantedAt")}
   end
   redis.call('PEXPIRE', paceKey, paceTtlMs)
-  redis.call('SET', operationKey, 1, 'PX', operationTtlMs)
+else
+  redis.call('DEL', operationKey)
 end
+${pruneExpiredLeases("leasesKey", "countsKey")}
 ${grantToParkedWaiters()}
 return {released}`,
 });

@@ -145,6 +145,9 @@ export function printColdBurst(results: readonly ColdBurstResult[]): string {
       "commands",
       "first / last 200 ms",
       "409 at p50 ms",
+      "invoked p50 / max ms",
+      "1st section ms",
+      "cycle ms",
       "served by tenth",
     ],
     results.map((r) => [
@@ -160,6 +163,9 @@ export function printColdBurst(results: readonly ColdBurstResult[]): string {
       commands(r.commandsByName),
       `${fixed(r.firstServedMs, 0)} / ${fixed(r.lastServedMs, 0)}`,
       fixed(r.busyAtP50Ms, 0),
+      `${fixed(r.invocationStartP50Ms, 0)} / ${fixed(r.invocationStartMaxMs, 0)}`,
+      fixed(r.firstSectionMs, 0),
+      fixed(r.sectionCycleMs, 1),
       r.servedByArrivalDecile.join(" "),
     ]),
   );

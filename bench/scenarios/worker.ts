@@ -15,7 +15,9 @@ import {
   BURST_WAIT_MS,
   burstPath,
   counterKey,
+  INVOCATION_STARTED_HEADER,
   LOCK_COMMANDS_HEADER,
+  SECTION_STARTED_HEADER,
   WORKER_LIBRARIES,
   type WorkerLibrary,
 } from "../worker/routes.js";
@@ -63,6 +65,16 @@ export interface ColdBurstResult {
   readonly lastServedMs: number;
   /** First send → each 409 (ms), p50. */
   readonly busyAtP50Ms: number;
+  /**
+   * First send → the Worker beginning each invocation (its clock against the bench's; both
+   * local), p50 and max: how long the isolate took to take the requests up.
+   */
+  readonly invocationStartP50Ms: number;
+  readonly invocationStartMaxMs: number;
+  /** First send → the first section holding the lock. */
+  readonly firstSectionMs: number;
+  /** Mean time from one section's start to the next's: the section + the hand-off. */
+  readonly sectionCycleMs: number;
   /**
    * Served requests among the first, second … tenth of the requests in send order: whether the
    * lock serves its waiters in arrival order.
@@ -152,6 +164,15 @@ export function workerLibraries(
   });
 }
 
+/** One answer of a burst, timed on the bench's clock from the first send. */
+interface BurstAnswer {
+  readonly status: number;
+  readonly atMs: number;
+  readonly invocationStartMs?: number | undefined;
+  readonly sectionStartMs?: number | undefined;
+  readonly error?: string;
+}
+
 /** The libraries of the cold burst among the Worker scenario's. */
 export function coldBurstLibraries(settings: WorkerSettings): WorkerLibrary[] {
   if (settings.burstRequests === 0) return [];
@@ -194,12 +215,23 @@ export async function runColdBursts(
     const url = new URL(burstPath(library, counter), workerUrl);
     const before = await backend.snapshot();
     const start = performance.now();
+    const startEpoch = Date.now();
     const answers = await Promise.all(
-      Array.from({ length: settings.burstRequests }, async () => {
+      Array.from({ length: settings.burstRequests }, async (): Promise<BurstAnswer> => {
         try {
           const response = await fetch(url, { method: "POST" });
           await response.arrayBuffer();
-          return { status: response.status, atMs: performance.now() - start };
+          // The Worker's epoch clock against the bench's: both on this machine.
+          const sinceStart = (name: string) => {
+            const value = response.headers.get(name);
+            return value === null ? undefined : Number(value) - startEpoch;
+          };
+          return {
+            status: response.status,
+            atMs: performance.now() - start,
+            invocationStartMs: sinceStart(INVOCATION_STARTED_HEADER),
+            sectionStartMs: sinceStart(SECTION_STARTED_HEADER),
+          };
         } catch (error) {
           return {
             status: 0,
@@ -218,6 +250,12 @@ export async function runColdBursts(
     const busy = answers.filter((a) => a.status === 409);
     const other = answers.filter((a) => a.status !== 200 && a.status !== 409);
     const decile = Math.max(1, Math.ceil(answers.length / 10));
+    const invocationStarts = answers.flatMap((a) =>
+      a.invocationStartMs === undefined ? [] : [a.invocationStartMs],
+    );
+    const sectionStarts = answers
+      .flatMap((a) => (a.sectionStartMs === undefined ? [] : [a.sectionStartMs]))
+      .sort((a, b) => a - b);
     const firstError =
       other[0] === undefined ? undefined : (other[0].error ?? `HTTP ${other[0].status}`);
     return {
@@ -242,6 +280,13 @@ export async function runColdBursts(
         busy.map((a) => a.atMs),
         0.5,
       ),
+      invocationStartP50Ms: percentile(invocationStarts, 0.5),
+      invocationStartMaxMs: Math.max(...invocationStarts),
+      firstSectionMs: sectionStarts[0] ?? Number.NaN,
+      sectionCycleMs:
+        sectionStarts.length < 2
+          ? Number.NaN
+          : (sectionStarts.at(-1)! - sectionStarts[0]!) / (sectionStarts.length - 1),
       // Requests are sent in index order (Node's fetch opens a connection each, at once).
       servedByArrivalDecile: Array.from(
         { length: Math.ceil(answers.length / decile) },

@@ -29,7 +29,9 @@ import {
   BURST_SECTION_MS,
   BURST_WAIT_MS,
   counterKey,
+  INVOCATION_STARTED_HEADER,
   LOCK_COMMANDS_HEADER,
+  SECTION_STARTED_HEADER,
   WORKER_LIBRARIES,
   type WorkerLibrary,
 } from "./routes.js";
@@ -175,6 +177,7 @@ async function increment(c: Context<BenchWorkerEnv>): Promise<Response> {
 
 /** The cold burst's section: a sleep under the lock (the lock's commands are all that is sent). */
 async function burstSection(c: Context<BenchWorkerEnv>): Promise<Response> {
+  c.header(SECTION_STARTED_HEADER, String(Date.now()));
   await new Promise((resolve) => setTimeout(resolve, BURST_SECTION_MS));
   return c.json({ ok: true });
 }
@@ -182,9 +185,11 @@ async function burstSection(c: Context<BenchWorkerEnv>): Promise<Response> {
 export function createBenchWorkerApp(): Hono<BenchWorkerEnv> {
   const app = new Hono<BenchWorkerEnv>();
   app.use("*", async (c, next) => {
+    const startedAt = Date.now();
     const store = { lockCommands: 0 };
     await invocation.run(store, next);
     c.header(LOCK_COMMANDS_HEADER, String(store.lockCommands));
+    c.header(INVOCATION_STARTED_HEADER, String(startedAt));
   });
   const edgelock = (library: EdgelockLibrary, waitMs: number) =>
     withLock<BenchWorkerEnv>({

@@ -26,3 +26,8 @@ export const burstPath = (library: WorkerLibrary, counter: string) =>
 export const BURST_SECTION_MS = 50;
 /** The cold burst's wait for the lock, in ms; then 409. */
 export const BURST_WAIT_MS = 5_000;
+
+/** Response header: when the Worker began the invocation (epoch ms, the Worker's clock). */
+export const INVOCATION_STARTED_HEADER = "x-invocation-started";
+/** Response header of a burst section: when it began, holding the lock (epoch ms). */
+export const SECTION_STARTED_HEADER = "x-section-started";

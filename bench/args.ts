@@ -21,11 +21,15 @@ export const USAGE = `npm run bench -- [options]
   --var-cv X           scenario 5: coefficient of variation of the holds (default 1)
   --seed N             scenario 5: seed of the holds (default 1)
   --worker-requests N  scenario 6: concurrent increments per library (default 200; --quick 50)
+  --burst-requests N   scenario 6: the cold burst, concurrent requests to a fresh isolate
+                       (default 100; 0: none)
   --ops N              scenario 1: operations at 0 ms (default 500; a tenth at other latencies)
   --lease MS           lease of every lock, every library (default 10000)
   --peers LIST         edgelock,upstash-lock,redlock,redis-semaphore (default: all)
   --variants LIST      extra edgelock polling policies "initial/max[/maxPolls]", e.g. 5/100,20/500
-  --no-blind           leave out "edgelock blind" (pace hints hidden: the backoff alone)
+                       (edgelock runs as "edgelock (defaults)", no wait option, and
+                       "edgelock poll", wait.mode "poll", besides blind and push)
+  --no-blind           leave out "edgelock blind" (polling, pace hints hidden: the backoff alone)
   --no-push            leave out "edgelock push" ("edgelock fair push" in scenario 4, the
                        /edgelock-push route in 6): the push hand-off, waiters parked on
                        on a blocking pop or a subscription and woken by the release
@@ -54,6 +58,8 @@ export interface BenchArgs {
     readonly seed: number;
   };
   readonly workerRequests: number;
+  /** Scenario 6's cold burst: concurrent requests to a fresh isolate (0: none). */
+  readonly burstRequests: number;
   readonly uncontendedOps: number;
   readonly leaseMs: number;
   readonly peers: readonly string[];
@@ -97,6 +103,7 @@ function parseVariant(text: string): WaitOptions {
     throw new UsageError(`--variants: "${text}" is not initial/max[/maxPolls]`);
   }
   return {
+    mode: "poll",
     initialDelayMs: initial,
     maxDelayMs: max,
     ...(polls === undefined ? {} : { maxPolls: polls }),
@@ -122,6 +129,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       "var-cv": { type: "string" },
       seed: { type: "string" },
       "worker-requests": { type: "string" },
+      "burst-requests": { type: "string" },
       ops: { type: "string" },
       lease: { type: "string" },
       peers: { type: "string" },
@@ -173,6 +181,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values["worker-requests"] ?? (quick ? "50" : "200"),
       "worker-requests",
     ),
+    burstRequests:
+      values["burst-requests"] === "0"
+        ? 0
+        : positive(values["burst-requests"] ?? "100", "burst-requests"),
     uncontendedOps: positive(values.ops ?? (quick ? "100" : "500"), "ops"),
     leaseMs: positive(values.lease ?? "10000", "lease"),
     peers,

@@ -11,13 +11,13 @@ import { progressBar } from "../dev/progress.js";
 import { parseBenchArgs, USAGE, UsageError } from "./args.js";
 import { startBenchBackend } from "./backend/backend.js";
 import type { LatencyModel } from "./backend/protocol.js";
-import { edgelockPeer, PUSH_SUBSCRIPTION_WAIT, PUSH_WAIT } from "./peers/edgelock.js";
+import { edgelockPeer, POLL_WAIT, PUSH_SUBSCRIPTION_WAIT, PUSH_WAIT } from "./peers/edgelock.js";
 import type { Peer, PeerEnv, Transport } from "./peers/peer.js";
 import { redisSemaphorePeer } from "./peers/redis-semaphore.js";
 import { redlockPeer } from "./peers/redlock.js";
 import { upstashLockPeer } from "./peers/upstash-lock.js";
 import { contentionChart } from "./report/chart.js";
-import { printContention, printUncontended, printWorker } from "./report/print.js";
+import { printColdBurst, printContention, printUncontended, printWorker } from "./report/print.js";
 import { runContention } from "./scenarios/contention.js";
 import { measureEdgelockOwnCpu } from "./scenarios/edgelock-cpu.js";
 import { fairAndReadWriteSections, runFairAndReadWrite } from "./scenarios/fair-and-rw.js";
@@ -26,7 +26,14 @@ import { measureRoundTrips } from "./scenarios/round-trip.js";
 import type { ContentionResult } from "./scenarios/run-contenders.js";
 import { runUncontended, type UncontendedResult } from "./scenarios/uncontended.js";
 import { describeHolds, runVariableHolds } from "./scenarios/variable-holds.js";
-import { runWorkerScenario, type WorkerResult, workerLibraries } from "./scenarios/worker.js";
+import {
+  type ColdBurstResult,
+  coldBurstLibraries,
+  runColdBursts,
+  runWorkerScenario,
+  type WorkerResult,
+  workerLibraries,
+} from "./scenarios/worker.js";
 
 let args: ReturnType<typeof parseBenchArgs>;
 try {
@@ -52,7 +59,9 @@ const env: PeerEnv = {
 const peers: Peer[] = [];
 for (const id of args.peers) {
   if (id === "edgelock") {
+    // The defaults (no `wait` option: what a user gets), then each mode named explicitly.
     peers.push(edgelockPeer(env));
+    peers.push(edgelockPeer(env, POLL_WAIT));
     if (args.blind) peers.push(edgelockPeer(env, undefined, true));
     if (args.push) peers.push(edgelockPeer(env, env.pushWait ?? PUSH_WAIT));
     for (const variant of args.variants) peers.push(edgelockPeer(env, variant));
@@ -105,11 +114,13 @@ function scenario4Settings() {
   };
 }
 /**
- * Scenario 5 compares the REST locks at their defaults: edgelock, edgelock blind, edgelock push,
+ * Scenario 5 compares the REST locks: edgelock at its defaults, polling, blind and push, and
  * @upstash/lock.
  */
 const variableHoldPeers = peers.filter((peer) =>
-  ["edgelock", "edgelock-blind", "edgelock-push", "upstash-lock"].includes(peer.id),
+  ["edgelock", "edgelock-poll", "edgelock-blind", "edgelock-push", "upstash-lock"].includes(
+    peer.id,
+  ),
 );
 const variableHoldSettings = {
   ...args.variableHolds,
@@ -118,6 +129,7 @@ const variableHoldSettings = {
 const workerSettings = {
   requests: args.workerRequests,
   libraries: workerLibraries(args.peers, args.blind, args.push),
+  burstRequests: args.burstRequests,
 };
 const opsAt = (latency: LatencyModel) =>
   latency.latencyMs === 0
@@ -140,7 +152,11 @@ const units =
       args.sectionsPerContender *
       variableHoldPeers.length
     : 0) +
-  (withScenario(6) ? workerSettings.requests * workerSettings.libraries.length : 0);
+  (withScenario(6)
+    ? workerSettings.requests * workerSettings.libraries.length +
+      // Each burst library runs twice: a cold isolate, then the same isolate warm.
+      2 * workerSettings.burstRequests * coldBurstLibraries(workerSettings).length
+    : 0);
 const progress = progressBar("bench", units);
 let done = 0;
 let drawnAt = 0;
@@ -162,6 +178,7 @@ const fair: ContentionResult[] = [];
 const readWrite: ContentionResult[] = [];
 const variableHolds: ContentionResult[] = [];
 const workerResults: WorkerResult[] = [];
+const coldBursts: ColdBurstResult[] = [];
 let workerFailure: string | undefined;
 let edgelockOwnCpuMsPerOp: number | undefined;
 const notes: string[] = [];
@@ -262,6 +279,9 @@ try {
       workerResults.push(
         ...(await runWorkerScenario(backend, lastLatency, trips.REST, workerSettings, tick)),
       );
+      coldBursts.push(
+        ...(await runColdBursts(backend, lastLatency, trips.REST, workerSettings, tick)),
+      );
     } catch (error) {
       // wrangler/workerd failing to start must not cost the results of the other scenarios.
       workerFailure = error instanceof Error ? error.message : String(error);
@@ -324,6 +344,15 @@ if (workerResults.length > 0) {
     "lock cmd/inc = (every command the REST server ran − the counter's GET and SET) / increments; HTTP req/inc counts a pipeline once (@upstash/redis auto-pipelines in a Worker); max lock cmd/invocation: counted by the Worker per HTTP request it served (a 409 and its re-send are two); over 50: invocations past the free plan's 50 subrequests; ideal = increments × 3R.",
   );
 }
+if (coldBursts.length > 0) {
+  console.log(
+    `\n== Scenario 6: the cold burst, ${args.burstRequests} concurrent requests to a fresh isolate (a ${coldBursts[0]?.sectionMs} ms section, waitMs ${coldBursts[0]?.waitMs}), none re-sent`,
+  );
+  console.log(printColdBurst(coldBursts));
+  console.log(
+    "bound = waitMs / (section + R): the most any lock serves in the wait; full EVALs: script texts sent; served by tenth: 200s among the 1st … 10th tenth of the requests in send order.",
+  );
+}
 console.log(
   "\nefficiency = ideal / elapsed; ideal = max over keys of (Σ measured holds on the key + (sections on the key + 1) × R), R = uncontended round trip of the transport (median, measured before the runs).",
 );
@@ -345,6 +374,7 @@ const report = {
     manyKeysContenders: args.manyKeysContenders,
     variableHolds: { ...variableHoldSettings, holds: describeHolds(variableHoldSettings) },
     workerRequests: args.workerRequests,
+    burstRequests: args.burstRequests,
     uncontendedOps: args.uncontendedOps,
     leaseMs: args.leaseMs,
   },
@@ -360,6 +390,7 @@ const report = {
   readWrite,
   variableHolds,
   worker: workerResults,
+  coldBurst: coldBursts,
   ...(workerFailure === undefined ? {} : { workerFailure }),
   notes,
 };

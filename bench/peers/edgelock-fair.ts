@@ -2,15 +2,18 @@
 import { Redis } from "@upstash/redis";
 import { LockClient } from "../../src/index.js";
 import type { WaitOptions } from "../../src/wait/policy.js";
-import { describeWait, handleContender } from "./edgelock.js";
+import { describeWait, edgelockLabel, handleContender } from "./edgelock.js";
 import type { Peer, PeerEnv } from "./peer.js";
 
-/** `wait: PUSH_WAIT` (edgelock.ts) makes it `edgelock fair push`. */
+/**
+ * No `wait`: the fair lock at the library's defaults; `POLL_WAIT` / `PUSH_WAIT` (edgelock.ts)
+ * make it `edgelock fairLock poll` / `edgelock fairLock push`.
+ */
 export function edgelockFairPeer(env: PeerEnv, wait?: WaitOptions): Peer {
-  const push = wait?.mode === "push";
+  const mode = wait?.mode;
   return {
-    id: push ? "edgelock-fair-push" : "edgelock-fair",
-    label: push ? "edgelock fair push" : "edgelock fairLock",
+    id: mode === undefined ? "edgelock-fair" : `edgelock-fair-${mode}`,
+    label: edgelockLabel("edgelock fairLock", wait),
     transport: "REST",
     config: `client.fairLock(name), lease ${env.leaseMs} ms, ${describeWait(wait)}`,
     contender: async () => {

@@ -1,7 +1,7 @@
 /** The terminal tables of each scenario. */
 import type { ContentionResult } from "../scenarios/run-contenders.js";
 import type { UncontendedResult } from "../scenarios/uncontended.js";
-import type { WorkerResult } from "../scenarios/worker.js";
+import type { ColdBurstResult, WorkerResult } from "../scenarios/worker.js";
 import { fixed, formatTable } from "./table.js";
 
 function commands(counts: Readonly<Record<string, number>>): string {
@@ -126,6 +126,47 @@ export function printWorker(results: readonly WorkerResult[]): string {
       r.resends,
       r.errors,
       `${r.counter} / ${r.increments}${r.exact ? " exact" : " WRONG"}`,
+    ]),
+  );
+}
+
+export function printColdBurst(results: readonly ColdBurstResult[]): string {
+  return formatTable(
+    [
+      "latency",
+      "library",
+      "isolate",
+      "served",
+      "bound",
+      "409",
+      "errors",
+      "billed",
+      "full EVALs",
+      "commands",
+      "first / last 200 ms",
+      "409 at p50 ms",
+      "invoked p50 / max ms",
+      "1st section ms",
+      "cycle ms",
+      "served by tenth",
+    ],
+    results.map((r) => [
+      r.latency,
+      r.label,
+      r.isolate,
+      r.served,
+      r.servedBound,
+      r.busy,
+      r.errors,
+      r.billedCommands,
+      r.fullEvals,
+      commands(r.commandsByName),
+      `${fixed(r.firstServedMs, 0)} / ${fixed(r.lastServedMs, 0)}`,
+      fixed(r.busyAtP50Ms, 0),
+      `${fixed(r.invocationStartP50Ms, 0)} / ${fixed(r.invocationStartMaxMs, 0)}`,
+      fixed(r.firstSectionMs, 0),
+      fixed(r.sectionCycleMs, 1),
+      r.servedByArrivalDecile.join(" "),
     ]),
   );
 }

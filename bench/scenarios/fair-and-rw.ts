@@ -6,7 +6,7 @@
 import { LockClient } from "../../src/index.js";
 import type { BenchBackend } from "../backend/backend.js";
 import type { LatencyModel } from "../backend/protocol.js";
-import { PUSH_WAIT } from "../peers/edgelock.js";
+import { POLL_WAIT, PUSH_WAIT } from "../peers/edgelock.js";
 import { edgelockFairPeer } from "../peers/edgelock-fair.js";
 import { edgelockReadWritePeer } from "../peers/edgelock-read-write.js";
 import type { HoldMode, Peer, PeerEnv, Transport } from "../peers/peer.js";
@@ -47,7 +47,7 @@ export function fairAndReadWriteSections(
   const perN =
     settings.contenderCounts.reduce((sum, n) => sum + n, 0) * settings.sectionsPerContender;
   return (
-    (available.fairLock ? perN * (fairPush ? 3 : 2) : 0) +
+    (available.fairLock ? perN * (fairPush ? 4 : 3) : 0) +
     (available.readWriteLock ? perN * (1 + exclusivePeers) : 0)
   );
 }
@@ -92,6 +92,7 @@ export async function runFairAndReadWrite(
   if (available.fairLock) {
     for (const n of settings.contenderCounts) {
       fair.push(await run(edgelockFairPeer(env), n, `fair-n${n}`));
+      fair.push(await run(edgelockFairPeer(env, POLL_WAIT), n, `fair-poll-n${n}`));
       if (fairPush)
         fair.push(
           await run(edgelockFairPeer(env, env.pushWait ?? PUSH_WAIT), n, `fair-push-n${n}`),

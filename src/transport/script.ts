@@ -5,7 +5,8 @@
  * a failover; the script never ran, so sending it again is safe). Elsewhere (a local server, a
  * plain Redis behind a REST proxy) a client sends EVAL the first time (which caches it), EVALSHA
  * after, EVAL again on NOSCRIPT. So an uncontended operation costs one request once the server
- * knows the script.
+ * knows the script. Calls made while that first EVAL is unanswered (a burst to a cold isolate)
+ * send EVALSHA first, as on Upstash: one full text per script and client, not one per call.
  */
 
 import { classifyFailure } from "./failures.js";
@@ -22,6 +23,8 @@ export class Script {
   private sha?: Promise<string>;
   /** Redis clients on which this script is known to be cached. */
   private readonly cachedOn = new WeakSet<RedisLike>();
+  /** Redis clients on which this script's first EVAL is sent and not yet answered. */
+  private readonly firstEvalOn = new WeakSet<RedisLike>();
   /** The same script with Upstash's per-key locking flag (see key-locking.ts). */
   private flagged?: Script;
 
@@ -53,10 +56,15 @@ export class Script {
   }
 
   private async send(redis: RedisLike, keys: string[], args: string[]): Promise<unknown> {
-    if (!this.cachedOn.has(redis) && !talksToUpstash(redis)) {
-      const result = await redis.eval(this.source, keys, args);
-      this.cachedOn.add(redis);
-      return result;
+    if (!this.cachedOn.has(redis) && !talksToUpstash(redis) && !this.firstEvalOn.has(redis)) {
+      this.firstEvalOn.add(redis);
+      try {
+        const result = await redis.eval(this.source, keys, args);
+        this.cachedOn.add(redis);
+        return result;
+      } finally {
+        this.firstEvalOn.delete(redis);
+      }
     }
     try {
       return await redis.evalsha(await this.sha1(), keys, args);

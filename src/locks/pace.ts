@@ -56,7 +56,7 @@ end`;
  * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
  * expression), the time since the previous holder took the lock is one hand-off cycle; then the
  * current hold starts now and any reservation is spent. With `fence` (a Lua expression: the new
- * hold's token; the plain and fair lock, whose uncontended holds take a fast path that times
+ * hold's token; the plain, fair and write lock, whose uncontended holds take a fast path that times
  * nothing), the hold is also marked as timed (see TIMED_FIELD).
  */
 export function learnHandOff(statsKey: string, waited: string, fence?: string): string {
@@ -76,7 +76,7 @@ redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
 }
 
 /**
- * The plain and fair lock's pace hash field that names (by its fencing token) the hold the
+ * The plain, fair and write lock's pace hash field that names (by its fencing token) the hold the
  * statistics are about: one taken on the slow path (its start is `at`), or a fast-path hold a
  * waiter has queued behind since (its start unknown: `at` deleted). Its release takes the slow
  * path (learn, hand off, reserve) exactly when this names it; an uncontended hold, taken and

@@ -106,6 +106,24 @@ export function markContendedHold(statsKey: string, fenceKey: string): string {
 end`;
 }
 
+/**
+ * After a hand-off of the freed lock (`handedOff`) by a script that does not learn otherwise (a
+ * force release, the read-write lock's read release): the new hold starts now and is timed
+ * (TIMED_FIELD), so that its release hands the lock on to the waiters queued behind it (an
+ * untimed hold frees on the fast path, which hands off nothing) and learns how long it lasted.
+ */
+export function timeHandedOffHold(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "timeHandedOffHold",
+    lua: () => timeHandedOffHold(statsKey),
+    needs: ["handedOff", statsKey, "fenceKey", "now", "paceTtlMs"],
+  });
+  return `if handedOff then
+  redis.call('HSET', ${statsKey}, 'at', now, '${TIMED_FIELD}', redis.call('GET', fenceKey))
+  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+end`;
+}
+
 /** When a release frees the lock: folds the hold into its average and deviation. */
 export function learnHold(statsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({

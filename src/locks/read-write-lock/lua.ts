@@ -1,6 +1,5 @@
 /** Lua fragments of the read-write lock's scripts. */
 import { LUA_FRAGMENTS } from "../fragment.js";
-import { TIMED_FIELD } from "../pace.js";
 
 /**
  * Drops read holds whose expiry has passed from `readsKey` and counts them off their owner in
@@ -38,23 +37,5 @@ if last[2] then
   local ttl = math.max(1, tonumber(last[2]) - now)
   redis.call('PEXPIRE', ${readsKey}, ttl)
   redis.call('PEXPIRE', ${readersKey}, ttl)
-end`;
-}
-
-/**
- * After a hand-off of the freed lock (`handedOff`) by a script that ends read holds: the writer's
- * hold starts now and is timed (see TIMED_FIELD in pace.ts), so that its release hands the lock
- * on to the writers queued behind it (an untimed write hold frees on the fast path, which hands
- * off nothing) and learns how long it lasted.
- */
-export function timeHandedOffWrite(statsKey: string): string {
-  /* @__PURE__ */ LUA_FRAGMENTS.push({
-    name: "timeHandedOffWrite",
-    lua: () => timeHandedOffWrite(statsKey),
-    needs: ["handedOff", statsKey, "fenceKey", "now", "paceTtlMs"],
-  });
-  return `if handedOff then
-  redis.call('HSET', ${statsKey}, 'at', now, '${TIMED_FIELD}', redis.call('GET', fenceKey))
-  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;
 }

@@ -3,11 +3,10 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { PACE_TTL_MS } from "../pace.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
 import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
-import { timeHandedOffWrite } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
@@ -32,7 +31,7 @@ if redis.call('ZCOUNT', readsKey, now + 1, '+inf') > 0 then dropped = 1 end
 redis.call('DEL', readsKey, readersKey)
 if redis.call('EXISTS', lockKey) == 0 then
   ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
-  ${timeHandedOffWrite("holdStatsKey")}
+  ${timeHandedOffHold("holdStatsKey")}
 end
 redis.call('SET', operationKey, dropped, 'PX', operationTtlMs)
 return {dropped}`,

@@ -7,11 +7,11 @@ import type { OperationContext } from "../context.js";
 import { LUA_FRAGMENTS } from "../fragment.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
-import { PACE_TTL_MS } from "../pace.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
 import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
-import { pruneExpiredReads, timeHandedOffWrite } from "./lua.js";
+import { pruneExpiredReads } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 /**
@@ -91,7 +91,7 @@ if redis.call('EXISTS', lockKey) == 0 then
   local lastEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
   if not lastEnd then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
-    ${timeHandedOffWrite("holdStatsKey")}
+    ${timeHandedOffHold("holdStatsKey")}
   elseif tonumber(lastEnd) < tonumber(releasedEnd) then
     -- The last read end moved earlier: re-time the parked writer.
     local lease = tonumber(lastEnd) - now

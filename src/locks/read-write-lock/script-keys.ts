@@ -20,7 +20,7 @@ export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
  * The keys of the scripts that end read holds (release, force release), in the order they
  * declare them: the read holds, the operation record, and what a hand-off of the freed lock to
  * a parked writer needs (the pace hash: the writer's hold is timed from the hand-off, see
- * timeHandedOffWrite).
+ * timeHandedOffHold in pace.ts).
  */
 export const READ_ENDING_KEYS = [
   "readsKey",

@@ -10,7 +10,7 @@ import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-loc
 const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["lock.acquire", "b6121bb3bee4301fdb4e261d8266b04b7f2e9ce2"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
-  ["lock.forceRelease", "10ea1336757a083810eb854933d0db6413f919a8"],
+  ["lock.forceRelease", "27b72af15b4bd0ef48535d2d28928a9392bbd659"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "36d96d5ddfbee7f6abd6f1d638a2e55d35c1c6f4"],
   ["fairLock.acquire", "9d3f59a2d421b71fda5558da2ade1e2379586fba"],

@@ -75,9 +75,10 @@ if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
 else
   if redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
-  readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
-  -- pttl -2: no writer; read once, as a busy reply answers it too.
+  -- pttl -2: no writer; read once, as a busy reply answers it too. The read holds matter only
+  -- then.
   pttl = redis.call('PTTL', lockKey)
+  if pttl == -2 then readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2] end
   if pttl == -2 and not readsEnd
       and not ${reservedForAnother("holdStatsKey", "queueKey")} then
     count = 1

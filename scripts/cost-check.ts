@@ -35,15 +35,16 @@ const BUDGETS: Readonly<Record<string, number>> = {
   "fair lock: release": 6,
   "fair lock: extend": 5,
   "fair lock: busy attempt": 10,
-  "read lock: acquire": 16,
-  // 14 since a read release that ends the latest read hold re-times a parked writer (issue 41 case 8).
-  "read lock: release": 14,
-  "read lock: extend": 8,
-  "read lock: busy attempt": 10,
-  "write lock: acquire": 26,
-  "write lock: release": 16,
+  // The read and write lock's fast path (read acquire 16 → 9, release 14 → 6, extend 8 → 6, busy
+  // 10 → 9; write acquire 26 → 6, release 16 → 6, busy 14 → 13).
+  "read lock: acquire": 9,
+  "read lock: release": 6,
+  "read lock: extend": 6,
+  "read lock: busy attempt": 9,
+  "write lock: acquire": 6,
+  "write lock: release": 6,
   "write lock: extend": 5,
-  "write lock: busy attempt": 14,
+  "write lock: busy attempt": 13,
   // The semaphore's fast path: an acquire with nobody queued or parked (a fresh name also sets
   // the capacity: 10 once it is set), a release nobody waits behind, a busy attempt that reads
   // no queue (21, 16, 17 before); its extend no longer prunes every lease first (8 before).

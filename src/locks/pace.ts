@@ -56,7 +56,7 @@ end`;
  * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
  * expression), the time since the previous holder took the lock is one hand-off cycle; then the
  * current hold starts now and any reservation is spent. With `fence` (a Lua expression: the new
- * hold's token; the plain and fair lock, whose uncontended holds take a fast path that times
+ * hold's token; the plain, fair and write lock, whose uncontended holds take a fast path that times
  * nothing), the hold is also marked as timed (see TIMED_FIELD).
  */
 export function learnHandOff(statsKey: string, waited: string, fence?: string): string {
@@ -76,7 +76,7 @@ redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
 }
 
 /**
- * The plain and fair lock's pace hash field that names (by its fencing token) the hold the
+ * The plain, fair and write lock's pace hash field that names (by its fencing token) the hold the
  * statistics are about: one taken on the slow path (its start is `at`), or a fast-path hold a
  * waiter has queued behind since (its start unknown: `at` deleted). Its release takes the slow
  * path (learn, hand off, reserve) exactly when this names it; an uncontended hold, taken and
@@ -103,6 +103,24 @@ export function markContendedHold(statsKey: string, fenceKey: string): string {
     redis.call('HDEL', ${statsKey}, 'at')
     redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
   end
+end`;
+}
+
+/**
+ * After a hand-off of the freed lock (`handedOff`) by a script that does not learn otherwise (a
+ * force release, the read-write lock's read release): the new hold starts now and is timed
+ * (TIMED_FIELD), so that its release hands the lock on to the waiters queued behind it (an
+ * untimed hold frees on the fast path, which hands off nothing) and learns how long it lasted.
+ */
+export function timeHandedOffHold(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "timeHandedOffHold",
+    lua: () => timeHandedOffHold(statsKey),
+    needs: ["handedOff", statsKey, "fenceKey", "now", "paceTtlMs"],
+  });
+  return `if handedOff then
+  redis.call('HSET', ${statsKey}, 'at', now, '${TIMED_FIELD}', redis.call('GET', fenceKey))
+  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;
 }
 

@@ -28,19 +28,24 @@ import { defineScript, runScript } from "../script.js";
  * (5 commands). Nothing to prune, no reservation to respect (none without a queue), no
  * statistics: the hold is timed only if a waiter queues behind it (markContendedHold in
  * pace.ts). Optional keys absent (RedLock's three-key attempt) are checked as the lock again.
+ * `alsoAbsent`: more keys (Lua expressions, comma-separated) that must not exist either, e.g.
+ * the write lock's read holds and waiting writers.
  */
-const FREE_AND_UNCONTENDED_FAST_PATH = `if redis.call('EXISTS', lockKey, operationKey, queueKey or lockKey, parkedKey or lockKey) == 0 then
+export function freeAndUncontendedFastPath(alsoAbsent = ""): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "freeAndUncontendedFastPath",
+    lua: () => freeAndUncontendedFastPath(alsoAbsent),
+    needs: ["lockKey", "operationKey", "owner", "leaseMs", "fenceKey", "operationTtlMs"],
+  });
+  const more = alsoAbsent === "" ? "" : `, ${alsoAbsent}`;
+  return `if redis.call('EXISTS', lockKey, operationKey, queueKey or lockKey, parkedKey or lockKey${more}) == 0 then
   redis.call('HSET', lockKey, owner, 1)
   redis.call('PEXPIRE', lockKey, leaseMs)
   local fence = redis.call('INCR', fenceKey)
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
   return {1, fence, 1, tonumber(leaseMs)}
 end`;
-/* @__PURE__ */ LUA_FRAGMENTS.push({
-  name: "FREE_AND_UNCONTENDED_FAST_PATH",
-  lua: FREE_AND_UNCONTENDED_FAST_PATH,
-  needs: ["lockKey", "operationKey", "owner", "leaseMs", "fenceKey", "operationTtlMs"],
-});
+}
 
 /** Who may take a free lock: anyone (`plain`, but not into a reservation) or the head (`fair`). */
 export type AcquireRule = "plain" | "fair";
@@ -69,7 +74,7 @@ function acquireScriptLua(rule: AcquireRule): string {
       ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == waiter then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
-  return endingParkBeside(`${FREE_AND_UNCONTENDED_FAST_PATH}
+  return endingParkBeside(`${freeAndUncontendedFastPath()}
 ${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}

@@ -3,6 +3,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
@@ -13,10 +14,10 @@ import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
-//       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records;
-//       optional, the write lock's: 9 read holds (no hand-off while any is live), 10 waiting
-//       writers.
-// ARGV: 1 operation record ttl ms
+//       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records,
+//       9 the pace hash (a handed-off hold is timed, see timeHandedOffHold); optional, the write
+//       lock's: 10 read holds (no hand-off while any is live), 11 waiting writers.
+// ARGV: 1 operation record ttl ms, 2 pace ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
 // The freed lock goes to a parked head waiter, as after a release: else it sleeps on.
@@ -33,16 +34,18 @@ export const FORCE_RELEASE = defineScript({
     "parkedKey",
     ...HAND_OFF_CHANNEL_KEYS,
     "grantsKey",
+    "holdStatsKey",
     ...OPTIONAL_FORCE_RELEASE_KEYS,
   ],
   optionalKeys: OPTIONAL_FORCE_RELEASE_KEYS,
-  args: ["operationTtlMs"],
+  args: ["operationTtlMs", "paceTtlMs"],
   replies: YES_OR_NO,
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return {tonumber(replay)} end
 ${SERVER_NOW_MS}
 local deleted = redis.call('DEL', lockKey)
 ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
+${timeHandedOffHold("holdStatsKey")}
 redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
 });
@@ -65,10 +68,11 @@ export async function forceRelease(
       parkedKey: keys.parked,
       ...handOffChannelKeys(keys),
       grantsKey: keys.grants,
+      holdStatsKey: keys.holdStats,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },
-    { operationTtlMs: ctx.operationTtlMs },
+    { operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS },
   );
   return reply[0] === 1;
 }

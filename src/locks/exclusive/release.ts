@@ -28,8 +28,8 @@ import type { ReleaseResult } from "../state.js";
 //       see refuseLaterHold)
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
-// The release that frees a hold somebody queued behind (the plain and fair lock's others take
-// the fast path, see releaseOneHold and TIMED_FIELD) folds its length into the average hold and its mean
+// The release that frees a hold somebody queued behind (the others take the fast path, see
+// releaseOneHold and TIMED_FIELD) folds its length into the average hold and its mean
 // deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
@@ -64,11 +64,10 @@ export const RELEASE = defineScript({
       ${reserveForHead("holdStatsKey", "queueKey")}
     end
   end`,
-    // The plain and fair lock's hold that nobody queued behind (the acquire script marks one
-    // that somebody did, see markContendedHold) frees on the fast path: no waiter to hand it
-    // to or reserve it for, nothing to learn. The write lock's (its read holds given) always
-    // takes the slow path: its acquire script times every hold.
-    `holdStatsKey and (readsKey or redis.call('HGET', holdStatsKey, '${TIMED_FIELD}') == fence)`,
+    // A hold that nobody queued behind (the acquire scripts mark one that somebody did, see
+    // markContendedHold) frees on the fast path: no waiter to hand it to or reserve it for,
+    // nothing to learn. (The write lock's readers never queue: they poll.)
+    `holdStatsKey and redis.call('HGET', holdStatsKey, '${TIMED_FIELD}') == fence`,
   ),
 });
 

@@ -6,12 +6,47 @@
  */
 import type { AttemptOutcome } from "../../wait/attempt.js";
 import type { OperationContext } from "../context.js";
+import { LUA_FRAGMENTS } from "../fragment.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
 import { ttlOrNull } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
+
+/**
+ * The fast path of a read acquisition (issue 42): when nobody writes, holds a read hold or waits
+ * to write, and this request is no re-send (no operation record), the first read hold is taken
+ * with only what its guarantees need: the hold with its expiry, its owner's count, both keys'
+ * lease (the last read hold's end), the operation record with the current fencing token. No
+ * pruning (nothing to prune), no writer-preference checks (no writer registered).
+ */
+const FIRST_READ_HOLD_FAST_PATH = `if redis.call('EXISTS', lockKey, readsKey, readersKey, writersKey, operationKey) == 0 then
+  local fence = tonumber(redis.call('GET', fenceKey) or '0')
+  redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
+  redis.call('HSET', readersKey, owner, 1)
+  redis.call('PEXPIRE', readsKey, leaseMs)
+  redis.call('PEXPIRE', readersKey, leaseMs)
+  redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+  return {1, fence, 1}
+end`;
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "FIRST_READ_HOLD_FAST_PATH",
+  lua: FIRST_READ_HOLD_FAST_PATH,
+  needs: [
+    "lockKey",
+    "readsKey",
+    "readersKey",
+    "writersKey",
+    "operationKey",
+    "fenceKey",
+    "now",
+    "leaseMs",
+    "hold",
+    "owner",
+    "operationTtlMs",
+  ],
+});
 
 // KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
 // ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 hold id, 5 writer preference (1/0)
@@ -25,6 +60,7 @@ export const READ_ACQUIRE = defineScript({
   replies: { 1: [3], 0: [3], [-1]: [1] },
   lua: `local hold = owner .. ' ' .. holdId
 ${SERVER_NOW_MS}
+${FIRST_READ_HOLD_FAST_PATH}
 ${pruneExpiredReads("readsKey", "readersKey")}
 local replay = redis.call('GET', operationKey)
 if replay then
@@ -37,9 +73,10 @@ if replay then
   end
   return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
 end
-redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 if redis.call('HEXISTS', lockKey, owner) == 0 then
-  if redis.call('EXISTS', lockKey) == 1 then return {0, redis.call('PTTL', lockKey), 1} end
+  local pttl = redis.call('PTTL', lockKey)
+  if pttl ~= -2 then return {0, pttl, 1} end
+  redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
   if writerPreference == '1' and redis.call('HEXISTS', readersKey, owner) == 0
       and redis.call('ZCARD', writersKey) > 0 then
     return {0, -1, 2}

@@ -18,8 +18,16 @@ export const READ_EXTEND = defineScript({
   args: ["owner", "holdId", "leaseMs"],
   replies: YES_OR_NO,
   lua: `${SERVER_NOW_MS}
-${pruneExpiredReads("readsKey", "readersKey")}
 local hold = owner .. ' ' .. holdId
+-- The only read hold (the common case: one reader), live: its end is both keys' end.
+local only = redis.call('ZRANGE', readsKey, 0, 1, 'WITHSCORES')
+if only[1] == hold and not only[3] and tonumber(only[2]) > now then
+  redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
+  redis.call('PEXPIRE', readsKey, leaseMs)
+  redis.call('PEXPIRE', readersKey, leaseMs)
+  return {1}
+end
+${pruneExpiredReads("readsKey", "readersKey")}
 if not redis.call('ZSCORE', readsKey, hold) then return {0} end
 redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
 ${expireReadsWithLastHold("readsKey", "readersKey")}

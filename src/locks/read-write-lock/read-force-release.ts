@@ -3,6 +3,7 @@ import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
 import { ANNOUNCEMENT, handOffFreedLock } from "../queue/hand-off.js";
 import { YES_OR_NO } from "../reply.js";
 import { defineScript, runScript } from "../script.js";
@@ -10,8 +11,9 @@ import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 the announced grants' records, 11 waiting writers (writer preference)
-// ARGV: 1 operation record ttl ms
+//       channel, 10 the announced grants' records, 11 waiting writers (writer preference),
+//       12 the pace hash (a handed-off writer's hold is timed)
+// ARGV: 1 operation record ttl ms, 2 pace ttl ms
 // Reply: {1} live read holds were dropped; {0} there were none. A re-send replays the first
 // answer instead of dropping holds taken in between.
 // While nobody writes, the freed lock goes to the head of the queue when that writer is parked
@@ -19,7 +21,7 @@ import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 export const READ_FORCE_RELEASE = defineScript({
   name: "readWriteLock.forceReleaseRead",
   keys: READ_ENDING_KEYS,
-  args: ["operationTtlMs"],
+  args: ["operationTtlMs", "paceTtlMs"],
   replies: YES_OR_NO,
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return {tonumber(replay)} end
@@ -29,6 +31,7 @@ if redis.call('ZCOUNT', readsKey, now + 1, '+inf') > 0 then dropped = 1 end
 redis.call('DEL', readsKey, readersKey)
 if redis.call('EXISTS', lockKey) == 0 then
   ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
+  ${timeHandedOffHold("holdStatsKey")}
 end
 redis.call('SET', operationKey, dropped, 'PX', operationTtlMs)
 return {dropped}`,
@@ -41,6 +44,7 @@ export async function forceReleaseReads(
 ): Promise<boolean> {
   const reply = await runScript(ctx, READ_FORCE_RELEASE, readEndingKeys(keys, newOperationId()), {
     operationTtlMs: ctx.operationTtlMs,
+    paceTtlMs: PACE_TTL_MS,
   });
   return reply[0] === 1;
 }

@@ -4,18 +4,53 @@
  */
 import { newOperationId } from "../../ids.js";
 import type { OperationContext } from "../context.js";
+import { LUA_FRAGMENTS } from "../fragment.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { SERVER_NOW_MS } from "../lua.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
 import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../queue/hand-off.js";
 import { defineScript, runScript } from "../script.js";
 import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
+/**
+ * The fast path of a read release (issue 42): when this hold is the only read hold, live, and no
+ * writer queues (nobody to hand the freed lock to or re-time), both read keys go at once and the
+ * operation record is claimed (SET NX, also the replay check: a re-send finds it and takes the
+ * slow path, which replays it).
+ */
+const LAST_READ_HOLD_FAST_PATH = `if redis.call('EXISTS', queueKey) == 0 then
+  local only = redis.call('ZRANGE', readsKey, 0, 1, 'WITHSCORES')
+  if only[1] and not only[3] and tonumber(only[2]) > now
+      and (only[1] == hold or holdId == '' and string.sub(only[1], 1, #owner + 1) == owner .. ' ')
+      and redis.call('SET', operationKey, 0, 'NX', 'PX', operationTtlMs) then
+    redis.call('DEL', readsKey, readersKey)
+    return {1, 0}
+  end
+end`;
+/* @__PURE__ */ LUA_FRAGMENTS.push({
+  name: "LAST_READ_HOLD_FAST_PATH",
+  lua: LAST_READ_HOLD_FAST_PATH,
+  needs: [
+    "queueKey",
+    "readsKey",
+    "readersKey",
+    "now",
+    "hold",
+    "holdId",
+    "owner",
+    "operationKey",
+    "operationTtlMs",
+  ],
+});
+
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
 //       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 the announced grants' records, 11 waiting writers (writer preference)
-// ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms
+//       channel, 10 the announced grants' records, 11 waiting writers (writer preference),
+//       12 the pace hash (a handed-off writer's hold is timed)
+// ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms,
+//       4 pace ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
 // The release of the last live read hold, while nobody writes, hands the lock to the head of the
 // queue when that writer is parked (push mode, queue/hand-off.ts); a release that leaves read
@@ -24,13 +59,14 @@ import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 export const READ_RELEASE = defineScript({
   name: "readWriteLock.releaseRead",
   keys: READ_ENDING_KEYS,
-  args: ["owner", "holdId", "operationTtlMs"],
+  args: ["owner", "holdId", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2], 0: [1] },
-  lua: `local replay = redis.call('GET', operationKey)
-if replay then return {1, tonumber(replay)} end
+  lua: `local hold = owner .. ' ' .. holdId
 ${SERVER_NOW_MS}
+${LAST_READ_HOLD_FAST_PATH}
+local replay = redis.call('GET', operationKey)
+if replay then return {1, tonumber(replay)} end
 ${pruneExpiredReads("readsKey", "readersKey")}
-local hold = owner .. ' ' .. holdId
 if holdId == '' then
   if redis.call('HEXISTS', readersKey, owner) == 0 then return {0} end
   hold = nil
@@ -55,6 +91,7 @@ if redis.call('EXISTS', lockKey) == 0 then
   local lastEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
   if not lastEnd then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
+    ${timeHandedOffHold("holdStatsKey")}
   elseif tonumber(lastEnd) < tonumber(releasedEnd) then
     -- The last read end moved earlier: re-time the parked writer.
     local lease = tonumber(lastEnd) - now
@@ -77,6 +114,7 @@ export async function releaseReadHold(
     owner,
     holdId: holdId ?? "",
     operationTtlMs: ctx.operationTtlMs,
+    paceTtlMs: PACE_TTL_MS,
   });
   const [status, left] = reply;
   return status === 1 ? { released: true, holdsLeft: left ?? 0 } : { released: false };

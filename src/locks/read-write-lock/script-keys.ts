@@ -19,7 +19,8 @@ export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
 /**
  * The keys of the scripts that end read holds (release, force release), in the order they
  * declare them: the read holds, the operation record, and what a hand-off of the freed lock to
- * a parked writer needs.
+ * a parked writer needs (the pace hash: the writer's hold is timed from the hand-off, see
+ * timeHandedOffHold in pace.ts).
  */
 export const READ_ENDING_KEYS = [
   "readsKey",
@@ -33,6 +34,7 @@ export const READ_ENDING_KEYS = [
   ...HAND_OFF_CHANNEL_KEYS,
   "grantsKey",
   "writersKey",
+  "holdStatsKey",
 ] as const;
 
 /** READ_ENDING_KEYS of `keys`, with the record of operation `operationId`. */
@@ -49,5 +51,6 @@ export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
     ...handOffChannelKeys(keys),
     grantsKey: keys.grants,
     writersKey: keys.writers,
+    holdStatsKey: keys.holdStats,
   } as const;
 }

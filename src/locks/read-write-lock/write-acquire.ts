@@ -9,10 +9,15 @@
 import { LockUpgradeError } from "../../errors.js";
 import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
 import type { OperationContext } from "../context.js";
-import { ACQUIRE_ARGS, queuedAttemptOutcome, waiterArgs } from "../exclusive/acquire.js";
+import {
+  ACQUIRE_ARGS,
+  freeAndUncontendedFastPath,
+  queuedAttemptOutcome,
+  waiterArgs,
+} from "../exclusive/acquire.js";
 import type { ReadWriteLockKeys } from "../keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { busyTurnReply, learnHandOff, learnRoundTrip } from "../pace.js";
+import { busyTurnReply, learnHandOff, learnRoundTrip, markContendedHold } from "../pace.js";
 import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
 import {
   joinQueue,
@@ -55,7 +60,8 @@ export const WRITE_ACQUIRE = defineScript({
   ],
   args: [...ACQUIRE_ARGS, "writerPreference"],
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
-  lua: endingParkBeside(`${takeAnnouncedGrant("parkedKey", "operationKey")}
+  lua: endingParkBeside(`${freeAndUncontendedFastPath("readsKey, readersKey, writersKey")}
+${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
@@ -64,19 +70,22 @@ redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 local count
 local readsEnd
+local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
 else
   if redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
-  readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
-  if redis.call('EXISTS', lockKey) == 0 and not readsEnd
+  -- pttl -2: no writer; read once, as a busy reply answers it too. The read holds matter only
+  -- then.
+  pttl = redis.call('PTTL', lockKey)
+  if pttl == -2 then readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2] end
+  if pttl == -2 and not readsEnd
       and not ${reservedForAnother("holdStatsKey", "queueKey")} then
     count = 1
     redis.call('HSET', lockKey, owner, 1)
   end
 end
 if not count then
-  local pttl = redis.call('PTTL', lockKey)
   local reading = pttl == -2 and readsEnd ~= nil
   if reading then pttl = tonumber(readsEnd) - now end
   local position = -1
@@ -85,7 +94,13 @@ if not count then
     if writerPreference == '1' then
       ${refreshWaiter("writersKey")}
     end
-    ${joinQueue("queueKey", "timeoutsKey")}
+    ${joinQueue(
+      "queueKey",
+      "timeoutsKey",
+      `if not reading then
+${markContendedHold("holdStatsKey", "fenceKey")}
+end`,
+    )}
     ${learnRoundTrip("holdStatsKey")}
     ${registerParked("parkedKey", "holdStatsKey")}
   elseif timeout < 0 then
@@ -103,7 +118,7 @@ local waited = redis.call('ZREM', queueKey, waiter) == 1
 redis.call('ZREM', timeoutsKey, waiter)
 redis.call('ZREM', writersKey, waiter)
 redis.call('HDEL', parkedKey, waiter)
-${grantExclusiveHold(learnHandOff("holdStatsKey", "waited"))}`),
+${grantExclusiveHold(learnHandOff("holdStatsKey", "waited", "fence"))}`),
 });
 
 /**

@@ -103,10 +103,14 @@ export async function lateGrantNotTrusted(bed: TestBed, kind: ParkingKind): Prom
 export async function forceReleaseHandsOver(bed: TestBed, kind: ParkingKind): Promise<void> {
   const prefix = freshPrefix();
   const holder = kind.lockOf(bed.client({ prefix }));
-  const waiter = kind.lockOf(bed.client({ prefix, wait: { mode: "push", parkMs: 30_000 } }));
+  const waiterOf = () =>
+    kind.lockOf(bed.client({ prefix, wait: { mode: "push", parkMs: 30_000 } }));
   const held = await holder.acquire({ leaseMs: 30_000 });
-  const waiting = waiter.acquire({ leaseMs: 10_000 });
+  const waiting = waiterOf().acquire({ leaseMs: 30_000 });
   await until(async () => (await parkedCount(bed, prefix, kind)) === 1);
+  // A second waiter behind it: the hold handed over by the force release must be handed on.
+  const behind = waiterOf().acquire({ leaseMs: 10_000 });
+  await until(async () => (await parkedCount(bed, prefix, kind)) === 2);
   await sleepMs(50); // its park is open at the server
   const before = bed.requests();
   expect(await kind.lockOf(bed.client({ prefix })).forceRelease()).toBe(true);
@@ -116,7 +120,14 @@ export async function forceReleaseHandsOver(bed: TestBed, kind: ParkingKind): Pr
   expect(bed.requests() - before).toBe(1);
   expect(handle?.fencingToken).toBe(held.fencingToken + 1);
   expect(await holder.holdCount(handle?.owner ?? "")).toBe(1);
+  await sleepMs(50);
+  const beforeRelease = bed.requests();
   await handle?.release();
+  // Its release hands on to the waiter behind (which would otherwise sleep out its 30 s park).
+  const next = await Promise.race([behind, sleepMs(5_000).then(() => null)]);
+  expect(next, "the waiter behind was not handed the lock").not.toBeNull();
+  expect(bed.requests() - beforeRelease).toBe(1);
+  await next?.release();
   expect(await holder.isLocked()).toBe(false);
   await expect(held.release()).rejects.toThrow(LockNotHeldError);
 }

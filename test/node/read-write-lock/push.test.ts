@@ -122,6 +122,38 @@ describe.each(backendKindsUnderTest())("write lock push hand-off on %s", (kind) 
     await read?.release();
   });
 
+  it("writers parked behind a read hold are handed the lock one after the other (the first's hold, handed over by the read release, is timed)", async () => {
+    const prefix = freshPrefix();
+    const read = await bed
+      .client({ prefix })
+      .readWriteLock("doc")
+      .readLock()
+      .acquire({ leaseMs: 30_000 });
+    // Parks far longer than the test's bound: only a hand-off ends them in time.
+    const writerOf = () =>
+      bed
+        .client({ prefix, wait: { mode: "push", parkMs: 30_000 } })
+        .readWriteLock("doc")
+        .writeLock();
+    const [first, second] = [writerOf(), writerOf()];
+    const firstWaiting = first.acquire({ leaseMs: 30_000, waitMs: 60_000 });
+    await until(async () => (await parkedWriters(prefix)) === 1);
+    const secondWaiting = second.acquire({ leaseMs: 30_000, waitMs: 60_000 });
+    await until(async () => (await parkedWriters(prefix)) === 2);
+    await read.release();
+    const firstHeld = await firstWaiting;
+    await sleepMs(50);
+    const before = bed.requests();
+    await firstHeld.release();
+    // The first writer's release hands over (an untimed hold would free on the fast path, and
+    // the second writer would sleep on to its park's end, 30 s).
+    const secondHeld = await Promise.race([secondWaiting, sleepMs(5_000).then(() => null)]);
+    expect(secondHeld, "the second writer was not handed the lock").not.toBeNull();
+    expect(bed.requests() - before).toBe(1);
+    expect(secondHeld?.fencingToken).toBe(firstHeld.fencingToken + 1);
+    await secondHeld?.release();
+  });
+
   it("a writer that downgraded hands over only when its read hold ends too", async () => {
     const prefix = freshPrefix();
     const rw = bed.client({ prefix }).readWriteLock("doc");

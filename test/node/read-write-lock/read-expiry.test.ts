@@ -4,8 +4,9 @@
  * hold only.
  */
 import { describe, expect, it } from "vitest";
+import { LockNotHeldError } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())("per-hold read expiry on %s", (kind) => {
   const bed = useTestBed(kind);
@@ -38,6 +39,49 @@ describe.each(backendKindsUnderTest())("per-hold read expiry on %s", (kind) => {
     // The short hold's handle learns that its lease has ended.
     await until(() => short.signal.aborted, 1_000);
     await writer.release();
+  });
+
+  /**
+   * A read hold whose lease has ended, left as the only member of the read holds (nothing pruned
+   * it yet) while the read keys live on with the lease of a longer hold released since: the
+   * uncontended fast paths of extend and release (issue 42) see a lone hold and must still check
+   * its end.
+   */
+  async function endedHoldAlone(name: string) {
+    const prefix = freshPrefix();
+    const rw = bed.client({ prefix }).readWriteLock(name);
+    const ended = await rw.readLock().acquire({ leaseMs: 300 });
+    const longer = await bed
+      .client({ prefix })
+      .readWriteLock(name)
+      .readLock()
+      .acquire({ leaseMs: 10_000 });
+    await longer.release();
+    await sleepMs(600);
+    // The ended hold is still there, the only one, and the read keys are alive.
+    expect(await bed.redis().zcard(`${prefix}:{${name}}:reads`)).toBe(1);
+    return { rw, ended };
+  }
+
+  it.each([
+    ["extend()", (ended: { extend(ms: number): Promise<void> }) => ended.extend(5_000)],
+    ["release()", (ended: { release(): Promise<void> }) => ended.release()],
+  ] as const)(
+    "a lone read hold whose lease has ended is refused by its handle's %s",
+    async (action, act) => {
+      const { rw, ended } = await endedHoldAlone(`ended-${action.slice(0, -2)}`);
+      const before = bed.requests();
+      await expect(act(ended)).rejects.toThrow(LockNotHeldError);
+      // Asked of Redis, not decided by the handle.
+      expect(bed.requests() - before).toBe(1);
+      expect(await rw.readLock().isLocked()).toBe(false);
+    },
+  );
+
+  it("a lone read hold whose lease has ended is not released by its owner's release({ owner })", async () => {
+    const { rw, ended } = await endedHoldAlone("ended-owner");
+    await expect(rw.readLock().release({ owner: ended.owner })).rejects.toThrow(LockNotHeldError);
+    expect(await rw.readLock().isLocked()).toBe(false);
   });
 
   it("renews each read hold in watchdog mode, and extend() moves one hold only", async () => {

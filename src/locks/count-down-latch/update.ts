@@ -26,7 +26,8 @@ return {set}`,
 
 // KEYS: 1 count, 2 operation record, 3 the opened channel. ARGV: 1 operation ttl ms
 // Reply: {1, count left}. At 0 the key is deleted and `opened` published (awaits in push mode
-// listen); counting down an open latch does nothing.
+// listen); counting down an open latch does nothing. DECR without a GET first (one billed command
+// less): below 0 the latch was open (the key gone, or 0), and the key DECR made is deleted.
 export const LATCH_COUNT_DOWN = defineScript({
   name: "countDownLatch.countDown",
   keys: ["countKey", "operationKey", "openedChannel"],
@@ -34,13 +35,11 @@ export const LATCH_COUNT_DOWN = defineScript({
   replies: { 1: [2] },
   lua: `local replay = redis.call('GET', operationKey)
 if replay then return {1, tonumber(replay)} end
-local before = tonumber(redis.call('GET', countKey) or '0')
-local left = 0
-if before > 0 then left = redis.call('DECR', countKey) end
+local left = redis.call('DECR', countKey)
 if left <= 0 then
   redis.call('DEL', countKey)
+  if left == 0 then redis.call('PUBLISH', openedChannel, 'opened') end
   left = 0
-  if before > 0 then redis.call('PUBLISH', openedChannel, 'opened') end
 end
 redis.call('SET', operationKey, left, 'PX', operationTtlMs)
 return {1, left}`,

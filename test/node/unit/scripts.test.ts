@@ -35,7 +35,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["semaphore.capacity", "4c5803f01e1ef3419cdd434b2b058791ce73e872"],
   ["semaphore.state", "ffce691ac59b6b11bb0d1955a3691109e154cd78"],
   ["countDownLatch.trySetCount", "ca60f00352aa2836814f05d9cde33c31027dcc51"],
-  ["countDownLatch.countDown", "e697bf427be56ce1c28eecbfc6e17109d42a9a13"],
+  ["countDownLatch.countDown", "74a1a214fbad5a59bb5c9a4921a2ec56601671b2"],
   ["countDownLatch.count", "8e981740c04bec42071427a5b70a22648ed1810e"],
   ["idempotency.lookup", "b0fc2dd2a5525d42dd75154b4124cf14d5d47f37"],
   ["idempotency.put", "1447d1a29373e47989f03d0fbb4c70ef8ab36dbf"],

@@ -29,8 +29,12 @@ import {
 } from "./support.js";
 
 const OWNER = "reentry-owner-0123456789abcdef";
-/** The lease each renewal sets; the object renews every third of it. */
-const LEASE_MS = 1_000;
+/**
+ * The lease each renewal sets; the object renews every third of it. 2 s: a loaded CI machine
+ * delayed the object's alarms past a 1 s lease once (a rival took the lock with token 2); without
+ * the fix a rival takes it one lease after the other client's release, well within WATCHED_MS.
+ */
+const LEASE_MS = 2_000;
 /** How long the remaining holder is watched after the other released: three leases. */
 const WATCHED_MS = 3 * LEASE_MS;
 /** Two clients' registration ids of one hold. */

@@ -164,6 +164,7 @@ export async function acquireHold(
               holderTtlMs: outcome.holderTtlMs,
               ...(outcome.nextPollMs === undefined ? {} : { nextPollMs: outcome.nextPollMs }),
               ...(outcome.why === undefined ? {} : { why: outcome.why }),
+              ...(outcome.wakeOn === undefined ? {} : { wakeOn: outcome.wakeOn }),
             };
       },
       ...(runtime.events.listens("waitStep")

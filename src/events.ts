@@ -4,10 +4,9 @@
  * Why a wait sleeps as long as it does (`waitStep`): `turn` — until its expected turn in the
  * lock's queue (from its place and the lock's learnt holds); `leaseEnd` — until the holder's
  * lease ends; `backoff` — nothing known: the jittered backoff, growing with the time waited;
- * `park` — push: parked until woken, asking again at once after a park, or (its stream to the
- * lock's hand-off channel opening) until the server confirms the stream, at most `delayMs`;
- * `permits` — a semaphore: until the permits it lacks are expected back; `outage` — a transient
- * failure ridden out; `deadline` — the wait's own end.
+ * `park` — push: parked until woken, or asking again at once after a park; `permits` — a
+ * semaphore: until the permits it lacks are expected back; `outage` — a transient failure ridden
+ * out; `deadline` — the wait's own end.
  */
 export type WaitWhy = "turn" | "leaseEnd" | "backoff" | "park" | "permits" | "outage" | "deadline";
 

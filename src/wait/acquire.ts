@@ -164,7 +164,6 @@ export async function acquireHold(
               holderTtlMs: outcome.holderTtlMs,
               ...(outcome.nextPollMs === undefined ? {} : { nextPollMs: outcome.nextPollMs }),
               ...(outcome.why === undefined ? {} : { why: outcome.why }),
-              ...(outcome.wakeOn === undefined ? {} : { wakeOn: outcome.wakeOn }),
             };
       },
       ...(runtime.events.listens("waitStep")

@@ -29,8 +29,6 @@ export type AttemptOutcome =
       readonly nextPollMs?: number;
       /** Why `nextPollMs` is what it is (the wait's trace). */
       readonly why?: WaitWhy;
-      /** Ends the sleep before the next attempt early when it settles (a stream confirmed). */
-      readonly wakeOn?: Promise<unknown>;
       /** An earlier attempt of this id acquired and that hold is gone ({-1}): take a new id. */
       readonly operationSpent?: boolean;
     };

@@ -38,8 +38,6 @@ export class Listening {
   readonly #plan: WaitPlan;
   #stream: HandOffStream | undefined;
   #streamsOpened = 0;
-  // Streams asked of the client (opened or refused by the request's budget).
-  #streamsAsked = 0;
   #mailbox: { readonly operationId: string; readonly box: Mailbox } | undefined;
   // The attempt in flight was sent listening (so a registration by it is told of a hand-off).
   #listening = false;
@@ -92,9 +90,8 @@ export class Listening {
   }
 
   /**
-   * Opens the stream where no busy answer has (streamConfirmed) yet: at once where the client
-   * recently waited here, or in place of a lost one; and listens for this attempt's word once
-   * the server confirmed it. Returns ARGV
+   * Opens the stream at the first busy answer (or at once where the client recently waited
+   * here), and listens for this attempt's word once the server confirmed it. Returns ARGV
    * `parkBeside`: never, nothing is sent beside.
    */
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
@@ -109,24 +106,6 @@ export class Listening {
     this.#listening = true;
     this.#sentAt.set(this.#attempts, sentAt);
     return false;
-  }
-
-  /**
-   * After a busy answer that did not register this waiter (its stream was not confirmed when
-   * the attempt left): opens the stream now, so that it confirms while the waiter sleeps, and
-   * returns what ends that sleep early: the server's confirmation (settled already where it came
-   * while the attempt was in flight), after which the next attempt listens and parks. Undefined:
-   * no stream to wait for (none allowed, lost, or this attempt listened already).
-   */
-  streamConfirmed(): Promise<void> | undefined {
-    if (this.#listening) return undefined;
-    // Only the first stream opens here: one refused (the request's budget) or lost is asked for
-    // again before the next attempt, as before, not at once at a busy answer, which a waiter
-    // pacing by its turn gets just as a release frees a stream: the new one would open before
-    // the server saw the old one close.
-    const stream = this.#stream ?? (this.#streamsAsked === 0 ? this.#openStream(false) : undefined);
-    if (stream === undefined || stream.lost) return undefined;
-    return stream.confirmed;
   }
 
   /** ARGV `wakeBy`'s number: this attempt's. */
@@ -149,7 +128,6 @@ export class Listening {
     // An uncontended first ask costs no stream.
     if (first && !contention.likely(this.#keys.lock)) return undefined;
     this.#leaveStream();
-    this.#streamsAsked += 1;
     const channel = this.#keys.handOffChannels[this.shard] ?? this.#keys.handOffChannels[0]!;
     const stream = subscriptions.stream(this.#redis, channel, this.#request);
     if (stream === undefined) return undefined;

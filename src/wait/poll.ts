@@ -20,8 +20,6 @@ export type PollOutcome<T> =
       readonly nextPollMs?: number;
       /** Why `nextPollMs` (the trace). */
       readonly why?: WaitWhy;
-      /** Ends the sleep early when it settles first (the delay stays its longest). */
-      readonly wakeOn?: Promise<unknown>;
     };
 
 /** One step of a wait as the loop saw it (the `waitStep` event). */
@@ -122,41 +120,11 @@ export async function pollForLock<T>(request: PollRequest<T>): Promise<PollResul
       step(delay, whyOf(delay, outcome, failed, timeLeft));
     }
     try {
-      await sleepUntil(delay, outcome.wakeOn, signal);
+      await sleep(delay, signal);
     } catch {
       throwIfAborted(signal, request.lockName);
     }
   }
-}
-
-/** `sleep(ms, signal)`, ended early once `wakeOn` settles (its timer then cleared). */
-function sleepUntil(
-  ms: number,
-  wakeOn: Promise<unknown> | undefined,
-  signal: AbortSignal | undefined,
-): Promise<void> {
-  if (wakeOn === undefined) return sleep(ms, signal);
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const stop = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    };
-    const onAbort = () => {
-      stop();
-      reject(signal?.reason);
-    };
-    const wake = () => {
-      stop();
-      resolve();
-    };
-    const timer = setTimeout(wake, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    wakeOn.then(wake, wake);
-  });
 }
 
 /** Why the loop sleeps `delay` after `outcome` (see WaitWhy). */

@@ -172,18 +172,15 @@ export function queuedAttempts<View extends TurnView>(
     if (outcome.kind === "refused") throw outcome.error;
     if (outcome.kind === "acquired") return outcome;
     const spent = outcome.operationSpent ? { operationSpent: true } : {};
-    // Not told of a hand-off yet: the stream opens now (the lock is contended), and the sleep
-    // by its pace ends once the server confirms it, so that the next attempt parks.
-    const confirmed =
-      plan.mayWait && !last && parking?.wakeBy === "sub" ? parking.streamConfirmed() : undefined;
-    const paced = pacing.by === "kind" ? ("permits" as const) : ("turn" as const);
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
       ...(plan.mayWait
-        ? { nextPollMs: nextPollMs(outcome.queue), why: confirmed ? "park" : paced }
+        ? {
+            nextPollMs: nextPollMs(outcome.queue),
+            why: pacing.by === "kind" ? ("permits" as const) : ("turn" as const),
+          }
         : {}),
-      ...(confirmed === undefined ? {} : { wakeOn: confirmed }),
       ...spent,
     };
   };

@@ -127,14 +127,6 @@ export class HandOffStream {
   #linger: ReturnType<typeof setTimeout> | undefined;
   // Acquisitions using the stream; the last one out ends it (after the linger).
   #users = 0;
-  #confirm: () => void = () => {};
-  /**
-   * Settles when the server confirms the stream; never if it is lost first (a waiter sleeping
-   * on it then sleeps its own delay out).
-   */
-  readonly confirmed: Promise<void> = new Promise((resolve) => {
-    this.#confirm = resolve;
-  });
 
   constructor(
     redis: SubscribingRedis,
@@ -147,9 +139,7 @@ export class HandOffStream {
     // A stream that ends in any way is lost: one the server ended says nothing otherwise.
     this.#subscription = subscribeHearingEnd(redis, channel, () => this.close(true));
     this.#subscription.on("subscribe", () => {
-      if (this.#state !== "opening") return;
-      this.#state = "open";
-      this.#confirm();
+      if (this.#state === "opening") this.#state = "open";
     });
     this.#subscription.on("message", ({ message }) => this.#deliver(message));
     this.#subscription.on("error", () => this.close(true));

@@ -23,6 +23,21 @@ const until = async (predicate: () => boolean) => {
   }
 };
 
+/** A stream through the stubbed fetch, confirmed by its server; `ended()` counts its ends heard. */
+async function confirmedStream() {
+  const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
+  let ended = 0;
+  const subscription = subscribeHearingEnd(redis, "hand-offs", () => {
+    ended += 1;
+  });
+  let confirmed = false;
+  subscription.on("subscribe", () => {
+    confirmed = true;
+  });
+  await until(() => confirmed);
+  return { subscription, ended: () => ended };
+}
+
 describe("hearing a subscription's stream end", () => {
   afterEach(() => {
     vi.unstubAllGlobals();
@@ -88,20 +103,11 @@ describe("hearing a subscription's stream end", () => {
           ),
       ),
     );
-    const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
-    let ended = 0;
-    const subscription = subscribeHearingEnd(redis, "hand-offs", () => {
-      ended += 1;
-    });
-    let confirmed = false;
-    subscription.on("subscribe", () => {
-      confirmed = true;
-    });
-    await until(() => confirmed);
-    expect(ended).toBe(0);
+    const { subscription, ended } = await confirmedStream();
+    expect(ended()).toBe(0);
     await subscription.unsubscribe();
-    await until(() => ended > 0);
-    expect(ended).toBe(1);
+    await until(() => ended() > 0);
+    expect(ended()).toBe(1);
   });
 
   it("closing cancels the body though the request's abort never reaches it (as in Deno)", async () => {
@@ -124,19 +130,10 @@ describe("hearing a subscription's stream end", () => {
           ),
       ),
     );
-    const redis = new Redis({ url: "http://127.0.0.1:9", token: "t" });
-    let ended = 0;
-    const subscription = subscribeHearingEnd(redis, "hand-offs", () => {
-      ended += 1;
-    });
-    let confirmed = false;
-    subscription.on("subscribe", () => {
-      confirmed = true;
-    });
-    await until(() => confirmed);
+    const { subscription, ended } = await confirmedStream();
     await subscription.unsubscribe();
     await until(() => cancelled > 0);
     expect(cancelled).toBe(1);
-    expect(ended).toBe(1);
+    expect(ended()).toBe(1);
   });
 });

@@ -82,6 +82,9 @@ export class LockHandle implements HeldLock, WatchedHold {
     this.#claimPending = init.claimLeaseMs !== undefined;
     this.#expiresAt = init.acquiredAt + (init.claimLeaseMs ?? init.leaseMs);
     if (!this.renewing || this.#claimPending) this.#armExpiry();
+    // A watchdog hold's first lease is the same promise: an answer slower than the watchdog
+    // timeout brings back a hold Redis may have given another owner already.
+    else if (this.#expiresAt <= Date.now()) this.#expireNow();
   }
 
   /** @internal True while a handed-off hold's own lease is not confirmed yet. */

@@ -22,11 +22,13 @@ export type LockEvent =
   /**
    * An acquisition took the lock (plain, fair, read or write lock). `waitedMs`: from the call
    * to the hold, waiting included; `requests`: the attempts it sent (push-mode parks and the
-   * Redis client's own re-sends not counted); `handOff`: a release handed it the lock (push).
+   * Redis client's own re-sends not counted); `handOff`: a release handed it the lock (push);
+   * `waitId`: the wait's number in this client, as in its `waitStep`s.
    */
   | {
       type: "acquired";
       name: string;
+      waitId: number;
       fencingToken: number;
       waitedMs: number;
       requests: number;
@@ -34,19 +36,29 @@ export type LockEvent =
     }
   /**
    * An acquisition ended without the lock: `reason` is `busy` (tryAcquire, or the wait ran
-   * out) or the error's name (LockAbortedError, LockBudgetExceededError, LockBackendError…).
+   * out) or the error's name (LockAbortedError, LockBudgetExceededError, LockBackendError…);
+   * `waitId` as in `acquired`.
    */
-  | { type: "notAcquired"; name: string; waitedMs: number; requests: number; reason: string }
+  | {
+      type: "notAcquired";
+      name: string;
+      waitId: number;
+      waitedMs: number;
+      requests: number;
+      reason: string;
+    }
   /**
    * One step of a wait, for tracing "why did my acquire sleep 80 ms?" (lock, fair lock, read and
    * write locks, semaphore): attempt `attempt` (1 first) answered `answer` after `durationMs`
    * (a park: how long it waited), and the wait sleeps `delayMs` before the next one, because of
    * `why`. `answer` is `acquired` on the last step (then `delayMs` is 0). Built only while a
-   * listener is subscribed.
+   * listener is subscribed. `waitId` numbers the waits of this client (1, 2, …; no secret): the
+   * steps of concurrent waits on one name, and their `acquired` or `notAcquired`, share it.
    */
   | {
       type: "waitStep";
       name: string;
+      waitId: number;
       attempt: number;
       answer: "acquired" | "busy" | "failed";
       durationMs: number;
@@ -78,6 +90,13 @@ export type LockEventListener<T extends LockEventType> = (
 
 export class LockEvents {
   private readonly listeners = new Map<LockEventType, Set<(event: LockEvent) => void>>();
+  private waitsStarted = 0;
+
+  /** The `waitId` of a wait that starts: this client's count of them, never a secret. */
+  newWaitId(): number {
+    this.waitsStarted += 1;
+    return this.waitsStarted;
+  }
 
   /** Subscribes; returns the function that unsubscribes. */
   on<T extends LockEventType>(type: T, listener: LockEventListener<T>): () => void {

@@ -1,20 +1,22 @@
 /**
  * `edgelock inspect`: the inspector against any database. `--json` and `--table` print one
  * snapshot; otherwise a local page is served on loopback (the token stays in this process, the
- * page calls this process's API) and its URL printed.
+ * page calls this process's API) and its URL printed. `edgelock inspect waits` reads the recent
+ * waits from a running inspector (they live in the process that waits, not in Redis).
  */
 import { spawn } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import type { InspectorSnapshot } from "../../src/inspector/types.js";
+import type { InspectedWaits, InspectorSnapshot } from "../../src/inspector/types.js";
 import { inspectorFor } from "./client.js";
 import { serveFetch } from "./node-fetch.js";
-import { formatTable } from "./table.js";
+import { formatTable, formatWaits } from "./table.js";
 
 export const INSPECT_HELP = `edgelock inspect — see the locks edgelock keeps in a database
 
 Usage: edgelock inspect [options]
+       edgelock inspect waits --url INSPECTOR_URL [--json] [--steps]
 
 Options:
   --url URL           the REST URL (default: $UPSTASH_REDIS_REST_URL)
@@ -35,6 +37,14 @@ Options:
 
 Every refresh costs commands, which Upstash bills: 1 SCAN per ~scan-count keys (at most
 max-scan-calls) and 1 per lock read. The page refreshes only while it is visible.
+
+"waits": the recent waits a running inspector shows (inspector() given recentWaits, see
+docs/inspector.md#recent-waits); they are kept in the process that waits, so no Redis command:
+  --url URL           the inspector's page URL (https://app.example/_edgelock/)
+  --json              print the answer of its api/waits as JSON
+  --steps             print each wait's steps after the table (the sleep of each and why)
+  $EDGELOCK_INSPECTOR_AUTHORIZATION, if set, is sent as the Authorization header (for the
+  inspector's own authentication; a variable keeps it out of the process list)
 `;
 
 export interface InspectIo {
@@ -90,7 +100,56 @@ function openInBrowser(url: string): void {
   }
 }
 
+const WAITS_OPTIONS = {
+  url: { type: "string" },
+  json: { type: "boolean" },
+  steps: { type: "boolean" },
+} as const;
+
+/** `edgelock inspect waits`: a running inspector's `api/waits`, as a table or JSON. */
+async function runInspectWaits(args: readonly string[], io: InspectIo): Promise<number> {
+  let values: ReturnType<typeof parseArgs<{ options: typeof WAITS_OPTIONS }>>["values"];
+  try {
+    values = parseArgs({ args: [...args], options: WAITS_OPTIONS, strict: true }).values;
+  } catch (error) {
+    throw new InspectUsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (!values.url) throw new InspectUsageError("no inspector URL: --url");
+  if (values.json && values.steps) throw new InspectUsageError("--json has the steps already");
+  // The page's URL ends in "/": "api/waits" resolves beside it.
+  const page = values.url.endsWith("/") ? values.url : `${values.url}/`;
+  const authorization = io.env?.EDGELOCK_INSPECTOR_AUTHORIZATION;
+  const response = await fetch(new URL("api/waits", page), {
+    headers: {
+      accept: "application/json",
+      ...(authorization ? { authorization } : {}),
+    },
+  });
+  const body = (await response.json().catch(() => ({ error: response.statusText }))) as
+    | InspectedWaits
+    | { error: string };
+  if (!response.ok || "error" in body) {
+    const error = "error" in body ? body.error : response.statusText;
+    io.err(`edgelock inspect waits: ${response.status} ${error}`);
+    return 1;
+  }
+  if (values.json) {
+    io.out(JSON.stringify(body, null, 2));
+    return 0;
+  }
+  if (!body.recording) {
+    io.err(
+      "edgelock inspect waits: this inspector records no waits: give inspector() a recorder, " +
+        "recentWaits: recordRecentWaits(client) (docs/inspector.md#recent-waits)",
+    );
+    return 1;
+  }
+  io.out(formatWaits(body, values.steps === true));
+  return 0;
+}
+
 export async function runInspect(args: readonly string[], io: InspectIo): Promise<number> {
+  if (args[0] === "waits") return runInspectWaits(args.slice(1), io);
   let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>["values"];
   try {
     values = parseArgs({ args: [...args], options: OPTIONS, strict: true }).values;

@@ -1,5 +1,10 @@
-/** The terminal view of an inspector snapshot (`edgelock inspect --table`). */
-import type { InspectedLock, InspectorSnapshot } from "../../src/inspector/types.js";
+/** The terminal views of an inspector snapshot (`edgelock inspect --table`) and of recent waits. */
+import type {
+  InspectedLock,
+  InspectedWaits,
+  InspectorSnapshot,
+  RecentWait,
+} from "../../src/inspector/types.js";
 
 function seconds(ms: number | null): string {
   return ms === null ? "—" : `${(ms / 1000).toFixed(1)} s`;
@@ -71,4 +76,59 @@ export function formatTable(snapshot: InspectorSnapshot): string {
  */
 export function readCost(snapshot: InspectorSnapshot): string {
   return `${snapshot.cost.read} to read the locks, semaphores and latches (one script each; two where the server lacked it)`;
+}
+
+/** The sleeps of a wait summed by their reason: "turn 600 ms, backoff 40 ms". */
+function sleptByWhy(wait: RecentWait): string {
+  const byWhy = new Map<string, number>();
+  for (const step of wait.steps) {
+    if (step.delayMs > 0)
+      byWhy.set(step.why ?? "—", (byWhy.get(step.why ?? "—") ?? 0) + step.delayMs);
+  }
+  const slept = [...byWhy].map(([why, ms]) => `${why} ${ms} ms`).join(", ") || "—";
+  return wait.droppedSteps > 0 ? `${slept} (steps kept)` : slept;
+}
+
+function outcomeOf(wait: RecentWait): string {
+  if (wait.outcome === "notAcquired") return `not acquired: ${wait.reason ?? "?"}`;
+  return wait.handOff ? "acquired (hand-off)" : "acquired";
+}
+
+/** The terminal view of `GET api/waits` (`edgelock inspect waits`), newest first. */
+export function formatWaits(
+  answer: Extract<InspectedWaits, { recording: true }>,
+  withSteps: boolean,
+): string {
+  if (answer.waits.length === 0) return "(no wait has ended since recording began)";
+  const lines = columns([
+    ["ENDED", "NAME", "OUTCOME", "WAITED", "REQUESTS", "STEPS", "SLEPT (WHY)"],
+    ...answer.waits.map((wait) => [
+      `${seconds(Math.max(0, answer.takenAt - wait.endedAt))} ago`,
+      wait.name,
+      outcomeOf(wait),
+      `${wait.waitedMs} ms`,
+      String(wait.requests),
+      String(wait.steps.length + wait.droppedSteps),
+      sleptByWhy(wait),
+    ]),
+  ]);
+  if (!withSteps) return lines.join("\n");
+  for (const wait of answer.waits) {
+    lines.push("", `steps of ${wait.name} (wait ${wait.id}):`);
+    const rows: string[][] = [["ATTEMPT", "ANSWER", "ROUND TRIP", "HOLDER TTL", "SLEEPS", "WHY"]];
+    wait.steps.forEach((step, i) => {
+      const gap = step.attempt - (wait.steps[i - 1]?.attempt ?? step.attempt - 1) - 1;
+      if (gap > 0) rows.push(["…", `${gap} step(s) left out`]);
+      rows.push([
+        String(step.attempt),
+        step.answer,
+        `${step.durationMs} ms`,
+        step.holderTtlMs === null ? "—" : `${step.holderTtlMs} ms`,
+        `${step.delayMs} ms`,
+        step.why ?? "—",
+      ]);
+    });
+    lines.push(...columns(rows).map((line) => `  ${line}`));
+  }
+  return lines.join("\n");
 }

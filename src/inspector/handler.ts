@@ -7,9 +7,10 @@ import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-cli
 import { checkLockName } from "../validate.js";
 import { forceReleaseLock, removeWaiter } from "./actions.js";
 import { PAGE_CSS, PAGE_HTML, PAGE_JS } from "./page.js";
+import type { RecentWaitsRecorder } from "./recent-waits.js";
 import { checkExec, isPermissionRefusal } from "./redis.js";
 import { DEFAULT_BUDGET, namesWithinBudget, type RefreshBudget, takeSnapshot } from "./snapshot.js";
-import type { InspectorAccess } from "./types.js";
+import type { InspectedWaits, InspectorAccess } from "./types.js";
 
 /** Options of `inspectorHandler()`: the client to inspect, who may act, and each refresh's budget. */
 export interface InspectorHandlerOptions extends RefreshBudget {
@@ -35,7 +36,16 @@ export interface InspectorHandlerOptions extends RefreshBudget {
    * @default false
    */
   globalDatabase?: boolean;
+  /**
+   * The recent waits to show (`GET api/waits`, the page's "Recent waits"): a recorder of
+   * `recordRecentWaits(client)`, this process's. Without one the API answers
+   * `{"recording": false}` and the page leaves the section out.
+   * @default undefined
+   */
+  recentWaits?: RecentWaitsRecorder;
 }
+
+const NOT_RECORDING: InspectedWaits = { recording: false };
 
 const SECURITY_HEADERS = {
   "cache-control": "no-store",
@@ -126,6 +136,9 @@ export function inspectorHandler(
       if (request.method === "GET" || request.method === "HEAD") {
         if (path.endsWith("/app.js")) return asset(PAGE_JS, "text/javascript; charset=utf-8");
         if (path.endsWith("/app.css")) return asset(PAGE_CSS, "text/css; charset=utf-8");
+        if (path.endsWith("/api/waits")) {
+          return json(200, options.recentWaits?.inspect() ?? NOT_RECORDING);
+        }
         if (path.endsWith("/api/snapshot")) {
           const given = url.searchParams.getAll("name");
           // Refused before each name is even checked: 1 200 names cost nothing but the 400.

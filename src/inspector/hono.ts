@@ -2,6 +2,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { PlainLockClient as LockClient } from "../plain-lock-client.js";
 import { inspectorHandler } from "./handler.js";
+import type { RecentWaitsRecorder } from "./recent-waits.js";
 import type { RefreshBudget } from "./snapshot.js";
 import type { InspectorAccess } from "./types.js";
 
@@ -29,10 +30,16 @@ export interface InspectorOptions extends RefreshBudget {
    * @default false
    */
   globalDatabase?: boolean;
+  /**
+   * The recent waits to show (`…/api/waits`, the page's "Recent waits"): a recorder of
+   * `recordRecentWaits(client)`. Without one the section is left out.
+   * @default undefined
+   */
+  recentWaits?: RecentWaitsRecorder;
 }
 
 /**
- * The inspector page and its JSON API (`…/api/snapshot`), for `app.all(path, …)`.
+ * The inspector page and its JSON API (`…/api/snapshot`, `…/api/waits`), for `app.all(path, …)`.
  * @example
  * app.use("/_edgelock/*", basicAuth({ username: "ops", password: env.PASSWORD }));
  * app.all("/_edgelock/*", inspector({ client, auth: () => "write" }));

@@ -62,6 +62,24 @@ export const PAGE_HTML = `<!doctype html>
   <div id="queues"></div>
   <div id="semaphores"></div>
   <div id="latches"></div>
+  <section id="recent-waits" aria-labelledby="recent-waits-title" hidden>
+    <h2 id="recent-waits-title">Recent waits</h2>
+    <p id="recent-waits-note"></p>
+    <table id="waits">
+      <caption>Finished waits of this process's client, newest first</caption>
+      <thead>
+        <tr>
+          <th scope="col">Ended</th>
+          <th scope="col">Name</th>
+          <th scope="col">Outcome</th>
+          <th scope="col">Waited</th>
+          <th scope="col">Requests</th>
+          <th scope="col">Steps (why each sleep)</th>
+        </tr>
+      </thead>
+      <tbody></tbody>
+    </table>
+  </section>
   <details id="idle">
     <summary>Idle locks</summary>
     <ul></ul>
@@ -82,6 +100,7 @@ export const PAGE_HTML = `<!doctype html>
 export const PAGE_CSS = `:root { color-scheme: light dark; font-family: system-ui, sans-serif; }
 body { margin: 1rem 2rem; }
 h1 { font-size: 1.4rem; margin: 0; }
+h2 { font-size: 1.1rem; }
 header { display: flex; gap: 1rem; align-items: baseline; flex-wrap: wrap; }
 .controls { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; }
 .controls form { display: flex; gap: .5rem; align-items: center; margin-left: 1rem; }
@@ -98,7 +117,7 @@ body.read-only .write-only { display: none; }
 export const PAGE_JS = `"use strict";
 (() => {
   const $ = (selector) => document.querySelector(selector);
-  const state = { snapshot: null, receivedAt: 0, cursor: "0", names: [], timer: 0, spent: 0 };
+  const state = { snapshot: null, receivedAt: 0, cursor: "0", names: [], timer: 0, spent: 0, openWaits: new Set() };
   const params = new URLSearchParams(location.hash.slice(1));
   state.names = params.getAll("name");
 
@@ -112,6 +131,9 @@ export const PAGE_JS = `"use strict";
     // A latch lives a day by default: hours read better there.
     if (ms >= 7200000) return (ms / 3600000).toFixed(1) + " h";
     return ms >= 10000 ? Math.round(ms / 1000) + " s" : (ms / 1000).toFixed(1) + " s";
+  }
+  function ms(value) {
+    return value < 10000 ? value + " ms" : seconds(value);
   }
   function ago(serverMs) {
     return seconds(Math.max(0, state.snapshot.takenAt - serverMs + (performance.now() - state.receivedAt))) + " ago";
@@ -144,7 +166,62 @@ export const PAGE_JS = `"use strict";
       $("#error").textContent = "Refresh failed: " + error.message;
       $("#error").hidden = false;
     }
+    await refreshWaits();
     schedule();
+  }
+
+  // Recent waits cost no command: the recorder is in the process that serves this page.
+  async function refreshWaits() {
+    let body = { recording: false };
+    try {
+      const response = await fetch("api/waits", { headers: { accept: "application/json" } });
+      if (response.ok) body = await response.json();
+    } catch {}
+    $("#recent-waits").hidden = !body.recording;
+    if (body.recording) renderWaits(body);
+  }
+
+  function renderWaits(body) {
+    $("#recent-waits-note").textContent = body.waits.length + " kept (at most " + body.maxWaits +
+      ", " + body.maxSteps + " steps each: the first and the last).";
+    const rows = body.waits.map((wait) => {
+      const outcome = wait.outcome === "acquired" ? (wait.handOff ? "acquired (handed off)" : "acquired") : "not acquired: " + wait.reason;
+      return [seconds(Math.max(0, body.takenAt - wait.endedAt)) + " ago", wait.name, outcome,
+        ms(wait.waitedMs), wait.requests, stepsCell(wait)];
+    });
+    const tbody = $("#waits tbody");
+    tbody.replaceChildren();
+    for (const [i, cells] of rows.entries()) {
+      const row = tbody.appendChild(el("tr", null, { "data-wait": String(body.waits[i].id) }));
+      cells.forEach((cell, j) => row.append(cell instanceof Node ? cell : el(j === 1 ? "th" : "td", cell, j === 1 ? { scope: "row" } : {})));
+    }
+    if (rows.length === 0) {
+      const row = tbody.appendChild(el("tr"));
+      row.append(el("td", "No wait has ended since recording began.", { colspan: "6" }));
+    }
+  }
+
+  // Expandable; stays open across refreshes.
+  function stepsCell(wait) {
+    const details = el("details", null, { "data-steps": String(wait.id) });
+    details.open = state.openWaits.has(wait.id);
+    details.addEventListener("toggle", () => {
+      if (details.open) state.openWaits.add(wait.id);
+      else state.openWaits.delete(wait.id);
+    });
+    const total = wait.steps.length + wait.droppedSteps;
+    details.append(el("summary", total + " step(s)" + (wait.droppedSteps > 0 ? ", " + wait.droppedSteps + " left out" : "")));
+    const rows = [];
+    wait.steps.forEach((step, i) => {
+      const before = wait.steps[i - 1];
+      if (before && step.attempt - before.attempt > 1) rows.push(["…", (step.attempt - before.attempt - 1) + " step(s) left out", "", "", "", ""]);
+      rows.push([step.attempt, step.answer, ms(step.durationMs), step.holderTtlMs === null ? "—" : ms(step.holderTtlMs),
+        ms(step.delayMs), step.why || "—"]);
+    });
+    details.append(detailTable("Steps of " + wait.name, {}, ["Attempt", "Answer", "Round trip", "Holder's lease left", "Sleeps", "Why"], rows));
+    const cell = el("td");
+    cell.append(details);
+    return cell;
   }
 
   function schedule() {

@@ -1,7 +1,8 @@
 /**
- * The JSON of `GET …/api/snapshot`. Owner tokens never leave the server (whoever knows one may
+ * The JSON of `GET …/api/snapshot` and `…/api/waits`. Owner tokens never leave the server (whoever knows one may
  * release its holds): holders and waiters carry a short digest instead.
  */
+import type { WaitWhy } from "../events.js";
 
 /** Who may do what through the inspector: `"none"` is refused with 403. */
 export type InspectorAccess = "write" | "read" | "none";
@@ -178,3 +179,55 @@ export interface InspectorSnapshot {
   };
   readonly cost: RefreshCost;
 }
+
+/** One step of a recent wait: an attempt's answer and the sleep chosen after it (`waitStep`). */
+export interface RecentWaitStep {
+  /** 1 is the first attempt; a gap in the numbers is where `droppedSteps` were left out. */
+  readonly attempt: number;
+  readonly answer: "acquired" | "busy" | "failed";
+  /** The request's round trip, ms (a park: how long it waited). */
+  readonly durationMs: number;
+  readonly holderTtlMs: number | null;
+  /** The sleep before the next attempt, ms (0 on the last step). */
+  readonly delayMs: number;
+  /** Why that sleep (`WaitWhy`: turn, leaseEnd, backoff, park, permits, outage, deadline). */
+  readonly why: WaitWhy | null;
+}
+
+/** One finished wait of the recording client: how it ended and its steps. */
+export interface RecentWait {
+  /** The wait's number in its client (`waitId` of its events). */
+  readonly id: number;
+  readonly name: string;
+  /** `acquired`, or `notAcquired` with its `reason`. */
+  readonly outcome: "acquired" | "notAcquired";
+  /** `busy` (the wait ran out) or the error's name, when not acquired; else null. */
+  readonly reason: string | null;
+  /** A release handed it the lock (push). */
+  readonly handOff: boolean;
+  /** Local time it ended, ms since the epoch (the recorder's clock, as `takenAt`). */
+  readonly endedAt: number;
+  readonly waitedMs: number;
+  /** Attempts sent (a park not counted). */
+  readonly requests: number;
+  /** The first and the last steps when there were more than `maxSteps`. */
+  readonly steps: readonly RecentWaitStep[];
+  /** Steps left out between the first and the last kept. */
+  readonly droppedSteps: number;
+}
+
+/**
+ * The JSON of `GET …/api/waits`: the recent waits of the client the inspector was given a
+ * recorder of (`recentWaits` option), newest first; `recording: false` without one.
+ */
+export type InspectedWaits =
+  | { readonly recording: false }
+  | {
+      readonly recording: true;
+      /** Local time of this answer, ms since the epoch (the clock of `endedAt`). */
+      readonly takenAt: number;
+      /** Waits kept at most, and steps kept per wait. */
+      readonly maxWaits: number;
+      readonly maxSteps: number;
+      readonly waits: readonly RecentWait[];
+    };

@@ -137,6 +137,7 @@ export async function acquireHold(
   const effectiveLease = plan.leaseMs;
 
   let operationId = newOperationId();
+  const waitId = runtime.events.newWaitId();
   let sentAt = 0;
   const startedAt = Date.now();
   let requests = 0;
@@ -169,7 +170,7 @@ export async function acquireHold(
       ...(runtime.events.listens("waitStep")
         ? {
             onStep: (step: WaitStep) =>
-              runtime.events.emit({ type: "waitStep", name: spec.name, ...step }),
+              runtime.events.emit({ type: "waitStep", name: spec.name, waitId, ...step }),
           }
         : {}),
     });
@@ -177,13 +178,19 @@ export async function acquireHold(
     // Not awaited on a failing backend: the error comes within its bound, not a call later.
     const answerBy = error instanceof LockBackendError ? 0 : Number.POSITIVE_INFINITY;
     await giveUp(spec, owner, operationId, answerBy);
-    emitNotAcquired(spec, startedAt, requests, error instanceof Error ? error.name : "Error");
+    emitNotAcquired(
+      spec,
+      waitId,
+      startedAt,
+      requests,
+      error instanceof Error ? error.name : "Error",
+    );
     throw error;
   }
   if (!result.acquired) {
     const backendTimeoutMs = runtime.ctx.retry.timeoutMs ?? CLIENT_DEFAULTS.backendTimeoutMs;
     await giveUp(spec, owner, operationId, plan.deadline + backendTimeoutMs);
-    emitNotAcquired(spec, startedAt, requests, "busy");
+    emitNotAcquired(spec, waitId, startedAt, requests, "busy");
     return {
       waitMs,
       holderTtlMs: result.holderTtlMs,
@@ -217,6 +224,7 @@ export async function acquireHold(
   runtime.events.emit({
     type: "acquired",
     name: spec.name,
+    waitId,
     fencingToken: result.value,
     waitedMs: Date.now() - startedAt,
     requests,
@@ -332,12 +340,14 @@ function watch(
 
 function emitNotAcquired(
   spec: AcquisitionSpec,
+  waitId: number,
   startedAt: number,
   requests: number,
   reason: string,
 ): void {
   const waitedMs = Date.now() - startedAt;
-  spec.runtime.events.emit({ type: "notAcquired", name: spec.name, waitedMs, requests, reason });
+  const { name } = spec;
+  spec.runtime.events.emit({ type: "notAcquired", name, waitId, waitedMs, requests, reason });
 }
 
 /** Emits `released` for each release request that answers. */

@@ -223,6 +223,17 @@ export class Journal {
   resourceErrors = 0;
   /** Sections in which a re-entry found the outer hold already gone. */
   reentriesAfterLoss = 0;
+  /**
+   * The acquisitions `waits` leaves out, timed: re-entries (one that found its hold gone waits as
+   * a new acquisition of the same owner) and tries (a try may wait up to a lease). Each queues
+   * with a place, a park and a grant of its own, beside any other wait of that owner.
+   */
+  readonly sideAcquisitions: {
+    readonly key: string;
+    readonly owner: string;
+    readonly startedAt: number;
+    endedAt: number;
+  }[] = [];
   /** Events the clients emitted, by type. */
   readonly events = new Map<string, number>();
   /** Lock handles whose signal aborted during the section. */

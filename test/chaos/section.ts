@@ -18,6 +18,7 @@ import type { DeathCause, Journal } from "./journal.js";
 import { type ArmingRequest, settledBefore } from "./killable-renewer.js";
 import type { OperationRunner } from "./operations.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive, HoldPlan } from "./primitive.js";
+import { tracedAs } from "./wait-trace.js";
 
 export interface SectionContext {
   readonly config: ChaosConfig;
@@ -446,7 +447,12 @@ async function holdAndRelease(
   let inner: ChaosHold | undefined;
   let uncertainHolds = false;
   if (script.reenter && hold.reenter) {
-    const reentered = await operations.run("reenter", () => hold.reenter!(script.innerMode));
+    const reentry = { key, owner: hold.owner, startedAt: Date.now(), endedAt: Infinity };
+    journal.sideAcquisitions.push(reentry);
+    const reentered = await operations.run("reenter", () =>
+      tracedAs(hold.owner, () => hold.reenter!(script.innerMode)),
+    );
+    reentry.endedAt = Date.now();
     if (reentered.ok) {
       inner = reentered.value;
       recordToken(journal, key, inner);

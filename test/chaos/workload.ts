@@ -524,7 +524,15 @@ function recordingWaits(primitive: ChaosPrimitive, journal: Journal): ChaosPrimi
   return {
     ...primitive,
     async acquire(isolate, key, plan) {
-      if (plan.tryOnly) return primitive.acquire(isolate, key, plan);
+      if (plan.tryOnly) {
+        const attempt = { key, owner: plan.owner, startedAt: Date.now(), endedAt: Infinity };
+        journal.sideAcquisitions.push(attempt);
+        try {
+          return await tracedAs(plan.owner, () => primitive.acquire(isolate, key, plan));
+        } finally {
+          attempt.endedAt = Date.now();
+        }
+      }
       const wait: WaitRecord = {
         key,
         owner: plan.owner,
@@ -651,7 +659,8 @@ function livenessOf(
     lateness: (from, to) => loopLag.lateness(from, to),
   });
   // FIFO kinds: a grant to a live waiter is its hold. A wait with a failed request of its own
-  // (what it did is unknown) or met by a force release of its key is not checked.
+  // (what it did is unknown), met by a force release of its key, or beside a try or re-entry of
+  // its owner on its key (a waiter of its own) is not checked.
   // Holds some call returned (acquisitions, re-entries, tryAcquire): a sibling's, not a grant.
   const returnedTokens = new Set(
     journal.tokens.map((each) => `${each.key}\n${each.owner}\n${each.token}`),
@@ -674,13 +683,25 @@ function livenessOf(
               release.sentAt <= wait.endedAt &&
               release.settledAt >= wait.startedAt,
           );
-          return failed || forced;
+          // A try or re-entry of the same owner on the key meanwhile (a sibling's) waits as a
+          // waiter of its own: a grant the observer sees for the owner may be that one's.
+          const beside = journal.sideAcquisitions.some(
+            (other) =>
+              other.key === wait.key &&
+              other.owner === wait.owner &&
+              other.startedAt <= wait.endedAt &&
+              other.endedAt >= wait.startedAt,
+          );
+          return failed || forced || beside;
         },
         (_wait, seenAt) => {
+          // A spike that began before the claim window closed: the claim (or the answer that
+          // would lead to it) may be held up past the window.
           if (
             spikes.some(
               (at) =>
-                at <= seenAt && seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
+                at <= seenAt + config.push.claimMs &&
+                seenAt <= at + config.spike.durationMs + config.spike.latencyMs,
             )
           ) {
             return true;

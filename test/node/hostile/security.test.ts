@@ -9,6 +9,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Redis } from "@upstash/redis";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
+import { lockKeys } from "../../../src/hold/keys.js";
 import {
   LockBackendError,
   LockClient,
@@ -16,11 +17,10 @@ import {
   LockNotHeldError,
   type RedisLike,
 } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import { Script } from "../../../src/transport/script.js";
 import { textOf } from "../../chaos/operations.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 import { isValidName, nameCase } from "./arbitraries.js";
 
 /** The Redis Cluster hash tag of a key: what decides its slot. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { LockClient, LockUpgradeError } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())(
   "read-write lock exactly-once under lost responses on %s",

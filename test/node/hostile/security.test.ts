@@ -50,18 +50,20 @@ const HOSTILE_NAMES = [
   " ",
 ];
 
-/** Every Script exported by a module under src/locks, whichever primitive it belongs to. */
+/** Every Script exported by a module under src/locks or src/hold, whichever primitive it belongs to. */
 async function lockScripts(): Promise<Script[]> {
-  const root = new URL("../../../src/locks/", import.meta.url);
-  const files = readdirSync(fileURLToPath(root), { recursive: true, encoding: "utf8" }).filter(
-    (file) => file.endsWith(".ts"),
-  );
   const scripts = new Set<Script>();
-  for (const file of files) {
-    const module: Record<string, unknown> = await import(
-      pathToFileURL(fileURLToPath(new URL(file, root))).href
+  for (const folder of ["../../../src/locks/", "../../../src/hold/"]) {
+    const root = new URL(folder, import.meta.url);
+    const files = readdirSync(fileURLToPath(root), { recursive: true, encoding: "utf8" }).filter(
+      (file) => file.endsWith(".ts"),
     );
-    for (const value of Object.values(module)) if (value instanceof Script) scripts.add(value);
+    for (const file of files) {
+      const module: Record<string, unknown> = await import(
+        pathToFileURL(fileURLToPath(new URL(file, root))).href
+      );
+      for (const value of Object.values(module)) if (value instanceof Script) scripts.add(value);
+    }
   }
   return [...scripts];
 }

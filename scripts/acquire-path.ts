@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "@upstash/redis";
 import { startDevServer } from "../dev/index.js";
 import { LockClient, type WaitOptions } from "../src/index.js";
-import { STREAM_LINGER_MS } from "../src/wait/subscription.js";
+import { STREAM_LINGER_MS } from "../src/wait/push/subscription.js";
 import { REPO_ROOT } from "./packed-project.js";
 
 /**

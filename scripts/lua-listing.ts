@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LockScript } from "../src/locks/script.js";
+import { LockScript } from "../src/hold/script.js";
 import { type CataloguedScript, SCRIPTS } from "../src/scripts.js";
 import { REPO_ROOT } from "./packed-project.js";
 

@@ -16,7 +16,7 @@ const UNFLAGGED_ON_PURPOSE: Readonly<Record<string, string>> = {
   "test/node/dev/protocol.test.ts": "tests the REST protocol with a raw EVAL",
   "test/node/dev/pubsub.test.ts": "tests PUBLISH from a raw EVAL",
   "test/node/dev/engine/upstash-client.test.ts": "tests the engine through a raw EVAL",
-  "test/node/lock/hold-statistics.test.ts": "evaluates Lua fragments on their own",
+  "test/node/exclusive/hold-statistics.test.ts": "evaluates Lua fragments on their own",
   "test/node/safety/shared-expiry.test.ts": "reads expiry times with a raw script",
 };
 

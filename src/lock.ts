@@ -20,9 +20,9 @@ export {
   LockWaitTimeoutError,
 } from "./errors.js";
 export type { LockEvent, LockEventListener, LockEventType, WaitWhy } from "./events.js";
+export { LockHandle } from "./hold/handle.js";
+export type { HeldLock } from "./hold/held-lock.js";
 export { type AcquireOptions, Lock } from "./locks/exclusive/lock.js";
-export { LockHandle } from "./locks/handle.js";
-export type { HeldLock } from "./locks/held-lock.js";
 export { type LockClientOptions, PlainLockClient } from "./plain-lock-client.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export type { WaitOptions } from "./wait/policy.js";

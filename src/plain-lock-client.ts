@@ -8,13 +8,12 @@
 import { CLIENT_DEFAULTS } from "./defaults.js";
 import { LockInputError } from "./errors.js";
 import { type LockEventListener, LockEvents, type LockEventType } from "./events.js";
+import type { OperationContext } from "./hold/context.js";
+import type { LockHandle } from "./hold/handle.js";
+import { acquireLiveHold } from "./hold/live-hold.js";
 import { newOwnerToken } from "./ids.js";
-import type { OperationContext } from "./locks/context.js";
 import type { AcquireOptions } from "./locks/exclusive/lock.js";
 import { Lock } from "./locks/exclusive/lock.js";
-import type { LockHandle } from "./locks/handle.js";
-import { acquireLiveHold } from "./locks/live-hold.js";
-import type { LockRuntime } from "./locks/runtime.js";
 import { currentScopeOwner, runWithOwner } from "./scope.js";
 import type { CallObserver } from "./transport/call.js";
 import { checkCredentials } from "./transport/diagnose.js";
@@ -28,9 +27,10 @@ import {
   checkOwner,
   checkPrefix,
 } from "./validate.js";
-import { BlockingPops, ParkedSiblings, RecentContention } from "./wait/client-state.js";
 import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
-import { HandOffSubscriptions } from "./wait/subscription.js";
+import { BlockingPops, ParkedSiblings, RecentContention } from "./wait/push/client-state.js";
+import { HandOffSubscriptions } from "./wait/push/subscription.js";
+import type { LockRuntime } from "./wait/runtime.js";
 import { inProcessRenewer } from "./watchdog/in-process.js";
 import { WatchdogRegistry } from "./watchdog/registry.js";
 import type { Renewer } from "./watchdog/renewer.js";

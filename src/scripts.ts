@@ -8,6 +8,9 @@
  * neither to the other; no entry point imports it.
  */
 
+import { LEAVE_QUEUE } from "./hold/queue/leave.js";
+import { QUEUE_LENGTH } from "./hold/queue/length.js";
+import { checkScriptNeeds, declaredFragments } from "./hold/script.js";
 import { LOOKUP, PUT } from "./hono/response-store.js";
 import { QUEUE_MEMBERS } from "./inspector/actions.js";
 import { READ_LATCH } from "./inspector/read-latch.js";
@@ -24,8 +27,6 @@ import { MULTI_ACQUIRE } from "./locks/multi-lock/acquire.js";
 import { MULTI_EXTEND } from "./locks/multi-lock/extend.js";
 import { MULTI_RELEASE } from "./locks/multi-lock/release.js";
 import { MULTI_ROLLBACK } from "./locks/multi-lock/rollback.js";
-import { LEAVE_QUEUE } from "./locks/queue/leave.js";
-import { QUEUE_LENGTH } from "./locks/queue/length.js";
 import { UNDO_ACQUIRE } from "./locks/quorum-lock/undo.js";
 import { READ_ABANDON } from "./locks/read-write-lock/read-abandon.js";
 import { READ_ACQUIRE } from "./locks/read-write-lock/read-acquire.js";
@@ -34,7 +35,6 @@ import { READ_FORCE_RELEASE } from "./locks/read-write-lock/read-force-release.j
 import { READ_INSPECT } from "./locks/read-write-lock/read-inspect.js";
 import { READ_RELEASE } from "./locks/read-write-lock/read-release.js";
 import { WRITE_ACQUIRE } from "./locks/read-write-lock/write-acquire.js";
-import { checkScriptNeeds, declaredFragments } from "./locks/script.js";
 
 /**
  * What the catalogue knows of a script: its name, its text, and its text as sent where Upstash's

@@ -8,11 +8,11 @@
  */
 import { createEmbeddedBackend } from "../../dev/engine/index.js";
 import { CLIENT_DEFAULTS } from "../../src/defaults.js";
+import { lockKeys } from "../../src/hold/keys.js";
+import { PACE_TTL_MS } from "../../src/hold/pace.js";
+import type { LockScript } from "../../src/hold/script.js";
 import { ACQUIRE } from "../../src/locks/exclusive/acquire.js";
 import { RELEASE } from "../../src/locks/exclusive/release.js";
-import { lockKeys } from "../../src/locks/keys.js";
-import { PACE_TTL_MS } from "../../src/locks/pace.js";
-import type { LockScript } from "../../src/locks/script.js";
 
 /** The kinds of EVALSHA a round sends, in the order they are reported. */
 const STEPS = ["acquire (free)", "acquire (busy)", "release", "acquire (its turn)"] as const;

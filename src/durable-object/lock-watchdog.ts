@@ -12,7 +12,7 @@
  * renewals happen at a third of the lease, and the next alarm is armed in `finally`.
  */
 import { LockInputError } from "../errors.js";
-import type { OperationContext } from "../locks/context.js";
+import type { OperationContext } from "../hold/context.js";
 import { redisMessageOf } from "../transport/failures.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import {

@@ -4,9 +4,9 @@
  * still exists and never re-creates one that ended — a lock released or taken, a permit hold
  * whose lease passed (redis-semaphore#175) — so a late alarm cannot revive what it renews.
  */
-import type { OperationContext } from "../locks/context.js";
+import type { OperationContext } from "../hold/context.js";
+import { lockKeys } from "../hold/keys.js";
 import { extendLease } from "../locks/exclusive/extend.js";
-import { lockKeys } from "../locks/keys.js";
 import { extendPermits } from "../locks/semaphore/extend.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
 import { parseHoldKey } from "./messages.js";

@@ -1,5 +1,5 @@
 /** What the middleware needs of a lock and its hold, structurally; every edgelock lock fits. */
-import type * as Handles from "../locks/held-lock.js";
+import type * as Handles from "../hold/held-lock.js";
 import type { AcquireOptions } from "../wait/acquire.js";
 
 /**

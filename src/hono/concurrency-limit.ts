@@ -9,7 +9,7 @@ import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { LockClient } from "../client.js";
 import { LockInputError, LockNotHeldError, LockWaitTimeoutError } from "../errors.js";
-import { acquireLiveHold } from "../locks/live-hold.js";
+import { acquireLiveHold } from "../hold/live-hold.js";
 import type { PermitHandle } from "../locks/semaphore/permit-handle.js";
 import { checkCount, checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";

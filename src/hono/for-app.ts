@@ -4,7 +4,7 @@
  * `createFactory<Env>()` does.
  */
 import type { Env, Hono, MiddlewareHandler, Schema } from "hono";
-import type { LockHandle } from "../locks/handle.js";
+import type { LockHandle } from "../hold/handle.js";
 import type { ReleasableHold } from "./acquirable-lock.js";
 import {
   type ConcurrencyLimitOptions,

@@ -6,7 +6,7 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
-import type { LockHandle } from "../locks/handle.js";
+import type { LockHandle } from "../hold/handle.js";
 import { PlainLockClient } from "../plain-lock-client.js";
 import { sleep } from "../sleep.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";

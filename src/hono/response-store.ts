@@ -5,10 +5,11 @@
  *   <prefix>:{<name>}:fence      its fence counter
  *   <prefix>:{<name>}:response   the recorded response, kept for the idempotency ttl
  */
+
+import { type LockKeys, lockKeys } from "../hold/keys.js";
+import { integerReply, ttlOrNull } from "../hold/reply.js";
+import { defineScript } from "../hold/script.js";
 import { newOperationId } from "../ids.js";
-import { type LockKeys, lockKeys } from "../locks/keys.js";
-import { integerReply, ttlOrNull } from "../locks/reply.js";
-import { defineScript } from "../locks/script.js";
 import { callScript, type RetryOptions } from "../transport/call.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { decodeRecord, encodeRecord, type RecordedResponse } from "./recorded-response.js";

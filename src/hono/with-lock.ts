@@ -7,8 +7,8 @@ import {
   LockNotHeldError,
   LockWaitTimeoutError,
 } from "../errors.js";
-import type { LockHandle } from "../locks/handle.js";
-import { acquireLiveHold } from "../locks/live-hold.js";
+import type { LockHandle } from "../hold/handle.js";
+import { acquireLiveHold } from "../hold/live-hold.js";
 import type { PlainLockClient } from "../plain-lock-client.js";
 import { checkDuration, checkLease, checkOptions } from "../validate.js";
 import type { WaitOptions } from "../wait/policy.js";

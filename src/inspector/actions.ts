@@ -5,8 +5,8 @@
  */
 import type { LockClient as RootLockClient } from "../client.js";
 import { LockInputError } from "../errors.js";
-import { readWriteLockKeys } from "../locks/keys.js";
-import { leaveQueue } from "../locks/queue/leave.js";
+import { readWriteLockKeys } from "../hold/keys.js";
+import { leaveQueue } from "../hold/queue/leave.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
 import { callScript } from "../transport/call.js";
 import { Script } from "../transport/script.js";

@@ -4,8 +4,9 @@
  * semaphore's or a latch's) and whether it exists only while that is in use. The suffixes come
  * from the kinds' own key builders, so a changed layout changes them here too.
  */
+
+import { readWriteLockKeys } from "../hold/keys.js";
 import { latchKeys } from "../locks/count-down-latch/keys.js";
-import { readWriteLockKeys } from "../locks/keys.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
 
 /** What the inspector reads, each with its own read script. */

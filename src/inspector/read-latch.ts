@@ -2,9 +2,10 @@
  * Reads one count-down latch in one read-only script: the latch's own read (`latch.count()`),
  * sent as a read-only script so that a read-only token may run it too.
  */
+
+import { ttlOrNull } from "../hold/reply.js";
 import { LATCH_COUNT } from "../locks/count-down-latch/count.js";
 import { latchKeys } from "../locks/count-down-latch/keys.js";
-import { ttlOrNull } from "../locks/reply.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";
 import { list } from "./reply.js";
 import type { InspectedLatch } from "./types.js";

@@ -3,8 +3,8 @@
  * live holds and live waiters by server time, as `semaphore.state()` counts them; owner tokens
  * are digested before the state leaves this module.
  */
-import { SERVER_NOW_MS } from "../locks/lua.js";
-import { scriptHeader } from "../locks/script.js";
+import { SERVER_NOW_MS } from "../hold/lua.js";
+import { scriptHeader } from "../hold/script.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
 import { permitsOf } from "../locks/semaphore/lua.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";

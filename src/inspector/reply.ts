@@ -12,7 +12,7 @@ export async function digest(text: string): Promise<string> {
   return hex;
 }
 
-/** A queue member `<owner> <operation id>` (src/locks/queue/lua.ts) split in two. */
+/** A queue member `<owner> <operation id>` (src/hold/queue/lua.ts) split in two. */
 export function splitMember(member: string): { owner: string; operationId: string } {
   const space = member.lastIndexOf(" ");
   return space < 0

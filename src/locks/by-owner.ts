@@ -1,8 +1,8 @@
 /** The owner-addressed operations every lock kind offers beside its handles. */
 import { LockNotHeldError } from "../errors.js";
+import type { ReleaseResult } from "../hold/state.js";
 import { checkOptions, checkOwner } from "../validate.js";
-import type { LockRuntime } from "./runtime.js";
-import type { ReleaseResult } from "./state.js";
+import type { LockRuntime } from "../wait/runtime.js";
 
 /** `lock.release({ owner })`: LockNotHeldError (naming `what`: `Lock "orders"`) if none held. */
 export async function releaseForOwner(

@@ -2,8 +2,8 @@
  * @internal What a lock made of locks (MultiLock, RedLock) needs from a member, kept off the
  * public objects in a registry only the library reads.
  */
-import type { LockKeys } from "./keys.js";
-import type { LockRuntime } from "./runtime.js";
+import type { LockKeys } from "../hold/keys.js";
+import type { LockRuntime } from "../wait/runtime.js";
 import type { LockKind } from "./single-name-lock.js";
 
 export interface LockInternals {

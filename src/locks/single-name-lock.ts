@@ -3,13 +3,13 @@
  * kind's operations.
  */
 
+import type { LockHandle } from "../hold/handle.js";
+import type { LockState, ReleaseResult } from "../hold/state.js";
 import type { AcquireOptions } from "../wait/acquire.js";
 import { type AcquisitionSpec, acquireOrNull, acquireOrThrow } from "../wait/acquire.js";
 import type { WaitPlan } from "../wait/attempt.js";
+import type { LockRuntime } from "../wait/runtime.js";
 import { ownerToCount, releaseForOwner } from "./by-owner.js";
-import type { LockHandle } from "./handle.js";
-import type { LockRuntime } from "./runtime.js";
-import type { LockState, ReleaseResult } from "./state.js";
 
 /** Replaces `instanceof` checks between kinds. */
 export type LockKind = "lock" | "fairLock" | "readLock" | "writeLock";

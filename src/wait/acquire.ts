@@ -4,18 +4,18 @@
  */
 import { CLIENT_DEFAULTS } from "../defaults.js";
 import { LockBackendError, LockWaitTimeoutError } from "../errors.js";
+import { type HoldControl, LockHandle } from "../hold/handle.js";
 import { newOperationId } from "../ids.js";
-import { type HoldControl, LockHandle } from "../locks/handle.js";
-import type { LockRuntime } from "../locks/runtime.js";
 import { settleBy } from "../transport/call.js";
 import { checkCanPark } from "../transport/redis-like.js";
 import { checkDuration, checkLease, checkOptions, checkSignal } from "../validate.js";
 import type { HoldKind } from "../watchdog/renewer.js";
 import type { AttemptOutcome, HandOff, RenewedHold, WaitPlan } from "./attempt.js";
 import { heldByOtherLocalOwner, noteLocalHold } from "./local-holds.js";
-import { confirmClaim } from "./parking.js";
 import { resolveWaitPolicy, type WaitOptions } from "./policy.js";
 import { pollForLock, type WaitStep } from "./poll.js";
+import { confirmClaim } from "./push/parking.js";
+import type { LockRuntime } from "./runtime.js";
 
 export interface AcquireOptions {
   /**

@@ -3,7 +3,7 @@
  * them can say it waited for its own client: a nested acquisition or a write after a read taken
  * under another owner (outside one `client.scope()`) never comes free while the caller waits.
  */
-import type { LockRuntime } from "../locks/runtime.js";
+import type { LockRuntime } from "./runtime.js";
 
 /** Per client: lock key → owner → live handles. */
 const liveHolds = new WeakMap<LockRuntime, Map<string, Map<string, number>>>();

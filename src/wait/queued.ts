@@ -4,12 +4,12 @@
  * (parking.ts, listening.ts). The kind supplies its attempt script, its pacing and its leave.
  */
 import { QUEUE_DEFAULTS } from "../defaults.js";
-import type { LockRuntime } from "../locks/runtime.js";
 import { checkDuration } from "../validate.js";
 import type { AcquisitionSpec } from "./acquire.js";
 import type { QueuedAttemptOutcome, WaiterTerms, WaitPlan } from "./attempt.js";
+import { NOT_YET, type Park, parkingFor, type WaitKeys } from "./push/wake.js";
+import type { LockRuntime } from "./runtime.js";
 import { TurnPacer, type TurnView } from "./turn.js";
-import { NOT_YET, type Park, parkingFor, type WaitKeys } from "./wake.js";
 
 export const DEFAULT_WAITER_TIMEOUT_MS = QUEUE_DEFAULTS.waiterTimeoutMs;
 /** Smallest `waiterTimeoutMs`: a waiter polls every third of it, with room for round trips. */

@@ -21,8 +21,8 @@ import type {
   WatchdogStub,
 } from "../../src/durable-object/platform.js";
 import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
+import { lockKeys } from "../../src/hold/keys.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
-import { lockKeys } from "../../src/locks/keys.js";
 import { sleep as sleepMs } from "../../src/sleep.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 import { sentScript } from "../support/sent-script.js";

@@ -25,7 +25,7 @@ import { createPrng } from "../../dev/rest/faults.js";
 import { ACQUIRE_ARGS } from "../../src/locks/exclusive/acquire.js";
 import { SEMAPHORE_ACQUIRE } from "../../src/locks/semaphore/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../src/transport/redis-like.js";
-import { isOpenedWord, parseHandOffWord } from "../../src/wait/subscription.js";
+import { isOpenedWord, parseHandOffWord } from "../../src/wait/push/subscription.js";
 
 export interface SubscriptionFaultOptions {
   /** Fraction of words never passed on. */

@@ -7,8 +7,8 @@
  */
 import type { Redis } from "@upstash/redis";
 import fc from "fast-check";
+import type { OperationContext } from "../../src/hold/context.js";
 import { LockClient, LockNotHeldError } from "../../src/index.js";
-import type { OperationContext } from "../../src/locks/context.js";
 import { sleep } from "../../src/sleep.js";
 
 export interface ModelCheck<M extends object, R> {

@@ -8,16 +8,16 @@
 
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
+import { lockKeys } from "../../src/hold/keys.js";
 import {
   LockAbortedError,
   LockClient,
   type RedisLike,
   SemaphoreCapacityError,
 } from "../../src/index.js";
-import { lockKeys } from "../../src/locks/keys.js";
 import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
 import { subscribeHearingEnd } from "../../src/transport/stream-end.js";
-import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/subscription.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/push/subscription.js";
 import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
 const servers = TEST_SERVERS;

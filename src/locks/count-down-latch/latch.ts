@@ -4,7 +4,7 @@
  * abandoned latch vanishes after `ttlMs`, and a vanished latch reads as open (count 0), as in
  * Redisson, where a latch that was never set is open too. Waiting is polling with the shared
  * wait policy's backoff, bounded by the latch's expiry; in push mode it listens on the latch's
- * channel instead, where the countDown that opens it publishes (wait/opening.ts).
+ * channel instead, where the countDown that opens it publishes (wait/push/opening.ts).
  */
 import { newOperationId } from "../../ids.js";
 import {
@@ -14,10 +14,10 @@ import {
   checkOptions,
   checkSignal,
 } from "../../validate.js";
-import { OpeningWatch } from "../../wait/opening.js";
 import { resolveWaitPolicy, type WaitOptions } from "../../wait/policy.js";
 import { type PollOutcome, pollForLock } from "../../wait/poll.js";
-import type { LockRuntime } from "../runtime.js";
+import { OpeningWatch } from "../../wait/push/opening.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { readLatch } from "./count.js";
 import { type LatchKeys, latchKeys } from "./keys.js";
 import { countLatchDown, trySetLatchCount } from "./update.js";

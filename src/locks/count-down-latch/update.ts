@@ -2,8 +2,8 @@
  * The latch's two changes, each exactly-once under re-sends (an operation record): setting the
  * count when it is 0 or unset, and counting down by one (deleting the key at 0).
  */
-import type { OperationContext } from "../context.js";
-import { defineScript, runScript } from "../script.js";
+import type { OperationContext } from "../../hold/context.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import type { LatchKeys } from "./keys.js";
 
 // KEYS: 1 count, 2 operation record. ARGV: 1 count to set, 2 its ttl ms, 3 operation ttl ms

@@ -3,23 +3,29 @@
  * re-enter it, or join / keep a place in the lock's waiter queue and learn when the turn is
  * expected (src/wait/turn.ts). Dead waiters (deadline passed) are pruned first.
  */
-import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
-import { knownOrNull } from "../../wait/turn.js";
-import type { OperationContext } from "../context.js";
-import { LUA_FRAGMENTS } from "../fragment.js";
-import type { LockKeys } from "../keys.js";
-import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
+
+import type { OperationContext } from "../../hold/context.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
+import type { LockKeys } from "../../hold/keys.js";
+import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../../hold/lua.js";
 import {
   busyTurnReply,
   learnHandOff,
   learnRoundTrip,
   markContendedHold,
   PACE_TTL_MS,
-} from "../pace.js";
-import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
-import { joinQueue, pruneDeadWaiters, reservedForAnother, WAITER_LUA } from "../queue/lua.js";
-import { ttlOrNull } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
+} from "../../hold/pace.js";
+import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
+import {
+  joinQueue,
+  pruneDeadWaiters,
+  reservedForAnother,
+  WAITER_LUA,
+} from "../../hold/queue/lua.js";
+import { ttlOrNull } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
+import { knownOrNull } from "../../wait/turn.js";
 
 /**
  * The fast path of an acquisition (issue 42): when the lock is free, nobody queues or is parked

@@ -1,17 +1,18 @@
 /** Delete the lock whoever holds it (Redisson forceUnlock). The fence counter stays. */
-import { newOperationId } from "../../ids.js";
-import type { OperationContext } from "../context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
+
+import type { OperationContext } from "../../hold/context.js";
+import type { LockKeys, ReadWriteLockKeys } from "../../hold/keys.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
   handOffChannelKeys,
   handOffFreedLock,
-} from "../queue/hand-off.js";
-import { YES_OR_NO } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
+} from "../../hold/queue/hand-off.js";
+import { YES_OR_NO } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import { newOperationId } from "../../ids.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
 //       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records,

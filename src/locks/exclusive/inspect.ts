@@ -1,10 +1,10 @@
 /** The lock's state in one request. */
 
-import type { OperationContext } from "../context.js";
-import type { LockKeys } from "../keys.js";
-import { ttlOrNull } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
-import type { LockState } from "../state.js";
+import type { OperationContext } from "../../hold/context.js";
+import type { LockKeys } from "../../hold/keys.js";
+import { ttlOrNull } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { LockState } from "../../hold/state.js";
 
 // KEYS: 1 lock hash. ARGV: 1 owner, or '' for whoever holds it
 // Reply: {locked 0/1, pttl, holds}

@@ -1,8 +1,8 @@
+import { lockKeys } from "../../hold/keys.js";
 import { checkLockName } from "../../validate.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { registerLockInternals } from "../internals.js";
-import { lockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import { exclusiveOperations } from "./operations.js";
 

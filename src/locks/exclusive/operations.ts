@@ -2,13 +2,14 @@
  * The operations on an exclusive hold hash, shared by every exclusive kind: the fair and write
  * locks replace only the acquisition.
  */
+
+import type { OperationContext } from "../../hold/context.js";
+import type { LockKeys, ReadWriteLockKeys } from "../../hold/keys.js";
+import { leaveParkedQueue } from "../../hold/queue/leave.js";
 import type { AcquisitionSpec } from "../../wait/acquire.js";
 import type { WaitPlan } from "../../wait/attempt.js";
 import { DEFAULT_WAITER_TIMEOUT_MS, type QueuedKind, queuedAttempts } from "../../wait/queued.js";
-import type { OperationContext } from "../context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import { leaveParkedQueue } from "../queue/leave.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import type { LockOperations } from "../single-name-lock.js";
 import { type AcquireRule, attemptAcquire } from "./acquire.js";
 import { extendLease } from "./extend.js";

@@ -2,20 +2,21 @@
  * Release one hold of an owner: the hold count drops by one; at zero the lock is deleted. The
  * same script serves the fair lock (same keys).
  */
-import { newOperationId } from "../../ids.js";
-import type { OperationContext } from "../context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../keys.js";
-import { releaseOneHold, SERVER_NOW_MS } from "../lua.js";
-import { learnHandOff, learnHold, PACE_TTL_MS, TIMED_FIELD } from "../pace.js";
+
+import type { OperationContext } from "../../hold/context.js";
+import type { LockKeys, ReadWriteLockKeys } from "../../hold/keys.js";
+import { releaseOneHold, SERVER_NOW_MS } from "../../hold/lua.js";
+import { learnHandOff, learnHold, PACE_TTL_MS, TIMED_FIELD } from "../../hold/pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
   handOffChannelKeys,
   handOffFreedLock,
-} from "../queue/hand-off.js";
-import { reserveForHead } from "../queue/lua.js";
-import { defineScript, runScript } from "../script.js";
-import type { ReleaseResult } from "../state.js";
+} from "../../hold/queue/hand-off.js";
+import { reserveForHead } from "../../hold/queue/lua.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { ReleaseResult } from "../../hold/state.js";
+import { newOperationId } from "../../ids.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
 //       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 the

@@ -1,13 +1,13 @@
+import type { OperationContext } from "../../hold/context.js";
+import type { LockHandle } from "../../hold/handle.js";
+import { type FairLockKeys, fairLockKeys } from "../../hold/keys.js";
+import { queueLength } from "../../hold/queue/length.js";
 import { checkLockName, checkOptions } from "../../validate.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
 import { checkWaiterTimeout, type QueueOptions, queuedAttempts } from "../../wait/queued.js";
-import type { OperationContext } from "../context.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
-import type { LockHandle } from "../handle.js";
 import { registerLockInternals } from "../internals.js";
-import { type FairLockKeys, fairLockKeys } from "../keys.js";
-import { queueLength } from "../queue/length.js";
-import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 
 /** Options of `client.fairLock(name, options)`. */

@@ -3,10 +3,11 @@
  * ever visible and no lock ordering is needed. Each member is a reentrant lock with its own
  * fencing token; all end together (ALIGN_ENDS_LUA).
  */
+
+import { fenceStillAt } from "../../hold/lua.js";
+import { checkedReply, ttlOrNull } from "../../hold/reply.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { fenceStillAt } from "../lua.js";
-import { checkedReply, ttlOrNull } from "../reply.js";
 import type { MemberGroup } from "./members.js";
 import { ALIGN_ENDS_LUA, groupRecord, lockAndFenceKeys } from "./members.js";
 import { UNDO_HOLDS_LUA } from "./rollback.js";

@@ -3,9 +3,9 @@
  * `release()` calls: one operation id per group, and a released group is not asked again.
  */
 import { LockBackendError } from "../../errors.js";
+import type { HoldControl } from "../../hold/handle.js";
+import type { ReleaseResult } from "../../hold/state.js";
 import { newOperationId } from "../../ids.js";
-import type { HoldControl } from "../handle.js";
-import type { ReleaseResult } from "../state.js";
 import { extendGroup } from "./extend.js";
 import type { MemberGroup } from "./members.js";
 import { releaseGroup } from "./release.js";

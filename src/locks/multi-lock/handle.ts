@@ -3,8 +3,8 @@
 /** A hold on every member of a MultiLock: one lease, one signal, one fencing token per member. */
 
 import { LockNotHeldError } from "../../errors.js";
-import type { LockHandle } from "../handle.js";
-import type { HeldLock } from "../held-lock.js";
+import type { LockHandle } from "../../hold/handle.js";
+import type { HeldLock } from "../../hold/held-lock.js";
 import type { MultiHoldControl } from "./control.js";
 
 /** One member of a MultiLock hold: its lock's name and its own fencing token. */

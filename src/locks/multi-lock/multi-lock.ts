@@ -5,7 +5,7 @@
 import { LockWaitTimeoutError } from "../../errors.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
 import { type AcquisitionSpec, acquireHold, type WatchTarget } from "../../wait/acquire.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { attemptAll, type UnsettledRollback } from "./attempt.js";
 import { extendAll, type MultiHoldControl, multiHoldControl } from "./control.js";
 import { MultiLockHandle } from "./handle.js";

@@ -1,7 +1,8 @@
 /** Release one hold of an owner on every member of a group, in one script call. */
+
+import { integerReply } from "../../hold/reply.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { integerReply } from "../reply.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, HOLDS_IT_LUA, lockAndFenceKeys, memberTokens } from "./members.js";
 

@@ -2,9 +2,10 @@
  * Undo one group acquisition exactly, by operation id, after a miss or an unknown outcome: if it
  * ran, its holds are released once; if not, a tombstone makes a late copy take nothing.
  */
+
+import { fenceStillAt } from "../../hold/lua.js";
 import { callScript } from "../../transport/call.js";
 import { Script } from "../../transport/script.js";
-import { fenceStillAt } from "../lua.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, lockAndFenceKeys } from "./members.js";
 

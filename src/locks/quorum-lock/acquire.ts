@@ -1,8 +1,9 @@
 /** The reentrant lock's acquire on one database, by an operation id undo.ts can undo exactly. */
+
+import { PACE_TTL_MS } from "../../hold/pace.js";
+import { ttlOrNull } from "../../hold/reply.js";
+import { runScript } from "../../hold/script.js";
 import { ACQUIRE } from "../exclusive/acquire.js";
-import { PACE_TTL_MS } from "../pace.js";
-import { ttlOrNull } from "../reply.js";
-import { runScript } from "../script.js";
 import type { Database } from "./databases.js";
 
 export type DatabaseVote =

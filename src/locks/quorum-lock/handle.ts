@@ -6,8 +6,8 @@
  */
 
 import { LockLostError, QuorumLostError } from "../../errors.js";
-import type { LockHandle } from "../handle.js";
-import type { HeldLock } from "../held-lock.js";
+import type { LockHandle } from "../../hold/handle.js";
+import type { HeldLock } from "../../hold/held-lock.js";
 import type { QuorumHold } from "./hold.js";
 
 /** A RedLock hold: the databases that granted it, each with its own fencing token, trusted until `validUntil`. */

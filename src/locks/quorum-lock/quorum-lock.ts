@@ -7,7 +7,7 @@ import { newOperationId } from "../../ids.js";
 import { isTransientFailure, markTransient } from "../../transport/failures.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
 import { type AcquisitionSpec, acquireHold } from "../../wait/acquire.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { attemptQuorum } from "./attempt.js";
 import type { Database } from "./databases.js";
 import { extendQuorum } from "./extend.js";

@@ -4,12 +4,12 @@
  * that answered is not asked again.
  */
 import { LockBackendError } from "../../errors.js";
+import { PACE_TTL_MS } from "../../hold/pace.js";
+import { handOffChannelKeys } from "../../hold/queue/hand-off.js";
+import { runScript } from "../../hold/script.js";
+import type { ReleaseResult } from "../../hold/state.js";
 import { newOperationId } from "../../ids.js";
 import { RELEASE } from "../exclusive/release.js";
-import { PACE_TTL_MS } from "../pace.js";
-import { handOffChannelKeys } from "../queue/hand-off.js";
-import { runScript } from "../script.js";
-import type { ReleaseResult } from "../state.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";
 import type { QuorumHold } from "./hold.js";

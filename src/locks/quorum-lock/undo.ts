@@ -4,9 +4,9 @@
  * replay as "not acquired". An undo after that hold ended releases nothing, even if the owner
  * holds the lock again: that later hold drew a newer fencing token.
  */
-import { fenceStillAt } from "../lua.js";
-import { YES_OR_NO } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
+import { fenceStillAt } from "../../hold/lua.js";
+import { YES_OR_NO } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import type { Database } from "./databases.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token

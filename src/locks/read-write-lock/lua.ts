@@ -1,5 +1,5 @@
 /** Lua fragments of the read-write lock's scripts. */
-import { LUA_FRAGMENTS } from "../fragment.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
 
 /**
  * Drops read holds whose expiry has passed from `readsKey` and counts them off their owner in

@@ -4,10 +4,11 @@
  * record `left` and takes no read hold. If such a copy ran first and took the acquisition's read
  * hold, that hold is released instead.
  */
+
+import type { OperationContext } from "../../hold/context.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import { newOperationId } from "../../ids.js";
-import type { OperationContext } from "../context.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import { defineScript, runScript } from "../script.js";
 import { releaseReadHold } from "./read-release.js";
 
 // KEYS: 1 the acquisition's operation record. ARGV: 1 its ttl ms.

@@ -4,13 +4,14 @@
  * Owners that already hold (a read hold, or the write lock: downgrade) always get one more, so
  * a waiting writer never deadlocks a reader that re-enters.
  */
+
+import type { OperationContext } from "../../hold/context.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { ttlOrNull } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import type { AttemptOutcome } from "../../wait/attempt.js";
-import type { OperationContext } from "../context.js";
-import { LUA_FRAGMENTS } from "../fragment.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { ttlOrNull } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 

@@ -3,11 +3,11 @@
  * how long until the last one surely ends. Expired holds not yet pruned are not counted.
  */
 
-import type { OperationContext } from "../context.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { defineScript, runScript } from "../script.js";
-import type { LockState } from "../state.js";
+import type { OperationContext } from "../../hold/context.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { LockState } from "../../hold/state.js";
 
 // KEYS: 1 reads, 2 readers. ARGV: 1 owner, or '' for all readers
 // Reply: {locked 0/1, ms until the last hold ends (-2 none), holds}

@@ -1,8 +1,8 @@
+import type { LockHandle } from "../../hold/handle.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { newOperationId } from "../../ids.js";
 import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
-import type { LockHandle } from "../handle.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import { abandonReadAcquisition } from "./read-abandon.js";
 import { attemptReadAcquire } from "./read-acquire.js";

@@ -2,15 +2,16 @@
  * Release one read hold: the given hold, or (without a handle) the owner's hold that expires
  * first. The owner's other holds keep their own expiries.
  */
+
+import type { OperationContext } from "../../hold/context.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
+import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../../hold/queue/hand-off.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { ReleaseResult } from "../../hold/state.js";
 import { newOperationId } from "../../ids.js";
-import type { OperationContext } from "../context.js";
-import { LUA_FRAGMENTS } from "../fragment.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { PACE_TTL_MS, timeHandedOffHold } from "../pace.js";
-import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../queue/hand-off.js";
-import { defineScript, runScript } from "../script.js";
-import type { ReleaseResult } from "../state.js";
 import { pruneExpiredReads } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 

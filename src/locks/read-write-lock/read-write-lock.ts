@@ -4,9 +4,10 @@
  * reader asking for the write lock fails at once with LockUpgradeError instead of deadlocking.
  * Writer preference (default on) keeps a stream of new readers from starving writers.
  */
+
+import { readWriteLockKeys } from "../../hold/keys.js";
 import { checkLockName } from "../../validate.js";
-import { readWriteLockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { ReadLock } from "./read-lock.js";
 import {
   type ReadWriteLockOptions,

@@ -1,10 +1,10 @@
 /** Options of a read-write lock, shared by its read and write sides. */
 
 import { LockInputError } from "../../errors.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { checkOptions } from "../../validate.js";
 import { checkWaiterTimeout, type QueueOptions } from "../../wait/queued.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 
 /** Options of `client.readWriteLock(name, options)`. */
 export interface ReadWriteLockOptions extends QueueOptions {

@@ -7,26 +7,26 @@
  * it is refused at once: upgrading would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
-import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
-import type { OperationContext } from "../context.js";
-import {
-  ACQUIRE_ARGS,
-  freeAndUncontendedFastPath,
-  queuedAttemptOutcome,
-  waiterArgs,
-} from "../exclusive/acquire.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../lua.js";
-import { busyTurnReply, learnHandOff, learnRoundTrip, markContendedHold } from "../pace.js";
-import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../queue/hand-off.js";
+import type { OperationContext } from "../../hold/context.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../../hold/lua.js";
+import { busyTurnReply, learnHandOff, learnRoundTrip, markContendedHold } from "../../hold/pace.js";
+import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
 import {
   joinQueue,
   pruneDeadWaiters,
   refreshWaiter,
   reservedForAnother,
   WAITER_LUA,
-} from "../queue/lua.js";
-import { defineScript, runScript } from "../script.js";
+} from "../../hold/queue/lua.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
+import {
+  ACQUIRE_ARGS,
+  freeAndUncontendedFastPath,
+  queuedAttemptOutcome,
+  waiterArgs,
+} from "../exclusive/acquire.js";
 import { pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 

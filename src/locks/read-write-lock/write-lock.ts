@@ -6,13 +6,13 @@
  * the plain lock's way (src/wait/queued.ts).
  */
 
+import type { LockHandle } from "../../hold/handle.js";
+import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
 import type { WaitPlan } from "../../wait/attempt.js";
 import { type QueuedKind, queuedAttempts } from "../../wait/queued.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
-import type { LockHandle } from "../handle.js";
-import type { ReadWriteLockKeys } from "../keys.js";
-import type { LockRuntime } from "../runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";

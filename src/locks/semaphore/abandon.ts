@@ -5,9 +5,9 @@
  * are returned here, in the same script, as are those of a hand-off announced to it that it never
  * heard of.
  */
-import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { defineScript, runScript } from "../script.js";
+import type { OperationContext } from "../../hold/context.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import { waiterMember } from "./acquire.js";
 import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";

@@ -4,13 +4,13 @@
  * the queue and an answer that paces the next poll. Expired holds and dead waiters are pruned
  * first, so a crashed holder's permits and a crashed waiter's place come back by server time.
  */
-import type { OperationContext } from "../context.js";
-import { LUA_FRAGMENTS } from "../fragment.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { takeAnnouncedGrant } from "../queue/hand-off.js";
-import { joinQueue, pruneDeadWaiters } from "../queue/lua.js";
-import { ttlOrNull } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
+import type { OperationContext } from "../../hold/context.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
+import { joinQueue, pruneDeadWaiters } from "../../hold/queue/lua.js";
+import { ttlOrNull } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import { registerParkedPermits } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, permitsOf, pruneExpiredLeases } from "./lua.js";

@@ -5,9 +5,9 @@
  * holders keep their leases when it shrinks below what they hold, and nobody new gets in until
  * the holds fit again. Each change is exactly-once under re-sends (an operation record).
  */
-import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { defineScript, runScript } from "../script.js";
+import type { OperationContext } from "../../hold/context.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import {
   grantToParkedWaiters,
   PERMIT_HAND_OFF_KEYS,

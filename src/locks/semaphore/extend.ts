@@ -5,10 +5,10 @@
  * got them since (redis-semaphore#175). Setting the same expiry twice is harmless, so a re-send
  * needs no operation id.
  */
-import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { YES_OR_NO } from "../reply.js";
-import { defineScript, runScript } from "../script.js";
+import type { OperationContext } from "../../hold/context.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { YES_OR_NO } from "../../hold/reply.js";
+import { defineScript, runScript } from "../../hold/script.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, pruneExpiredLeases } from "./lua.js";
 

@@ -15,7 +15,7 @@
  * end later (`behind <lease>`, as a lock's hand-off tells it), so a grantee that died costs it
  * no more than the grant's lease.
  */
-import { LUA_FRAGMENTS } from "../fragment.js";
+import { LUA_FRAGMENTS } from "../../hold/fragment.js";
 import {
   BEHIND_NOTICE_MS,
   GRANT_PARK_SHARE,
@@ -27,8 +27,8 @@ import {
   pruneGrantRecords,
   publishOnShard,
   recordAnnouncedGrant,
-} from "../queue/hand-off.js";
-import { ownerOfWaiter, pruneDeadWaiters } from "../queue/lua.js";
+} from "../../hold/queue/hand-off.js";
+import { ownerOfWaiter, pruneDeadWaiters } from "../../hold/queue/lua.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, heldPermits } from "./lua.js";
 

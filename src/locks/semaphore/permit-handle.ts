@@ -2,7 +2,7 @@
  * A hold of permits: the shared lock handle (lease, watchdog, loss, `release`, `extend`,
  * `await using`) and how many permits it holds.
  */
-import type { LockHandle } from "../handle.js";
+import type { LockHandle } from "../../hold/handle.js";
 
 /**
  * What `semaphore.acquire()` returns: a LockHandle whose `fencingToken` grows with every

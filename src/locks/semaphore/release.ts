@@ -2,11 +2,11 @@
  * Returns one hold's permits. Exactly once: the result is recorded under the release's
  * operation id, and a re-sent release replays it instead of reporting the hold gone.
  */
-import type { OperationContext } from "../context.js";
-import { SERVER_NOW_MS } from "../lua.js";
-import { learnAverage, PACE_TTL_MS } from "../pace.js";
-import { defineScript, runScript } from "../script.js";
-import type { ReleaseResult } from "../state.js";
+import type { OperationContext } from "../../hold/context.js";
+import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { learnAverage, PACE_TTL_MS } from "../../hold/pace.js";
+import { defineScript, runScript } from "../../hold/script.js";
+import type { ReleaseResult } from "../../hold/state.js";
 import { holdMember } from "./extend.js";
 import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";

@@ -14,6 +14,7 @@ import {
   SemaphoreCapacityError,
   SemaphoreNotInitializedError,
 } from "../../errors.js";
+import { PARK_PAST_LEASE_MS } from "../../hold/queue/hand-off.js";
 import { newOperationId } from "../../ids.js";
 import { checkCount, checkLockName, checkOptions } from "../../validate.js";
 import {
@@ -30,9 +31,8 @@ import {
   type QueueOptions,
   queuedAttempts,
 } from "../../wait/queued.js";
+import type { LockRuntime } from "../../wait/runtime.js";
 import type { TurnView } from "../../wait/turn.js";
-import { PARK_PAST_LEASE_MS } from "../queue/hand-off.js";
-import type { LockRuntime } from "../runtime.js";
 import { abandonPermits } from "./abandon.js";
 import { attemptPermits, type PermitAttempt } from "./acquire.js";
 import {

@@ -5,8 +5,9 @@
  * also run with push hand-off (`wait.mode: "push"`, given as `wait`): woken by a blocking pop,
  * or over a subscription (`wakeBy: "subscription"`).
  */
+
+import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/hold/keys.js";
 import type { LockClient, WaitOptions } from "../../../src/index.js";
-import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
 import type { ChaosConfig } from "../config.js";
 import type { ChaosEnvironment, Observer } from "../environment.js";
 import type { ChaosIsolate, ChaosPrimitive, ForceReleaseTarget } from "../primitive.js";

@@ -4,8 +4,9 @@
  * member. Its fenced store is guarded by `member-<i>`'s token (every holder of `key-<i>` holds
  * that member, so its tokens grow across them). Exclusion is checked per member.
  */
+
+import { lockKeys } from "../../../src/hold/keys.js";
 import type { MultiLockHandle } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import type { Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";
 import { readKeys } from "../server-state.js";

@@ -14,8 +14,9 @@
  * (the library's retries run on, unlike a crashed process's) or a late grant's undo. A crash
  * kills the holder's renewer, so no renewal is sent after it.
  */
+
+import { lockKeys } from "../../../src/hold/keys.js";
 import { type QuorumLockHandle, RedLock } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import type { ChaosDatabase } from "../environment.js";
 import type { ProxiedRequest } from "../hang-proxy.js";
 import type { ChaosIsolate, ChaosPrimitive } from "../primitive.js";

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { LockAbortedError, LockInputError, type RedisLike } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("count-down latch on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -1,11 +1,11 @@
 /**
  * Exactly-once under responses lost after execution (@upstash/redis and edgelock re-send): the
- * queue keeps its order and loses nobody twice. (Hold counts: test/node/lock/exclusive-conformance.)
+ * queue keeps its order and loses nobody twice. (Hold counts: test/node/exclusive/exclusive-conformance.)
  */
 import { describe, expect, it } from "vitest";
 import { type LockHandle, LockWaitTimeoutError } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
-import { until, useTestBed } from "../lock/testbed.js";
+import { until, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())(
   "fair lock exactly-once under lost responses on %s",

@@ -15,7 +15,7 @@ import {
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { tapped } from "../../support/tapped-redis.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 import { crashingAfter, pausedAfter } from "./support.js";
 
 describe.each(backendKindsUnderTest())("fair lock order on %s", (kind) => {

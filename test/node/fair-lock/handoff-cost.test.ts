@@ -13,7 +13,7 @@ import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import { nextPollDelay } from "../../../src/wait/poll.js";
 import { TurnPacer } from "../../../src/wait/turn.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 const HOLD_MS = 10;
 const LATENCY_MS = 10;

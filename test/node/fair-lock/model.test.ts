@@ -5,18 +5,18 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { OperationContext } from "../../../src/hold/context.js";
+import { type FairLockKeys, fairLockKeys } from "../../../src/hold/keys.js";
+import { leaveQueue } from "../../../src/hold/queue/leave.js";
+import { queueLength } from "../../../src/hold/queue/length.js";
 import { newOperationId } from "../../../src/ids.js";
-import type { OperationContext } from "../../../src/locks/context.js";
 import { attemptAcquire } from "../../../src/locks/exclusive/acquire.js";
 import { forceRelease } from "../../../src/locks/exclusive/force-release.js";
 import { inspectLock } from "../../../src/locks/exclusive/inspect.js";
 import { releaseHold } from "../../../src/locks/exclusive/release.js";
-import { type FairLockKeys, fairLockKeys } from "../../../src/locks/keys.js";
-import { leaveQueue } from "../../../src/locks/queue/leave.js";
-import { queueLength } from "../../../src/locks/queue/length.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, expireNow, newOwners, scriptContext } from "../../support/model.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const OWNERS = 4;
 const WAITER_TIMEOUT_MS = 20_000;

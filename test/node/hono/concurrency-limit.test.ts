@@ -8,7 +8,13 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
 import { LockInputError, type PermitHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "../lock/testbed.js";
+import {
+  freshPrefix,
+  sleepMs,
+  slowScriptAnswers,
+  until,
+  useTestBed,
+} from "../exclusive/testbed.js";
 import { executionContext, gate, overlapMeter } from "./harness.js";
 
 describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {

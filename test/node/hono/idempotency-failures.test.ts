@@ -15,7 +15,7 @@ import type { RedisLike } from "../../../src/index.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sentScript } from "../../support/sent-script.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 import { executionContext, failingScripts, gate } from "./harness.js";
 
 describe.each(backendKindsUnderTest())("idempotency() failure cases on %s", (kind) => {

@@ -14,7 +14,7 @@ import {
   stripeEventId,
 } from "../../../src/hono/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 import { executionContext, gate } from "./harness.js";
 
 describe.each(backendKindsUnderTest())("idempotency() on %s", (kind) => {

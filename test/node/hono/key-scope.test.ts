@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { idempotency } from "../../../src/hono/index.js";
 import { scopedLockName } from "../../../src/hono/key-scope.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 /** Keys a hostile client might send: separators, tenant marks, escapes, braces, unicode. */
 const HOSTILE = fc.string({

@@ -8,7 +8,7 @@ import {
 } from "../../../examples/webhook-worker/src/signature.js";
 import { REPLAY_HEADER } from "../../../src/hono/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 import { executionContext } from "./harness.js";
 
 describe("webhook signatures (HMAC-SHA256, t=…,v1=…)", () => {

@@ -12,7 +12,13 @@ import { LockClient, type LockHandle, type MultiLockHandle } from "../../../src/
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sentScript } from "../../support/sent-script.js";
-import { freshPrefix, sleepMs, slowScriptAnswers, until, useTestBed } from "../lock/testbed.js";
+import {
+  freshPrefix,
+  sleepMs,
+  slowScriptAnswers,
+  until,
+  useTestBed,
+} from "../exclusive/testbed.js";
 import { executionContext, failingScripts, gate, overlapMeter } from "./harness.js";
 
 describe("withLock()'s Retry-After", () => {

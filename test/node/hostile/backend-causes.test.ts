@@ -9,7 +9,7 @@ import { Redis } from "@upstash/redis";
 import { describe, expect, it, vi } from "vitest";
 import { LockBackendError, LockClient, LockInputError } from "../../../src/index.js";
 import { describeFetchFailure } from "../../../src/transport/diagnose.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 import { closedPort } from "./http-doubles.js";
 
 const TOKEN = "a-rest-token-that-must-never-show-0123456789";

@@ -17,7 +17,7 @@ import {
 } from "../../../src/index.js";
 import { textOf } from "../../chaos/operations.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 import { fakeRedis, HEALTHY, type ScriptName } from "./fake-redis.js";
 import {
   type Answer,

@@ -13,7 +13,7 @@ import {
   type RedisLike,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 import { closedPort, type HttpDouble, startHangingServer } from "./http-doubles.js";
 
 /** The documented bound for acquire({ waitMs: 0 }), plus timer slack on a loaded machine. */

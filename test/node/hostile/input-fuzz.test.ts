@@ -13,7 +13,7 @@ import {
   LockInputError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 import {
   acquireOptionsCase,
   type Case,

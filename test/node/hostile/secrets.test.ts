@@ -10,15 +10,15 @@
 import { inspect } from "node:util";
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
+import { fairLockKeys, lockKeys } from "../../../src/hold/keys.js";
 import {
   LockBackendError,
   LockClient,
   type LockEvent,
   type RedisLike,
 } from "../../../src/index.js";
-import { fairLockKeys, lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 import { closedPort } from "./http-doubles.js";
 
 const OWNER = LockClient.newOwner();

@@ -9,6 +9,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Redis } from "@upstash/redis";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
+import { lockKeys } from "../../../src/hold/keys.js";
 import {
   LockBackendError,
   LockClient,
@@ -16,11 +17,10 @@ import {
   LockNotHeldError,
   type RedisLike,
 } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import { Script } from "../../../src/transport/script.js";
 import { textOf } from "../../chaos/operations.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 import { isValidName, nameCase } from "./arbitraries.js";
 
 /** The Redis Cluster hash tag of a key: what decides its slot. */
@@ -50,18 +50,20 @@ const HOSTILE_NAMES = [
   " ",
 ];
 
-/** Every Script exported by a module under src/locks, whichever primitive it belongs to. */
+/** Every Script exported by a module under src/locks or src/hold, whichever primitive it belongs to. */
 async function lockScripts(): Promise<Script[]> {
-  const root = new URL("../../../src/locks/", import.meta.url);
-  const files = readdirSync(fileURLToPath(root), { recursive: true, encoding: "utf8" }).filter(
-    (file) => file.endsWith(".ts"),
-  );
   const scripts = new Set<Script>();
-  for (const file of files) {
-    const module: Record<string, unknown> = await import(
-      pathToFileURL(fileURLToPath(new URL(file, root))).href
+  for (const folder of ["../../../src/locks/", "../../../src/hold/"]) {
+    const root = new URL(folder, import.meta.url);
+    const files = readdirSync(fileURLToPath(root), { recursive: true, encoding: "utf8" }).filter(
+      (file) => file.endsWith(".ts"),
     );
-    for (const value of Object.values(module)) if (value instanceof Script) scripts.add(value);
+    for (const file of files) {
+      const module: Record<string, unknown> = await import(
+        pathToFileURL(fileURLToPath(new URL(file, root))).href
+      );
+      for (const value of Object.values(module)) if (value instanceof Script) scripts.add(value);
+    }
   }
   return [...scripts];
 }

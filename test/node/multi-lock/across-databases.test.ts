@@ -2,7 +2,7 @@ import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockBackendError, type LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, type TestBed, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, type TestBed, useTestBed } from "../exclusive/testbed.js";
 
 /** A client on `bed` whose @upstash/redis retries a lost response once, quickly. */
 function quickClient(bed: TestBed, prefix = freshPrefix()): LockClient {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { Lock, LockHandle, MultiLock, MultiLockHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, heldOutcome, newOwners, perOwner } from "../../support/model.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const OWNERS = 2;
 const MEMBERS = ["a", "b", "c", "d"] as const; // "d" lives on the second database

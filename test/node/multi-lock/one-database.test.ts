@@ -6,7 +6,7 @@ import {
   LockWaitTimeoutError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("MultiLock on one database (%s)", (kind) => {
   const bed = useTestBed(kind);

@@ -7,7 +7,7 @@ import { groupMembers } from "../../../src/locks/multi-lock/members.js";
 import { releaseGroup } from "../../../src/locks/multi-lock/release.js";
 import { rollbackGroup } from "../../../src/locks/multi-lock/rollback.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "../lock/testbed.js";
+import { useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("MultiLock operations by id (%s)", (kind) => {
   const bed = useTestBed(kind);

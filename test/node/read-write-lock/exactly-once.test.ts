@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { LockClient, LockUpgradeError } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())(
   "read-write lock exactly-once under lost responses on %s",
@@ -50,7 +50,7 @@ describe.each(backendKindsUnderTest())(
     // Issue 13 case 5: a request the client gave up on (a timeout, a hung connection) may still
     // reach Redis after the acquisition went on, succeeded and was released. A busy attempt
     // left no record, so its late copy took a hold nobody knew of.
-    // The write lock's case runs with every exclusive kind in lock/exclusive-conformance.test.ts.
+    // The write lock's case runs with every exclusive kind in exclusive/exclusive-conformance.test.ts.
     it.each(["readLock"] as const)(
       "a busy %s attempt that arrives after the release leaves the owner holding nothing",
       async (side) => {

@@ -6,6 +6,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { OperationContext } from "../../../src/hold/context.js";
+import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/hold/keys.js";
+import { leaveQueue } from "../../../src/hold/queue/leave.js";
 import { newOperationId } from "../../../src/ids.js";
 import {
   type LockHandle,
@@ -13,13 +16,10 @@ import {
   LockUpgradeError,
   type ReadWriteLock,
 } from "../../../src/index.js";
-import type { OperationContext } from "../../../src/locks/context.js";
-import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/locks/keys.js";
-import { leaveQueue } from "../../../src/locks/queue/leave.js";
 import { attemptWriteAcquire } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, expireNow, newOwners, perOwner, scriptContext } from "../../support/model.js";
-import { useTestBed } from "../lock/testbed.js";
+import { useTestBed } from "../exclusive/testbed.js";
 
 const OWNERS = 3;
 

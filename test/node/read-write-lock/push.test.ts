@@ -19,8 +19,14 @@ import {
   grantBeforeAttemptAnswer,
   lateGrantNotTrusted,
   type ParkingKind,
-} from "../lock/push-scenarios.js";
-import { freshPrefix, sleepMs, until, useTestBed, wakeListsWithNone } from "../lock/testbed.js";
+} from "../exclusive/push-scenarios.js";
+import {
+  freshPrefix,
+  sleepMs,
+  until,
+  useTestBed,
+  wakeListsWithNone,
+} from "../exclusive/testbed.js";
 
 const PUSH = { mode: "push" } as const;
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { LockNotHeldError } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("per-hold read expiry on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -12,7 +12,7 @@ import {
   LockUpgradeError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("read-write lock semantics on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -7,8 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { LockClient, type ReadWriteLockOptions } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 import { crashingAfter } from "../fair-lock/support.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 
 describe.each(backendKindsUnderTest())("writer preference on %s", (kind) => {
   const bed = useTestBed(kind);

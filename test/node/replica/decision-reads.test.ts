@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import type { InspectorSnapshot } from "../../../src/inspector/types.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const LAG_MS = 500;
 

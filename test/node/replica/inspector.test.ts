@@ -5,12 +5,12 @@
  * longer queued" and stayed.
  */
 import { describe, expect, it } from "vitest";
+import { readWriteLockKeys } from "../../../src/hold/keys.js";
 import { QUEUE_MEMBERS } from "../../../src/inspector/actions.js";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import { digest } from "../../../src/inspector/reply.js";
-import { readWriteLockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 const LAG_MS = 500;
 

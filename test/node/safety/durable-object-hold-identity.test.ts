@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { durableObjectWatchdog } from "../../../src/durable-object/watchdog.js";
 import type { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 import { objectInNode } from "./durable-object-in-node.js";
 
 const OWNER = "scope-owner-0123456789abcdef";

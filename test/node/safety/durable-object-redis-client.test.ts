@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { redisFromEnv } from "../../../src/durable-object/redis.js";
 import { durableObjectWatchdog } from "../../../src/durable-object/watchdog.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 import { afterThisTest, objectInNode } from "./durable-object-in-node.js";
 
 describe("the LockWatchdog's default Redis client", () => {

@@ -17,7 +17,7 @@ import { EXTEND } from "../../../src/locks/exclusive/extend.js";
 import type { RedisLike } from "../../../src/transport/redis-like.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sentScript } from "../../support/sent-script.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 import { objectInNode } from "./durable-object-in-node.js";
 
 const OWNER = "reentry-owner-0123456789abcdef";

@@ -18,7 +18,7 @@ import { EXTEND } from "../../../src/locks/exclusive/extend.js";
 import { SqliteSql } from "../../chaos/durable-object.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sentScript } from "../../support/sent-script.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 const HEARTBEAT_TIMEOUT_MS = 1_000;
 const LEASE_MS = 600;

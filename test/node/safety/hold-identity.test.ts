@@ -13,7 +13,7 @@ import {
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";
 
 /** A lock kind seen as the acquire and force release these cases need. */
 interface Exclusive {

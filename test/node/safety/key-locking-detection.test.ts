@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { LockBackendError, LockClient, type LockClientOptions } from "../../../src/index.js";
 import { SCRIPTS } from "../../../src/scripts.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("the key-locking flag's detection on %s", (backend) => {
   const upstash = useTestBed(backend, { profile: "upstash" });

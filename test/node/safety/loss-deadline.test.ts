@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { FaultOptions } from "../../../dev/index.js";
 import type { LockEvent } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "../lock/testbed.js";
+import { useTestBed } from "../exclusive/testbed.js";
 
 const WATCHDOG_MS = 1_500;
 // Timer lateness on a loaded machine; the bound itself is the lease.

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { LockClient, LockHandle } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { dyingAfterPark, freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
+import { dyingAfterPark, freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
 const PUSH = { mode: "push" } as const;
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 const CONTENDERS = 6;
 const SECTIONS = 4;

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { Lock } from "../../../src/index.js";
 import { lockInternalsOf } from "../../../src/locks/internals.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "../lock/testbed.js";
+import { useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("shared expiry of one owner's holds on %s", (kind) => {
   const bed = useTestBed(kind);

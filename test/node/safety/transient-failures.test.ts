@@ -6,11 +6,11 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
+import { lockKeys } from "../../../src/hold/keys.js";
 import { LockBackendError, type LockClient, RedLock } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
-import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "../red-lock/databases.js";
+import { sleepMs, useTestBed } from "../exclusive/testbed.js";
+import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "../quorum-lock/databases.js";
 
 interface Acquirable {
   acquire(options: {

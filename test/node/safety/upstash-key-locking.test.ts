@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { lockKeys } from "../../../src/hold/keys.js";
 import { idempotency } from "../../../src/hono/index.js";
 import {
   type LockClient,
@@ -13,9 +14,8 @@ import {
   LockWaitTimeoutError,
   RedLock,
 } from "../../../src/index.js";
-import { lockKeys } from "../../../src/locks/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("scripts under per-key locking on %s", (backend) => {
   const bed = useTestBed(backend, { profile: "upstash" });

@@ -12,7 +12,7 @@ import {
   SemaphoreNotInitializedError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("semaphore API on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -19,7 +19,7 @@ import {
   type RedisLike,
 } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 const CAPACITY = 4;
 const ISOLATES = 8;

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { LockWaitTimeoutError, type PermitHandle } from "../../../src/index.js";
 import { backendKindsUnderTest, LOSSY_BACKEND_TIMEOUT_MS } from "../../support/backends.js";
 import { recordingRedis } from "../../support/recording-redis.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("semaphore exactly-once on %s", (kind) => {
   const bed = useTestBed(kind);

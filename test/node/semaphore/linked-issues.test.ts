@@ -11,8 +11,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { LockClient, type PermitHandle } from "../../../src/index.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 import { crashingAfter, pausedAfter } from "../fair-lock/support.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "../lock/testbed.js";
 import { gate, intercepting } from "./support.js";
 
 describe.each(backendKindsUnderTest())("semaphore linked issues on %s", (kind) => {

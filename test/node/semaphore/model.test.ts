@@ -7,8 +7,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { OperationContext } from "../../../src/hold/context.js";
 import { newOperationId } from "../../../src/ids.js";
-import type { OperationContext } from "../../../src/locks/context.js";
 import { abandonPermits } from "../../../src/locks/semaphore/abandon.js";
 import { attemptPermits } from "../../../src/locks/semaphore/acquire.js";
 import { changeCapacity, readSemaphore } from "../../../src/locks/semaphore/capacity.js";
@@ -17,7 +17,7 @@ import { type SemaphoreKeys, semaphoreKeys } from "../../../src/locks/semaphore/
 import { releasePermits } from "../../../src/locks/semaphore/release.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, newOwners, scriptContext } from "../../support/model.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const OWNERS = 4;
 const LEASE_MS = 60_000;

@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { LockClient, type RedisLike } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 /** A Redis client that counts the scripts it sends (every attempt of a waiter is one). */
 function countingScripts(redis: RedisLike): { redis: RedisLike; scripts: () => number } {

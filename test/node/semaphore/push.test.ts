@@ -14,7 +14,7 @@ import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { scriptContext } from "../../support/model.js";
 import { tapped } from "../../support/tapped-redis.js";
-import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../lock/testbed.js";
+import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../exclusive/testbed.js";
 
 /** Waiters registered in the semaphore's parked hash as listening on a channel. */
 async function parkedWaiters(bed: TestBed, prefix: string, name = "pool"): Promise<number> {

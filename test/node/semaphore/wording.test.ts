@@ -9,7 +9,7 @@ import {
   LockWaitTimeoutError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 async function failure(call: () => Promise<unknown>): Promise<Error> {
   const error = await call().then(

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { LUA_FRAGMENTS } from "../../../src/hold/fragment.js";
+import { SERVER_NOW_MS } from "../../../src/hold/lua.js";
+import { learnHold, learnRoundTrip } from "../../../src/hold/pace.js";
+import { WAITER_LUA } from "../../../src/hold/queue/lua.js";
+import { checkScriptNeeds, declaredFragments, defineScript } from "../../../src/hold/script.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
-import { LUA_FRAGMENTS } from "../../../src/locks/fragment.js";
-import { SERVER_NOW_MS } from "../../../src/locks/lua.js";
-import { learnHold, learnRoundTrip } from "../../../src/locks/pace.js";
-import { WAITER_LUA } from "../../../src/locks/queue/lua.js";
 import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
-import { checkScriptNeeds, declaredFragments, defineScript } from "../../../src/locks/script.js";
 import { SCRIPTS } from "../../../src/scripts.js";
 
 /** A script of its own for the test, over `lua`. */

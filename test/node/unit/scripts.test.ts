@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { LockScript, scriptHeader } from "../../../src/hold/script.js";
 import { READ_ONLY_KEY_LOCKING_SHEBANG, ReadScript } from "../../../src/inspector/redis.js";
-import { LockScript, scriptHeader } from "../../../src/locks/script.js";
 import { SCRIPTS } from "../../../src/scripts.js";
 import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-locking.js";
 

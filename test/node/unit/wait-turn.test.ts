@@ -1,9 +1,9 @@
 /** Queue-directed polling as a pure function: given a busy reply, the delay before the next poll. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { grantedAtOrBefore } from "../../../src/wait/parking.js";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
 import { WAITED_BACKOFF_CAP_MS } from "../../../src/wait/poll.js";
+import { grantedAtOrBefore } from "../../../src/wait/push/parking.js";
 import {
   aimAfterMs,
   aimLateMs,

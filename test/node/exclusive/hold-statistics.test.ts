@@ -1,10 +1,10 @@
 /**
- * The hold statistics that pace queued waiters (src/locks/pace.ts), folded in Redis itself: the
+ * The hold statistics that pace queued waiters (src/hold/pace.ts), folded in Redis itself: the
  * same Lua fragment the release and acquire scripts use, fed known samples. Holds that vary by a
  * few ms must show a deviation of a few ms, or waiters aim at the release with no margin.
  */
 import { describe, expect, it } from "vitest";
-import { learnAverage } from "../../../src/locks/pace.js";
+import { learnAverage } from "../../../src/hold/pace.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, useTestBed } from "./testbed.js";
 

@@ -1,9 +1,9 @@
 import type { LockEvents } from "../events.js";
-import type { BlockingPops, ParkedSiblings, RecentContention } from "../wait/client-state.js";
-import type { WaitPolicy } from "../wait/policy.js";
-import type { HandOffSubscriptions } from "../wait/subscription.js";
+import type { OperationContext } from "../hold/context.js";
 import type { WatchdogRegistry } from "../watchdog/registry.js";
-import type { OperationContext } from "./context.js";
+import type { WaitPolicy } from "./policy.js";
+import type { BlockingPops, ParkedSiblings, RecentContention } from "./push/client-state.js";
+import type { HandOffSubscriptions } from "./push/subscription.js";
 
 /** What a LockClient shares with the primitives it creates. */
 export interface LockRuntime {

@@ -6,7 +6,7 @@ import { acquireOn } from "../../../src/locks/quorum-lock/acquire.js";
 import { databasesFor } from "../../../src/locks/quorum-lock/databases.js";
 import { undoAcquire } from "../../../src/locks/quorum-lock/undo.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "../lock/testbed.js";
+import { sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("RedLock undo by operation id (%s)", (kind) => {
   const bed = useTestBed(kind);

@@ -7,7 +7,7 @@
  * fetch that drops the subscribe request's signal; the streams are counted by the dev server.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { STREAM_LINGER_MS } from "../../../src/wait/subscription.js";
+import { STREAM_LINGER_MS } from "../../../src/wait/push/subscription.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, until, useTestBed } from "./testbed.js";
 

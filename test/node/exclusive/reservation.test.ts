@@ -4,9 +4,9 @@
  * nobody up for longer than that. The plain lock's and the write lock's waiters alike.
  */
 import { describe, expect, it } from "vitest";
+import { RESERVATION_MS } from "../../../src/hold/queue/lua.js";
 import type { Lock, LockClient } from "../../../src/index.js";
 import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
-import { RESERVATION_MS } from "../../../src/locks/queue/lua.js";
 import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";

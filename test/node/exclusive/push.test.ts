@@ -14,7 +14,7 @@ import {
   type RedisLike,
   type Renewer,
 } from "../../../src/index.js";
-import { FREE_ASKS_TO_FORGET } from "../../../src/wait/client-state.js";
+import { FREE_ASKS_TO_FORGET } from "../../../src/wait/push/client-state.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
   abortedHeadSkipped,

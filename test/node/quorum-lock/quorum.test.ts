@@ -8,7 +8,7 @@ import {
   RedLock,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { until } from "../lock/testbed.js";
+import { until } from "../exclusive/testbed.js";
 import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "./databases.js";
 
 describe.each(backendKindsUnderTest())("RedLock quorum on three databases (%s)", (kind) => {

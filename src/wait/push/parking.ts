@@ -4,25 +4,25 @@
  * beside the first attempt where the client recently waited), how long to wait, what it means.
  * The scripts' side is queue/hand-off.ts.
  */
-import { LockBackendError } from "../errors.js";
-import type { OperationContext } from "../locks/context.js";
-import type { LockHandle } from "../locks/handle.js";
-import type { LockKeys } from "../locks/keys.js";
-import { grantKeepingParkMs, PARK_PAST_LEASE_MS } from "../locks/queue/hand-off.js";
-import { currentRequest } from "../scope.js";
-import { callBlocking } from "../transport/call.js";
-import { isTransientFailure, shownSafely } from "../transport/failures.js";
-import type { RedisLike } from "../transport/redis-like.js";
-import type { AttemptOutcome, RenewedHold, WaitPlan } from "./attempt.js";
+import { LockBackendError } from "../../errors.js";
+import type { OperationContext } from "../../hold/context.js";
+import type { LockHandle } from "../../hold/handle.js";
+import type { LockKeys } from "../../hold/keys.js";
+import { grantKeepingParkMs, PARK_PAST_LEASE_MS } from "../../hold/queue/hand-off.js";
+import { currentRequest } from "../../scope.js";
+import { callBlocking } from "../../transport/call.js";
+import { isTransientFailure, shownSafely } from "../../transport/failures.js";
+import type { RedisLike } from "../../transport/redis-like.js";
+import type { AttemptOutcome, RenewedHold, WaitPlan } from "../attempt.js";
+import type { WaitPolicy } from "../policy.js";
+import { claimRetryInMs } from "../retry.js";
+import type { TurnView } from "../turn.js";
 import type {
   BlockingPops,
   ParkedSiblings,
   RecentContention,
   SiblingWatch,
 } from "./client-state.js";
-import type { WaitPolicy } from "./policy.js";
-import { claimRetryInMs } from "./retry.js";
-import type { TurnView } from "./turn.js";
 
 /** Parks last at least this long (a blocking pop's timeout 0 would mean forever). */
 const MIN_PARK_MS = 10;

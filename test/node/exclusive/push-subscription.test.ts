@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { LockAbortedError, type LockClient, type LockHandle } from "../../../src/index.js";
 import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/acquire.js";
-import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/subscription.js";
+import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/push/subscription.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { tapped } from "../../support/tapped-redis.js";
 import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "./testbed.js";

@@ -4,10 +4,10 @@
  * words addressed to its operation id. The scripts' side is queue/hand-off.ts. A count-down
  * latch's channel carries one word, `opened`, for every reader (opening.ts).
  */
-import { HAND_OFF_SHARDS } from "../locks/keys.js";
-import { shownSafely } from "../transport/failures.js";
-import type { ChannelSubscription, RedisLike } from "../transport/redis-like.js";
-import { subscribeHearingEnd } from "../transport/stream-end.js";
+import { HAND_OFF_SHARDS } from "../../hold/keys.js";
+import { shownSafely } from "../../transport/failures.js";
+import type { ChannelSubscription, RedisLike } from "../../transport/redis-like.js";
+import { subscribeHearingEnd } from "../../transport/stream-end.js";
 import type { Grant } from "./parking.js";
 
 /** A word to one waiter from a release (see handOffToParkedHead). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { LockLostError, QuorumUnreachableError, RedLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, until } from "../lock/testbed.js";
+import { sleepMs, until } from "../exclusive/testbed.js";
 import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "./databases.js";
 
 describe.each(backendKindsUnderTest())(

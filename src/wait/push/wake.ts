@@ -2,11 +2,11 @@
  * Push mode's choice, per acquisition, of how a hand-off reaches the waiter: a blocking pop
  * (parking.ts), a subscription (listening.ts), or neither (it polls). docs/push.md.
  */
-import type { LockKeys } from "../locks/keys.js";
-import type { LockRuntime } from "../locks/runtime.js";
-import { keyLockingKnown, runsUnderKeyLocking } from "../transport/key-locking.js";
-import { canBlock, canSubscribe } from "../transport/redis-like.js";
-import type { WaitPlan } from "./attempt.js";
+import type { LockKeys } from "../../hold/keys.js";
+import { keyLockingKnown, runsUnderKeyLocking } from "../../transport/key-locking.js";
+import { canBlock, canSubscribe } from "../../transport/redis-like.js";
+import type { WaitPlan } from "../attempt.js";
+import type { LockRuntime } from "../runtime.js";
 import { Listening } from "./listening.js";
 import { Parking } from "./parking.js";
 

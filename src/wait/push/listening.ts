@@ -6,12 +6,13 @@
  * (lost, a stream whose end went unheard) costs the park's bound: then the waiter asks again, and its
  * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
  */
-import type { LockKeys } from "../locks/keys.js";
-import { grantKeepingParkMs } from "../locks/queue/hand-off.js";
-import type { LockRuntime } from "../locks/runtime.js";
-import { currentRequest } from "../scope.js";
-import type { RedisLike } from "../transport/redis-like.js";
-import type { AttemptOutcome, WaitPlan } from "./attempt.js";
+import type { LockKeys } from "../../hold/keys.js";
+import { grantKeepingParkMs } from "../../hold/queue/hand-off.js";
+import { currentRequest } from "../../scope.js";
+import type { RedisLike } from "../../transport/redis-like.js";
+import type { AttemptOutcome, WaitPlan } from "../attempt.js";
+import type { LockRuntime } from "../runtime.js";
+import type { TurnView } from "../turn.js";
 import type { SiblingWatch } from "./client-state.js";
 import {
   behind,
@@ -23,7 +24,6 @@ import {
   type Registration,
 } from "./parking.js";
 import type { HandOffStream, Mailbox } from "./subscription.js";
-import type { TurnView } from "./turn.js";
 
 /** Streams one acquisition may open (the second after the first was lost); then it polls. */
 const STREAMS_PER_ACQUISITION = 2;

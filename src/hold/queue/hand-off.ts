@@ -69,7 +69,7 @@ export const BEHIND_NOTICE_MS = 250;
 
 /**
  * A Lua expression: when the park of a waiter registering now ends at the latest (server ms),
- * by the rule the client bounds it with (parkBoundMs in src/wait/parking.ts, which this mirrors;
+ * by the rule the client bounds it with (parkBoundMs in src/wait/push/parking.ts, which this mirrors;
  * capped by the waiter's place, `timeout`, a local of the caller's, as are `pttl` and `position`);
  * `statsKey` is the lock's statistics hash.
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type LockEvent, LockNotHeldError, QuorumLostError, RedLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, until } from "../lock/testbed.js";
+import { sleepMs, until } from "../exclusive/testbed.js";
 import { clientsOn, holdCounts, scriptsOnly, useDatabases } from "./databases.js";
 
 function aborted(signal: AbortSignal, timeoutMs: number): Promise<unknown> {

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LockClient, RedisLike } from "../../../src/index.js";
-import { MAX_STREAMS_ON_WORKERS } from "../../../src/wait/subscription.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../../src/wait/push/subscription.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
 

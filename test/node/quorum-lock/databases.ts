@@ -2,8 +2,8 @@
 import { Redis } from "@upstash/redis";
 import { afterEach } from "vitest";
 import type { LockClient, LockClientOptions } from "../../../src/index.js";
-import type { BackendKind, TestBed } from "../lock/testbed.js";
-import { freshPrefix, useTestBed } from "../lock/testbed.js";
+import type { BackendKind, TestBed } from "../exclusive/testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 export function useDatabases(kind: BackendKind, count = 3): TestBed[] {
   const beds = Array.from({ length: count }, () => useTestBed(kind));

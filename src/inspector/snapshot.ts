@@ -5,10 +5,10 @@
  */
 
 import { LockInputError } from "../errors.js";
+import { readLatch } from "./inspect-latch.js";
+import { readLock } from "./inspect-lock.js";
+import { readSemaphore } from "./inspect-semaphore.js";
 import { classifyKey, type InspectedKind, keyPattern } from "./keys.js";
-import { readLatch } from "./read-latch.js";
-import { readLock } from "./read-lock.js";
-import { readSemaphore } from "./read-semaphore.js";
 import { CommandCounter, type ExecRedis, isPermissionRefusal, scanPage } from "./redis.js";
 import type {
   InspectedLatch,

@@ -402,6 +402,36 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     await handle.release();
   });
 
+  it("a handed-off hold extended before its claim is confirmed keeps the extended lease on the server", async () => {
+    // The chaos run's 'server holds every hold its client trusts' (semaphore-sub): an extend
+    // inside the claim window, then the claim's confirmation, which re-armed the lease from the
+    // grant and cut what the extend had promised (the client trusts the extend's answer when it
+    // comes last).
+    const claimMs = 1_000;
+    const leaseMs = 3_000;
+    const { prefix, semaphore, waiters } = clients(1, { claimMs });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(handle.expiresAt - Date.now()).toBeLessThanOrEqual(claimMs); // a claim, pending
+    await sleepMs(200); // the claim confirms at half its window: extend before that
+    const extendedAt = Date.now();
+    await handle.extend(leaseMs);
+    await sleepMs(claimMs); // past the claim's confirmation
+    expect(handle.signal.aborted).toBe(false);
+    const keys = semaphoreKeys(prefix, "pool");
+    const serverEnd = Number(
+      await bed.redis().zscore(keys.leases, `${handle.owner} ${handle.fencingToken}`),
+    );
+    // The extend re-armed the lease to 3 s from its send: a later claim does not shorten it.
+    expect(serverEnd).toBeGreaterThanOrEqual(extendedAt + leaseMs);
+    expect(serverEnd).toBeGreaterThanOrEqual(handle.expiresAt);
+    await handle.release();
+  });
+
   it("semaphore.extend anchors a claim at the grant: the lease ends exactly its length after it", async () => {
     const { prefix, semaphore } = clients(0);
     await semaphore.trySetPermits(1);

@@ -202,6 +202,56 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     await after.release();
   });
 
+  it("a grant heard past its window leaves the answer of the attempt in flight, which replayed it, to decide", async () => {
+    // The chaos run's 'a grant to a live waiter is the hold it gets' (semaphore-sub): in a
+    // latency spike the grant's word came past its claim window while the attempt sent at the
+    // park's end (which had replayed the grant, re-arming its lease) was still unanswered; the
+    // waiter threw that answer away for the stale word and asked again once the re-armed lease
+    // had lapsed: a new hold, a new token, its place lost.
+    const claimMs = 2_000;
+    const leaseMs = 1_000; // the grant's lease, its park's bound 750 ms (GRANT_PARK_SHARE)
+    const answerDelayMs = 3_000;
+    const prefix = freshPrefix();
+    const semaphore = bed.client({ prefix, scriptKeyLocking: true }).semaphore("pool");
+    const { redis: tappedRedis, tap } = tapped(bed.redis());
+    // The next `slowAnswers` acquire scripts run at once but are answered `answerDelayMs` late.
+    let slowAnswers = 0;
+    const late = <T>(reply: Promise<T>, keys: string[]): Promise<T> => {
+      if (!(keys[0]?.endsWith(":semaphore:capacity") && keys.length === 9) || slowAnswers === 0) {
+        return reply;
+      }
+      slowAnswers -= 1;
+      return reply.then((value) => sleepMs(answerDelayMs).then(() => value));
+    };
+    const redis: typeof tappedRedis = {
+      ...tappedRedis,
+      eval: (script, keys, args) => late(tappedRedis.eval(script, keys, args), keys),
+      evalsha: (sha, keys, args) => late(tappedRedis.evalsha(sha, keys, args), keys),
+    };
+    const waiter = bed
+      .client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        // Room for the slow answer: it is an answer, not a failure.
+        backendTimeoutMs: 10_000,
+        wait: { mode: "push", wakeBy: "subscription", claimMs },
+      })
+      .semaphore("pool");
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiter.acquire({ leaseMs, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    tap.delayMs = 2_500; // the word comes well past the grant's 1 s lease
+    slowAnswers = 1; // the attempt at the park's end (within the grant's lease) replays it
+    await held.release();
+    const handle = await waiting;
+    // The hold the release granted (the next token), not a new one taken after it lapsed.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(slowAnswers).toBe(0);
+    await handle.release().catch(() => {});
+  });
+
   it("a registration records when the park ends, by the bound the waiter parks by", async () => {
     const { prefix, semaphore, waiters } = clients(3, { claimMs: 2_000, parkMs: 5_000 });
     await semaphore.trySetPermits(1);

@@ -150,7 +150,11 @@ export function queuedAttempts<View extends TurnView>(
         : { wakeBy: waiting.wakeBy, registration: waiting.registration, shard: waiting.shard }),
     });
     const granted = await waiting?.grantBeforeAttempt(attempt);
-    if (granted !== undefined) return granted;
+    // A grant heard too late to trust from its word (its window over, or counted from no
+    // registration of this acquisition's) leaves the attempt in flight to decide: sent before
+    // the grant it registered, sent after it replayed the hold with a lease from its own send
+    // (which the next attempt, asked once that lease lapsed, would find gone).
+    if (granted?.kind === "acquired") return granted;
     const outcome = await attempt;
     roundTripMs = Date.now() - sentAt;
     // Its reply showed what the server makes of the key-locking flag: the next attempt waits so.

@@ -16,7 +16,9 @@ import { expireWithLastLease, pruneExpiredLeases } from "./lua.js";
 //       claim window a push hand-off granted (0: none), 4 the hold's lease counted from that
 //       grant. While the hold's lease is still within the claim window (nothing re-armed it since
 //       the grant), it grows by (4 - 3), so the hold ends exactly that lease after the grant
-//       however late this request arrives (as lock.extend does); else 2 from now.
+//       however late this request arrives (as lock.extend does); else 2 from now. A claim never
+//       shortens: an extend or a replay re-armed the lease since the grant, and its sender trusts
+//       that (an extend's answer may come after the claim's).
 // Reply: {1} re-armed; {0} the hold is gone (released, expired or force-released).
 export const SEMAPHORE_EXTEND = defineScript({
   name: "semaphore.extend",
@@ -32,7 +34,7 @@ end
 local claim, fromGrant = tonumber(claimMs), tonumber(grantLeaseMs)
 if claim > 0 and expiry - now <= claim then
   if fromGrant > claim then redis.call('ZADD', leasesKey, expiry + fromGrant - claim, hold) end
-else
+elseif claim == 0 or expiry < now + tonumber(leaseMs) then
   redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
 end
 ${expireWithLastLease("leasesKey", "countsKey")}

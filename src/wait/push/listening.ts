@@ -137,7 +137,10 @@ export class Listening {
     return stream;
   }
 
-  /** A grant heard before the answer of the attempt that registered this waiter. */
+  /**
+   * A grant heard before the answer of the attempt in flight. Acquired: the hold is this
+   * acquisition's and that answer is ignored; busy (too late to trust): the answer decides.
+   */
   async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
     const mailbox = this.#mailbox?.box;
     if (!this.#listening || mailbox === undefined) return undefined;
@@ -151,7 +154,7 @@ export class Listening {
       mailbox.putBack(word);
       return undefined;
     }
-    attempt.catch(() => {}); // its answer no longer matters
+    attempt.catch(() => {}); // unawaited where the grant is the hold
     this.#runtime.contention.saw(this.#keys.lock);
     return this.#granted(word);
   }

@@ -188,8 +188,9 @@ export class Parking {
 
   /**
    * A grant from the park beside `attempt` that came before the attempt's own answer (it
-   * registered the waiter and a release handed over meanwhile): the hold is this acquisition's,
-   * and the answer (busy, or a replay of this hold) is ignored. Undefined otherwise.
+   * registered the waiter and a release handed over meanwhile): acquired, the hold is this
+   * acquisition's and the answer (busy, or a replay of this hold) is ignored; busy (too late to
+   * trust), the answer decides. Undefined otherwise.
    */
   async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
     const park = this.#inFlight;
@@ -202,7 +203,7 @@ export class Parking {
     const granted = park.ended.then((end) => (end.kind === "granted" ? end : answered));
     const end = await Promise.race([granted, answered]);
     if (end === undefined) return undefined;
-    attempt.catch(() => {}); // its answer no longer matters
+    attempt.catch(() => {}); // unawaited where the grant is the hold
     this.#inFlight = undefined;
     this.#contention.saw(this.#keys.lock);
     return grantOutcome(end, operation.firstSentAt);

@@ -202,6 +202,56 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     await after.release();
   });
 
+  it("a grant heard past its window leaves the answer of the attempt in flight, which replayed it, to decide", async () => {
+    // The chaos run's 'a grant to a live waiter is the hold it gets' (semaphore-sub): in a
+    // latency spike the grant's word came past its claim window while the attempt sent at the
+    // park's end (which had replayed the grant, re-arming its lease) was still unanswered; the
+    // waiter threw that answer away for the stale word and asked again once the re-armed lease
+    // had lapsed: a new hold, a new token, its place lost.
+    const claimMs = 2_000;
+    const leaseMs = 1_000; // the grant's lease, its park's bound 750 ms (GRANT_PARK_SHARE)
+    const answerDelayMs = 3_000;
+    const prefix = freshPrefix();
+    const semaphore = bed.client({ prefix, scriptKeyLocking: true }).semaphore("pool");
+    const { redis: tappedRedis, tap } = tapped(bed.redis());
+    // The next `slowAnswers` acquire scripts run at once but are answered `answerDelayMs` late.
+    let slowAnswers = 0;
+    const late = <T>(reply: Promise<T>, keys: string[]): Promise<T> => {
+      if (!(keys[0]?.endsWith(":semaphore:capacity") && keys.length === 9) || slowAnswers === 0) {
+        return reply;
+      }
+      slowAnswers -= 1;
+      return reply.then((value) => sleepMs(answerDelayMs).then(() => value));
+    };
+    const redis: typeof tappedRedis = {
+      ...tappedRedis,
+      eval: (script, keys, args) => late(tappedRedis.eval(script, keys, args), keys),
+      evalsha: (sha, keys, args) => late(tappedRedis.evalsha(sha, keys, args), keys),
+    };
+    const waiter = bed
+      .client({
+        prefix,
+        redis,
+        scriptKeyLocking: true,
+        // Room for the slow answer: it is an answer, not a failure.
+        backendTimeoutMs: 10_000,
+        wait: { mode: "push", wakeBy: "subscription", claimMs },
+      })
+      .semaphore("pool");
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiter.acquire({ leaseMs, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    tap.delayMs = 2_500; // the word comes well past the grant's 1 s lease
+    slowAnswers = 1; // the attempt at the park's end (within the grant's lease) replays it
+    await held.release();
+    const handle = await waiting;
+    // The hold the release granted (the next token), not a new one taken after it lapsed.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    expect(slowAnswers).toBe(0);
+    await handle.release().catch(() => {});
+  });
+
   it("a registration records when the park ends, by the bound the waiter parks by", async () => {
     const { prefix, semaphore, waiters } = clients(3, { claimMs: 2_000, parkMs: 5_000 });
     await semaphore.trySetPermits(1);
@@ -399,6 +449,36 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     const member = `${handle.owner} ${handle.fencingToken}`;
     expect(Number(await bed.redis().zscore(keys.leases, member))).toBeGreaterThan(0);
     expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
+    await handle.release();
+  });
+
+  it("a handed-off hold extended before its claim is confirmed keeps the extended lease on the server", async () => {
+    // The chaos run's 'server holds every hold its client trusts' (semaphore-sub): an extend
+    // inside the claim window, then the claim's confirmation, which re-armed the lease from the
+    // grant and cut what the extend had promised (the client trusts the extend's answer when it
+    // comes last).
+    const claimMs = 1_000;
+    const leaseMs = 3_000;
+    const { prefix, semaphore, waiters } = clients(1, { claimMs });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(handle.expiresAt - Date.now()).toBeLessThanOrEqual(claimMs); // a claim, pending
+    await sleepMs(200); // the claim confirms at half its window: extend before that
+    const extendedAt = Date.now();
+    await handle.extend(leaseMs);
+    await sleepMs(claimMs); // past the claim's confirmation
+    expect(handle.signal.aborted).toBe(false);
+    const keys = semaphoreKeys(prefix, "pool");
+    const serverEnd = Number(
+      await bed.redis().zscore(keys.leases, `${handle.owner} ${handle.fencingToken}`),
+    );
+    // The extend re-armed the lease to 3 s from its send: a later claim does not shorten it.
+    expect(serverEnd).toBeGreaterThanOrEqual(extendedAt + leaseMs);
+    expect(serverEnd).toBeGreaterThanOrEqual(handle.expiresAt);
     await handle.release();
   });
 

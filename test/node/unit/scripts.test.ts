@@ -29,7 +29,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["multiLock.rollback", "0e9f9f6e8dcb45eaa3f545afac9f6aabc52ffa7e"],
   ["redLock.undoAcquire", "19d448a7130a7022f265e0a1f1ae4b4e8383d534"],
   ["semaphore.acquire", "b248053777e165d4d6a1c67dfc109d89e4ddae00"],
-  ["semaphore.extend", "78237eed7944329e3e3fdf78ce439752335a2608"],
+  ["semaphore.extend", "dd2f3bee2ef12d7e8d6cbe387f6c5f578c39b2b9"],
   ["semaphore.release", "6dd25211516c5f6dc02cb829af4cf6ce535f30bb"],
   ["semaphore.abandon", "07ae64244e9b850986a3ac5a4ea642bea334212a"],
   ["semaphore.capacity", "4c5803f01e1ef3419cdd434b2b058791ce73e872"],

@@ -66,6 +66,8 @@ export class LockHandle implements HeldLock, WatchedHold {
   /** The id of a release that failed ambiguously; the next release() re-sends it. */
   #pendingRelease: string | undefined;
   #claimPending: boolean;
+  /** An extend() was sent while the claim was pending: its answer, not the claim's, is trusted. */
+  #extendedInClaim = false;
   /** How errors name the hold: `lock "a"`, `permits of semaphore "a"`. */
   readonly #what: string;
 
@@ -136,6 +138,7 @@ export class LockHandle implements HeldLock, WatchedHold {
   async extend(ms: number): Promise<void> {
     const leaseMs = checkLease(ms, "extend(ms)");
     this.#assertHeld("extend");
+    if (this.#claimPending) this.#extendedInClaim = true;
     const sentAt = Date.now();
     if (!(await this.#control.extend(leaseMs))) {
       this.#lose("it was gone when extended");
@@ -153,7 +156,9 @@ export class LockHandle implements HeldLock, WatchedHold {
     // Known lost stays lost: the owner's hold the claim found may be a later one.
     if (this.#lost.signal.aborted) return;
     this.#claimPending = false;
-    this.#expiresAt = sentAt + leaseMs;
+    // After an extend() in the window the server's lease is the extend's, or the confirmation
+    // shifted that one (not the grant's): only the extend's answer says how long it holds.
+    if (!this.#extendedInClaim) this.#expiresAt = sentAt + leaseMs;
     if (this.renewing) {
       if (this.#expiryTimer !== undefined) clearTimeout(this.#expiryTimer);
     } else {

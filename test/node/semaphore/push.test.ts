@@ -482,6 +482,33 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     await handle.release();
   });
 
+  it("a handed-off hold extended to less than its claim window is trusted no longer than the server keeps it", async () => {
+    // A short extend() inside the claim window left the server's lease inside the window too;
+    // the claim's confirmation took it for the grant's untouched window and shifted it from
+    // there (ending before grant + lease), while the handle trusted grant + lease.
+    const claimMs = 1_000;
+    const leaseMs = 3_000;
+    const { prefix, semaphore, waiters } = clients(1, { claimMs });
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting;
+    expect(handle.expiresAt - Date.now()).toBeLessThanOrEqual(claimMs); // a claim, pending
+    await sleepMs(100); // the claim confirms at half its window: extend before that
+    await handle.extend(700); // ends inside the window, after the confirmation
+    await sleepMs(claimMs / 2); // past the claim's confirmation
+    const keys = semaphoreKeys(prefix, "pool");
+    const serverEnd = Number(
+      await bed.redis().zscore(keys.leases, `${handle.owner} ${handle.fencingToken}`),
+    );
+    // Whatever the server keeps now, the handle trusts no moment past it.
+    if (serverEnd > 0) expect(serverEnd).toBeGreaterThanOrEqual(handle.expiresAt);
+    else expect(handle.signal.aborted).toBe(true);
+    await handle.release().catch(() => undefined);
+  });
+
   it("semaphore.extend anchors a claim at the grant: the lease ends exactly its length after it", async () => {
     const { prefix, semaphore } = clients(0);
     await semaphore.trySetPermits(1);

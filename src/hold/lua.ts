@@ -21,14 +21,24 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
  * the owner's, or {-1} when that hold is gone since — also when the owner holds the lock again by a
  * later hold (another task of its scope took it fresh: a new token), which the replay must not
  * attach to. Nothing is applied twice. With `rearmTo` (the name of a lease in ms), a replay also
- * re-arms the lease: for scripts whose attempts share one id.
+ * re-arms the lease: for scripts whose attempts share one id. With `refusedRecord`, a record of
+ * that value is a refusal (the write lock's upgrade), answered {-2} again.
  */
-export function replayAcquisition(operationKey: string, rearmTo?: string): string {
+export function replayAcquisition(
+  operationKey: string,
+  rearmTo?: string,
+  refusedRecord?: string,
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "replayAcquisition",
-    lua: () => replayAcquisition(operationKey, rearmTo),
+    lua: () => replayAcquisition(operationKey, rearmTo, refusedRecord),
     needs: ["lockKey", "owner", "fenceKey", operationKey, rearmTo],
   });
+  const refused =
+    refusedRecord === undefined
+      ? ""
+      : `
+  if replay == '${refusedRecord}' then return {-2} end`;
   // A later attempt sharing the id: its lease counts from its own send, so the lease is re-armed
   // to at least `rearmTo` ms (only ever lengthened).
   const rearm =
@@ -37,7 +47,7 @@ export function replayAcquisition(operationKey: string, rearmTo?: string): strin
       : `
     if redis.call('PTTL', lockKey) < tonumber(${rearmTo}) then redis.call('PEXPIRE', lockKey, ${rearmTo}) end`;
   return `local replay = redis.call('GET', ${operationKey})
-if replay then
+if replay then${refused}
   local held = redis.call('HGET', lockKey, owner)
   if held and ${fenceStillAt("fenceKey", "tonumber(replay)")} then${rearm}
     return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)}

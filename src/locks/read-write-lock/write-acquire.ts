@@ -43,7 +43,16 @@ import { acquireKeys } from "./script-keys.js";
 //        statistics unknown (-1) while only read holds keep the writer out (the statistics are
 //        the writers'; pttl is then the time until the last read lease ends); {-1} a re-sent
 //        attempt whose first run acquired, but the hold is gone since; {-2} refused: the owner
-//        holds read holds only (an upgrade).
+//        holds read holds only (an upgrade): the acquisition ends, out of the queue, and a
+//        re-send of it is refused again.
+/**
+ * The operation record of a refused upgrade: a re-send (a lost answer) is refused again.
+ * endAcquisition (the last attempt of a busy wait, or a refusal) leaves every place the
+ * acquisition's earlier attempts took, else a release hands the lock to an owner that no longer
+ * asks; its record ('left', or this) lets a late copy take nothing.
+ */
+const UPGRADE_REFUSED = "refused";
+
 export const WRITE_ACQUIRE = defineScript({
   name: "readWriteLock.acquireWrite",
   keys: [
@@ -62,19 +71,29 @@ export const WRITE_ACQUIRE = defineScript({
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
   lua: endingParkBeside(`${freeAndUncontendedFastPath("readsKey, readersKey, writersKey")}
 ${takeAnnouncedGrant("parkedKey", "operationKey")}
-${replayAcquisition("operationKey", "leaseMs")}
+${replayAcquisition("operationKey", "leaseMs", UPGRADE_REFUSED)}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
 ${pruneExpiredReads("readsKey", "readersKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
+local function endAcquisition(record)
+  redis.call('ZREM', queueKey, waiter)
+  redis.call('ZREM', timeoutsKey, waiter)
+  redis.call('ZREM', writersKey, waiter)
+  redis.call('HDEL', parkedKey, waiter)
+  redis.call('SET', operationKey, record, 'PX', operationTtlMs)
+end
 local count
 local readsEnd
 local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
 else
-  if redis.call('HEXISTS', readersKey, owner) == 1 then return {-2} end
+  if redis.call('HEXISTS', readersKey, owner) == 1 then
+    endAcquisition('${UPGRADE_REFUSED}')
+    return {-2}
+  end
   -- pttl -2: no writer; read once, as a busy reply answers it too. The read holds matter only
   -- then.
   pttl = redis.call('PTTL', lockKey)
@@ -104,12 +123,7 @@ end`,
     ${learnRoundTrip("holdStatsKey")}
     ${registerParked("parkedKey", "holdStatsKey")}
   elseif timeout < 0 then
-    redis.call('ZREM', queueKey, waiter)
-    redis.call('ZREM', timeoutsKey, waiter)
-    redis.call('ZREM', writersKey, waiter)
-    redis.call('HDEL', parkedKey, waiter)
-    -- The acquisition ends here: a late copy of one of its attempts takes nothing.
-    redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
+    endAcquisition('left')
   end
   if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
   ${busyTurnReply("holdStatsKey", "queueKey")}

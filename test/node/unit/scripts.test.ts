@@ -22,7 +22,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "0c361a1a7e717db99691e3830e5a95b960eddba0"],
   ["readWriteLock.inspectRead", "794cff7247ec177504f97a38ccbdf0d0c29de891"],
   ["readWriteLock.releaseRead", "73e5890451f342d4acc9b86c32c41f7534d0b8cc"],
-  ["readWriteLock.acquireWrite", "9e1459744307e0138c2318995e4a8c75b788adce"],
+  ["readWriteLock.acquireWrite", "202c59cf23e3d4f2a5681b33d32ce65d5fd1f4f2"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],

@@ -535,5 +535,8 @@ function causeOfLoss(
     (release) =>
       release.keys.includes(key) && release.sentAt <= abortedAt && release.settledAt >= hold.start,
   );
-  return renewalFailed || callFailed || forced;
+  // Its answer came after its first lease: Redis may have given the lock away meanwhile, so the
+  // client takes it as lost on arrival, whatever the object does next.
+  const lostOnArrival = abortedAt <= hold.start && hold.validAtStart <= hold.start;
+  return renewalFailed || callFailed || forced || lostOnArrival;
 }

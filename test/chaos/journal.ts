@@ -39,6 +39,11 @@ export interface HoldRecord {
   readonly mode: "lease" | "watchdog";
   readonly start: number;
   readonly end: number;
+  /**
+   * `validUntil()` as the section began: at or before `start`, the hold came back after its
+   * first lease (an answer slower than the lease or the watchdog timeout) and is lost on arrival.
+   */
+  readonly validAtStart: number;
   /** When its signal aborted (Infinity: never during the run). */
   readonly abortedAt: () => number;
   /** ChaosHold.confirmedDeadline(), read after the run. */

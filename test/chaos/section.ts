@@ -424,6 +424,7 @@ async function holdAndRelease(
   const { journal, operations, primitive } = ctx;
   const { key, plan } = script;
   const start = Date.now();
+  const validAtStart = hold.validUntil();
   let abortedAt = hold.signal.aborted ? start : Number.POSITIVE_INFINITY;
   hold.signal.addEventListener(
     "abort",
@@ -492,6 +493,7 @@ async function holdAndRelease(
       mode: plan.mode,
       start,
       end,
+      validAtStart,
       abortedAt: () => abortedAt,
       // Exclusive holds of one owner share one expiry, so the inner hold's re-arming requests
       // move the outer's end too (unless the re-entry found the hold gone and started a new one).

@@ -608,6 +608,7 @@ describe("the chaos checks fail when what they guard is broken", () => {
     mode: "watchdog" as const,
     start: 0,
     end,
+    validAtStart: deadline,
     abortedAt: () => abortedAt,
     deadline: () => deadline,
   });

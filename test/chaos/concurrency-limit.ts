@@ -102,6 +102,8 @@ const RELEASE_SCRIPTS: ReadonlySet<string> = new Set(
 
 /** One release request of a hold, as the harness timed it. */
 interface ReleaseRequest {
+  /** The hold it releases: a request may release a hold lost on arrival before its permit's. */
+  readonly token: number;
   readonly sentAt: number;
   settledAt: number | undefined;
   failed: boolean;
@@ -129,8 +131,13 @@ function timingReleases(redis: RedisLike, releases: Map<string, ReleaseRequest[]
     send: () => Promise<T>,
   ): Promise<T> => {
     if (!RELEASE_SCRIPTS.has(scriptOrSha)) return send();
-    const owner = typeof args[0] === "string" ? args[0].split(" ")[0]! : "";
-    const request: ReleaseRequest = { sentAt: Date.now(), settledAt: undefined, failed: false };
+    const [owner = "", token = "0"] = typeof args[0] === "string" ? args[0].split(" ") : [];
+    const request: ReleaseRequest = {
+      token: Number(token),
+      sentAt: Date.now(),
+      settledAt: undefined,
+      failed: false,
+    };
     releases.set(owner, [...(releases.get(owner) ?? []), request]);
     try {
       return await send();
@@ -415,9 +422,11 @@ export async function runConcurrencyLimitChaos(
       const allowance = record.kind === "drop" && record.status === "200" ? unreadBodyMs : 0;
       const due = record.endedAt + allowance;
       const dueBy = due + SLACK_MS + lag.lateness(due, Math.max(due, at));
-      const sentReleases = (releases.get(record.owner) ?? []).filter(
-        (release) => release.sentAt <= dueBy,
+      // Its permit's own: a hold that came back lost on arrival was released before it.
+      const ofPermit = (releases.get(record.owner) ?? []).filter(
+        (release) => release.token === record.permit!.fencingToken,
       );
+      const sentReleases = ofPermit.filter((release) => release.sentAt <= dueBy);
       if (sentReleases.length === 0) {
         return { until: dueBy, why: `no release sent by ${dueBy}` };
       }
@@ -429,7 +438,7 @@ export async function runConcurrencyLimitChaos(
         return { until: released, why: `released at ${released}` };
       }
       // Failed so far: retried in the background while its watchdog renews, then given up.
-      const later = (releases.get(record.owner) ?? []).filter(
+      const later = ofPermit.filter(
         (release) => !release.failed && release.settledAt !== undefined,
       );
       const released =

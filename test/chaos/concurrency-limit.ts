@@ -253,7 +253,9 @@ export async function runConcurrencyLimitChaos(
         redis: timingReleases(isolate.client.redis, releases),
         prefix: env.prefix,
         watchdogTimeoutMs: config.watchdogTimeoutMs,
-        wait: { ...config.wait, maxPolls: 10_000 },
+        // Parks shorter than a request timeout (the default 5 s would end each park as a
+        // failed request while its pop stayed open at the server: polling in all but name).
+        wait: { ...config.wait, parkMs: config.push.parkMs, maxPolls: 10_000 },
         watchdog: isolate.renewer,
       });
       const app = new Hono<{ Variables: { permit: PermitHandle } }>();

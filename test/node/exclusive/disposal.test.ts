@@ -135,58 +135,39 @@ describe.each(backendKindsUnderTest())("disposal after the hold was lost (%s)", 
     ).rejects.toBe(failure);
   });
 
-  it("withLock: fn starts only on a hold still valid when its answer arrived", async () => {
+  it.each([
     // Issue 41: an answer slower than the lease brought back a hold already lost; fn ran on it
     // while another owner could hold the lock.
-    const prefix = freshPrefix();
-    const slow = slowScriptAnswers(bed.redis());
-    const client = bed.client({ prefix, redis: slow.redis });
-    const rival = bed.client({ prefix });
-    slow.state.delayMs = 700; // the acquire's answer comes back after its 300 ms lease
-    const started: boolean[] = [];
-    const running = client.withLock(
-      "with-late",
-      (held) => {
-        started.push(held.signal.aborted);
-        return held.fencingToken;
-      },
-      { leaseMs: 300, waitMs: 5_000 },
-    );
-    await sleepMs(150); // its script is sent by now
-    slow.state.delayMs = 0;
-    const token = await running;
-    // One start, on a live hold: the second acquisition (the first one's lease was over).
-    expect(started).toEqual([false]);
-    expect(token).toBe(2);
-    await until(async () => !(await rival.lock("with-late").isLocked()));
-  });
-
-  it("withLock in watchdog mode: fn starts only on a hold still valid when its answer arrived", async () => {
-    // Issue 41: in watchdog mode nothing checked an answer slower than the watchdog timeout, so
-    // fn ran on a hold whose first lease Redis had already ended (a chaos run: four holders of
-    // three permits behind concurrencyLimit()).
-    const prefix = freshPrefix();
-    const slow = slowScriptAnswers(bed.redis());
-    const client = bed.client({ prefix, redis: slow.redis, watchdogTimeoutMs: 300 });
-    const rival = bed.client({ prefix });
-    slow.state.delayMs = 700; // the acquire's answer comes back after the 300 ms first lease
-    const started: { aborted: boolean; token: number }[] = [];
-    const running = client.withLock(
-      "with-late-watchdog",
-      (held) => {
-        started.push({ aborted: held.signal.aborted, token: held.fencingToken });
-        return held.fencingToken;
-      },
-      { waitMs: 5_000 },
-    );
-    await sleepMs(150); // its script is sent by now
-    slow.state.delayMs = 0;
-    const token = await running;
-    // One start, on a live hold: the second acquisition (the first one's lease was over).
-    expect(started).toEqual([{ aborted: false, token: 2 }]);
-    expect(token).toBe(2);
-    await until(async () => !(await rival.lock("with-late-watchdog").isLocked()));
-  });
+    { mode: "lease", client: {}, acquire: { leaseMs: 300 } },
+    // In watchdog mode nothing checked an answer slower than the watchdog timeout (the first
+    // lease): a chaos run showed four holders of three permits behind concurrencyLimit().
+    { mode: "watchdog", client: { watchdogTimeoutMs: 300 }, acquire: {} },
+  ])(
+    "withLock ($mode mode): fn starts only on a hold still valid when its answer arrived",
+    async (setting) => {
+      const prefix = freshPrefix();
+      const slow = slowScriptAnswers(bed.redis());
+      const client = bed.client({ prefix, redis: slow.redis, ...setting.client });
+      const rival = bed.client({ prefix });
+      slow.state.delayMs = 700; // the acquire's answer comes back after its 300 ms first lease
+      const started: { aborted: boolean; token: number }[] = [];
+      const running = client.withLock(
+        "with-late",
+        (held) => {
+          started.push({ aborted: held.signal.aborted, token: held.fencingToken });
+          return held.fencingToken;
+        },
+        { waitMs: 5_000, ...setting.acquire },
+      );
+      await sleepMs(150); // its script is sent by now
+      slow.state.delayMs = 0;
+      const token = await running;
+      // One start, on a live hold: the second acquisition (the first one's lease was over).
+      expect(started).toEqual([{ aborted: false, token: 2 }]);
+      expect(token).toBe(2);
+      await until(async () => !(await rival.lock("with-late").isLocked()));
+    },
+  );
 
   it("withLock: answers always slower than the lease end in LockBackendError, fn never run", async () => {
     const prefix = freshPrefix();

@@ -95,68 +95,45 @@ describe.each(backendKindsUnderTest())("concurrencyLimit() on %s", (kind) => {
     expect(((await long.json()) as { detail: string }).detail).toContain("1024 UTF-8 bytes");
   });
 
-  it("never runs a handler on a permit whose lease ended before its answer arrived", async () => {
+  it.each([
     // Issue 41 (the long chaos run): a permit answered slower than its lease had lapsed in
     // Redis, another request took it, and the late one's handler still started beside it.
-    const prefix = freshPrefix();
-    const slow = slowScriptAnswers(bed.redis());
-    const late = bed.client({ prefix, redis: slow.redis });
-    const prompt = bed.client({ prefix });
-    const meter = overlapMeter();
-    const handler = async () => {
-      meter.enter();
-      await sleepMs(600);
-      meter.leave();
-      return new Response("ok");
-    };
-    const lateApp = appWith({ client: late, permits: 1, leaseMs: 400 }, handler);
-    const promptApp = appWith({ client: prompt, permits: 1, leaseMs: 2_000 }, handler);
-    slow.state.delayMs = 900; // the acquire's answer comes back 900 ms late, its 400 ms lease over
-    const lateAnswer = post(lateApp);
-    await sleepMs(200); // its script is sent by now (the delay is read when it is sent)
-    slow.state.delayMs = 0;
-    await sleepMs(350); // the late permit has lapsed in Redis: the prompt request takes it
-    const promptAnswer = await post(promptApp);
-    const lateResponse = await lateAnswer;
-    expect(promptAnswer.status).toBe(200);
-    expect(meter.max).toBe(1);
-    // The late request found the permit taken when it asked again: busy, not served beside it.
-    expect(lateResponse.status).toBe(429);
-    await Promise.all([promptAnswer.text(), lateResponse.text()]);
-    const semaphore = prompt.semaphore("llm:acme");
-    await until(async () => (await semaphore.availablePermits()) === 1);
-  });
-
-  it("in watchdog mode too, never runs a handler on a permit whose first lease ended before its answer", async () => {
-    // Issue 41 (the long chaos run with push waits): on the default watchdog mode nothing checked
-    // an answer slower than the watchdog timeout; a fourth handler started beside three permits.
-    const prefix = freshPrefix();
-    const slow = slowScriptAnswers(bed.redis());
-    const late = bed.client({ prefix, redis: slow.redis, watchdogTimeoutMs: 400 });
-    const prompt = bed.client({ prefix });
-    const meter = overlapMeter();
-    const handler = async () => {
-      meter.enter();
-      await sleepMs(600);
-      meter.leave();
-      return new Response("ok");
-    };
-    const lateApp = appWith({ client: late, permits: 1 }, handler);
-    const promptApp = appWith({ client: prompt, permits: 1, leaseMs: 2_000 }, handler);
-    slow.state.delayMs = 900; // the answer comes back 900 ms late, its 400 ms first lease over
-    const lateAnswer = post(lateApp);
-    await sleepMs(200); // its script is sent by now (the delay is read when it is sent)
-    slow.state.delayMs = 0;
-    await sleepMs(350); // the late permit has lapsed in Redis: the prompt request takes it
-    const promptAnswer = await post(promptApp);
-    const lateResponse = await lateAnswer;
-    expect(promptAnswer.status).toBe(200);
-    expect(meter.max).toBe(1);
-    expect(lateResponse.status).toBe(429);
-    await Promise.all([promptAnswer.text(), lateResponse.text()]);
-    const semaphore = prompt.semaphore("llm:acme");
-    await until(async () => (await semaphore.availablePermits()) === 1);
-  });
+    { mode: "lease", client: {}, limit: { leaseMs: 400 } },
+    // The middleware's default: nothing checked an answer slower than the watchdog timeout (the
+    // first lease); a fourth handler started beside three permits.
+    { mode: "watchdog", client: { watchdogTimeoutMs: 400 }, limit: {} },
+  ])(
+    "never runs a handler on a permit whose first lease ended before its answer arrived ($mode mode)",
+    async (setting) => {
+      const prefix = freshPrefix();
+      const slow = slowScriptAnswers(bed.redis());
+      const late = bed.client({ prefix, redis: slow.redis, ...setting.client });
+      const prompt = bed.client({ prefix });
+      const meter = overlapMeter();
+      const handler = async () => {
+        meter.enter();
+        await sleepMs(600);
+        meter.leave();
+        return new Response("ok");
+      };
+      const lateApp = appWith({ client: late, permits: 1, ...setting.limit }, handler);
+      const promptApp = appWith({ client: prompt, permits: 1, leaseMs: 2_000 }, handler);
+      slow.state.delayMs = 900; // the acquire's answer comes back 900 ms late, its 400 ms lease over
+      const lateAnswer = post(lateApp);
+      await sleepMs(200); // its script is sent by now (the delay is read when it is sent)
+      slow.state.delayMs = 0;
+      await sleepMs(350); // the late permit has lapsed in Redis: the prompt request takes it
+      const promptAnswer = await post(promptApp);
+      const lateResponse = await lateAnswer;
+      expect(promptAnswer.status).toBe(200);
+      expect(meter.max).toBe(1);
+      // The late request found the permit taken when it asked again: busy, not served beside it.
+      expect(lateResponse.status).toBe(429);
+      await Promise.all([promptAnswer.text(), lateResponse.text()]);
+      const semaphore = prompt.semaphore("llm:acme");
+      await until(async () => (await semaphore.availablePermits()) === 1);
+    },
+  );
 
   it("returns the permit when the handler throws", async () => {
     const client = bed.client();

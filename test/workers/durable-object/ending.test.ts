@@ -7,10 +7,14 @@ import { describe, expect, it } from "vitest";
 import { type LockEvent, LockLostError } from "../../../src/index.js";
 import { plainClient, renewals, server, sleepMs, until, watchdogBed } from "./support.js";
 
+// Wide enough that a slow acquire answer on a loaded machine is not lost on arrival (a
+// watchdog-mode hold is lost when its answer comes after its first lease, watchdogTimeoutMs).
+const TIMEOUT_MS = 1_200;
+
 describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   it("frees the lock of a holder whose heartbeats stopped within heartbeatTimeoutMs + watchdogTimeoutMs", async () => {
     const heartbeatTimeoutMs = 1_200;
-    const watchdogTimeoutMs = 600;
+    const watchdogTimeoutMs = TIMEOUT_MS;
     const bed = watchdogBed(watchdogTimeoutMs, {
       heartbeatTimeoutMs,
       heartbeatIntervalMs: 0,
@@ -43,10 +47,11 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   });
 
   it("keeps the lock while automatic heartbeats flow from the living holder", async () => {
-    const bed = watchdogBed(600, { heartbeatTimeoutMs: 900 });
+    const bed = watchdogBed(TIMEOUT_MS, { heartbeatTimeoutMs: 900 });
     expect(bed.watchdog.options.heartbeatIntervalMs).toBe(300);
     const held = await bed.client.lock("alive").acquire();
-    await sleepMs(2_400);
+    // Well past the heartbeat timeout and two leases: only the heartbeats kept renewal going.
+    await sleepMs(2 * TIMEOUT_MS + 300);
     expect(held.signal.aborted).toBe(false);
     expect(await bed.client.lock("alive").isHeldBy(held.owner)).toBe(true);
     expect(bed.namespace.calls.heartbeat).toBeGreaterThanOrEqual(4);
@@ -57,7 +62,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
 
   it("stops renewing when maxHoldMs has passed and aborts the holder's signal", async () => {
     const maxHoldMs = 1_500;
-    const bed = watchdogBed(600, { maxHoldMs, heartbeatIntervalMs: 150 });
+    const bed = watchdogBed(TIMEOUT_MS, { maxHoldMs, heartbeatIntervalMs: 150 });
     const lost: LockEvent[] = [];
     bed.client.on("lockLost", (event) => lost.push(event));
     const started = Date.now();
@@ -66,7 +71,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
     const next = await other.acquire({ leaseMs: 5_000, waitMs: 20_000 });
     const freedAfter = Date.now() - started;
     expect(freedAfter).toBeGreaterThanOrEqual(maxHoldMs);
-    expect(freedAfter).toBeLessThanOrEqual(maxHoldMs + 600 + 750);
+    expect(freedAfter).toBeLessThanOrEqual(maxHoldMs + TIMEOUT_MS + 750);
     await until(() => held.signal.aborted, 3_000);
     expect(held.signal.reason).toBeInstanceOf(LockLostError);
     expect(String(held.signal.reason)).toContain("max-hold");
@@ -76,13 +81,13 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   });
 
   it("ends renewal when the renew script finds the lock gone, and aborts every re-entrant hold", async () => {
-    const bed = watchdogBed(600, { heartbeatIntervalMs: 150 });
+    const bed = watchdogBed(TIMEOUT_MS, { heartbeatIntervalMs: 150 });
     const lost: LockEvent[] = [];
     bed.client.on("lockLost", (event) => lost.push(event));
     const lock = bed.client.lock("stolen");
     const held = await lock.acquire();
     const nested = await lock.acquire({ owner: held.owner });
-    await sleepMs(700);
+    await sleepMs(TIMEOUT_MS / 2 + 100);
     expect(renewals(await bed.watchdog.status(held))).toBeGreaterThanOrEqual(1);
     await lock.forceRelease();
     await until(() => held.signal.aborted, 3_000);
@@ -100,7 +105,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   });
 
   it("tells a holder without automatic heartbeats at its next manual heartbeat", async () => {
-    const bed = watchdogBed(600, { heartbeatIntervalMs: 0 });
+    const bed = watchdogBed(TIMEOUT_MS, { heartbeatIntervalMs: 0 });
     const lock = bed.client.lock("asked");
     const held = await lock.acquire();
     await bed.watchdog.settled();
@@ -112,16 +117,16 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   });
 
   it("forget() from another invocation stops renewal and records it as released", async () => {
-    const bed = watchdogBed(600, { heartbeatIntervalMs: 0 });
+    const bed = watchdogBed(TIMEOUT_MS, { heartbeatIntervalMs: 0 });
     const held = await bed.client.lock("forgotten").acquire();
     await bed.watchdog.settled();
-    const elsewhere = watchdogBed(600, { heartbeatIntervalMs: 0 }, bed.client.prefix);
+    const elsewhere = watchdogBed(TIMEOUT_MS, { heartbeatIntervalMs: 0 }, bed.client.prefix);
     const ref = { name: "forgotten", owner: held.owner, prefix: bed.client.prefix };
     expect(await elsewhere.watchdog.forget(ref)).toMatchObject({
       state: "ended",
       reason: "released",
     });
-    // Not renewed any more: the watchdog-mode lease (600 ms) runs out.
+    // Not renewed any more: the watchdog-mode lease (TIMEOUT_MS) runs out.
     await until(async () => !(await bed.client.lock("forgotten").isLocked()), 3_000);
     expect(await bed.watchdog.heartbeat(held)).toMatchObject({ reason: "released" });
     expect(held.signal.aborted).toBe(true);

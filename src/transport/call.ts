@@ -84,18 +84,15 @@ function diagnoseWhenSlow(
   budgetMs: number,
   deadline: number,
 ): { finding(timedOut: boolean): Promise<string | undefined>; stop(): void } {
-  const url = restUrlOf(redis);
   let probe: Promise<string | undefined> | undefined;
-  const timer =
-    url === undefined
-      ? undefined
-      : setTimeout(() => {
-          probe = probeRestUrl(url, deadline - Date.now()).catch(() => undefined);
-        }, budgetMs / 2);
+  // The URL is looked up only when a call is slow: an answered call costs a timer, nothing more.
+  const timer = setTimeout(() => {
+    const url = restUrlOf(redis);
+    if (url === undefined) return;
+    probe = probeRestUrl(url, deadline - Date.now()).catch(() => undefined);
+  }, budgetMs / 2);
   return {
-    stop: () => {
-      if (timer !== undefined) clearTimeout(timer);
-    },
+    stop: () => clearTimeout(timer),
     // Only a call that timed out waits for the probe (which ends by the deadline, now).
     finding: async (timedOut) => (timedOut ? probe : undefined),
   };

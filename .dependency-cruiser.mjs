@@ -9,12 +9,12 @@
 //   waiting     wait/: the one acquisition path, the client's runtime; wait/push/ its push mode
 //   shared base hold/: keys, handles, typed scripts, replies, the Lua building blocks, queue/
 //   bottom      transport/ (speaking to Redis) and watchdog/ (lease renewal), side by side
-//   ground      errors, events, ids, validate, scope, sleep, defaults (the files in src/ itself)
+//   ground      errors, events, platform (ids, timers, scopes), validate, defaults (the files in src/ itself)
 //
 // One rule per boundary: a layer imports nothing above it. Circles are refused everywhere.
 
 const KINDS = "(fair-lock|multi-lock|quorum-lock|read-write-lock|semaphore|count-down-latch)";
-const GROUND = "^src/(errors|events|ids|validate|scope|sleep|defaults)\\.ts$";
+const GROUND = "^src/(errors|events|platform|validate|defaults)\\.ts$";
 const ENTRY_FILES = "^src/(index|lock|client|plain-lock-client|scripts)\\.ts$";
 const SIDE_ENTRIES = "^src/(durable-object|hono|inspector|metrics)/";
 
@@ -38,7 +38,7 @@ export default {
       name: "ground-below-all",
       severity: "error",
       comment:
-        "errors, events, ids, validate, scope, sleep and defaults are what every layer stands on: they import only each other.",
+        "errors, events, platform, validate and defaults are what every layer stands on: they import only each other.",
       from: { path: GROUND },
       to: { path: "^src/", pathNot: GROUND },
     },
@@ -77,9 +77,9 @@ export default {
       name: "push-below-the-wait-driver",
       severity: "error",
       comment:
-        "The driver (acquire, queued, local-holds) picks push or polling; push waiting builds on the wait contract (attempt, policy, turn, retry, runtime), never on the driver.",
+        "The driver (acquire.ts) picks push or polling; push waiting builds on the wait contract (attempt, policy, poll.ts's turn pacing, retry, runtime), never on the driver.",
       from: { path: "^src/wait/push/" },
-      to: { path: "^src/wait/(acquire|queued|local-holds)\\.ts$" },
+      to: { path: "^src/wait/acquire\\.ts$" },
     },
     {
       name: "kinds-below-entries",

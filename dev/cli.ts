@@ -26,6 +26,8 @@ Usage:
                            <url>/_edgelock/)
   edgelock dev --help      show the options of "dev"
   edgelock inspect         see the locks in a database: a local page, --json or --table
+  edgelock inspect waits --url INSPECTOR_URL
+                           the recent waits a running inspector shows, step by step
   edgelock inspect --help  show the options of "inspect"
   edgelock --version       print the version
   edgelock --help          show this help

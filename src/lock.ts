@@ -26,5 +26,5 @@ export { type AcquireOptions, Lock } from "./locks/exclusive/lock.js";
 export { type LockClientOptions, PlainLockClient } from "./plain-lock-client.js";
 export type { RedisLike } from "./transport/redis-like.js";
 export type { WaitOptions } from "./wait/policy.js";
-export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/in-process.js";
 export type { HoldKind, Renewal, RenewalTarget, Renewer } from "./watchdog/renewer.js";
+export { type InProcessRenewerOptions, inProcessRenewer } from "./watchdog/renewer.js";

@@ -11,13 +11,12 @@ import { type LockEventListener, LockEvents, type LockEventType } from "./events
 import type { OperationContext } from "./hold/context.js";
 import type { LockHandle } from "./hold/handle.js";
 import { acquireLiveHold } from "./hold/live-hold.js";
-import { newOwnerToken } from "./ids.js";
 import type { AcquireOptions } from "./locks/exclusive/lock.js";
 import { Lock } from "./locks/exclusive/lock.js";
-import { currentScopeOwner, runWithOwner } from "./scope.js";
+import { currentScopeOwner, newOwnerToken, runWithOwner } from "./platform.js";
 import type { CallObserver } from "./transport/call.js";
+import { setKeyLocking } from "./transport/call.js";
 import { checkCredentials } from "./transport/diagnose.js";
-import { setKeyLocking } from "./transport/key-locking.js";
 import { checkCanPark, checkRedisLike, type RedisLike } from "./transport/redis-like.js";
 import {
   checkCount,
@@ -28,29 +27,42 @@ import {
   checkPrefix,
 } from "./validate.js";
 import { resolveWaitPolicy, type WaitOptions } from "./wait/policy.js";
-import { BlockingPops, ParkedSiblings, RecentContention } from "./wait/push/client-state.js";
-import { HandOffSubscriptions } from "./wait/push/subscription.js";
+import {
+  BlockingPops,
+  HandOffSubscriptions,
+  ParkedSiblings,
+  RecentContention,
+} from "./wait/push/client-state.js";
 import type { LockRuntime } from "./wait/runtime.js";
-import { inProcessRenewer } from "./watchdog/in-process.js";
-import { WatchdogRegistry } from "./watchdog/registry.js";
 import type { Renewer } from "./watchdog/renewer.js";
+import { inProcessRenewer, WatchdogRegistry } from "./watchdog/renewer.js";
 
 /** Options of `new LockClient(options)` (and of PlainLockClient), each with its default. */
 export interface LockClientOptions {
   /** An `@upstash/redis` client (`new Redis({ url, token })`) or any RedisLike. Required. */
   redis: RedisLike;
-  /** Prefix of every key edgelock writes: `<prefix>:{<name>}`. Default "edgelock". */
+  /**
+   * Prefix of every key edgelock writes: `<prefix>:{<name>}`.
+   * @default "edgelock"
+   */
   prefix?: string;
   /**
    * Lease of locks acquired without `leaseMs`, in ms; the watchdog renews it every third of it
-   * while the handle is held, so a crashed holder frees the lock within this time. Default 30000.
+   * while the handle is held, so a crashed holder frees the lock within this time. It is also the
+   * hold's first lease: an acquire answered after it (a slow network, a stalled isolate) is lost on
+   * arrival, and waiting callers ask again, so keep it well above a slow round trip.
+   * @default 30000
    */
   watchdogTimeoutMs?: number;
-  /** Polling policy of waiters (backoff and poll budget). Defaults: see WaitOptions. */
+  /**
+   * How waiters wait: push or polling, backoff and poll budget.
+   * @default see WaitOptions (mode "auto")
+   */
   wait?: WaitOptions;
   /**
    * Re-sends after an ambiguous failure (network error, 5xx), on top of the Redis client's own
-   * retries. Safe because every mutating script replays its first result. Default 2.
+   * retries. Safe because every mutating script replays its first result.
+   * @default 2
    */
   retries?: number;
   /**
@@ -65,10 +77,13 @@ export interface LockClientOptions {
   /**
    * How long a mutating operation's result is kept in Redis to answer re-sent requests, in ms.
    * Must exceed the longest retry window of the Redis client (about 4.5 s for @upstash/redis).
-   * Default 60000.
+   * @default 60000
    */
   operationTtlMs?: number;
-  /** What renews leases in watchdog mode. Default: in-process timers (`inProcessRenewer()`). */
+  /**
+   * What renews leases in watchdog mode.
+   * @default in-process timers (`inProcessRenewer()`)
+   */
   watchdog?: Renewer;
   /**
    * Send every script with Upstash's `#!lua flags=allow-key-locking`, so that Upstash locks only

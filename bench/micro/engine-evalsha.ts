@@ -8,10 +8,10 @@
  */
 import { createEmbeddedBackend } from "../../dev/engine/index.js";
 import { CLIENT_DEFAULTS } from "../../src/defaults.js";
-import { lockKeys } from "../../src/hold/keys.js";
 import { PACE_TTL_MS } from "../../src/hold/pace.js";
 import type { LockScript } from "../../src/hold/script.js";
-import { ACQUIRE } from "../../src/locks/exclusive/acquire.js";
+import { lockKeys } from "../../src/hold/script.js";
+import { ACQUIRE } from "../../src/locks/exclusive/lock.js";
 import { RELEASE } from "../../src/locks/exclusive/release.js";
 
 /** The kinds of EVALSHA a round sends, in the order they are reported. */

@@ -4,7 +4,7 @@
  * left is the library's work (options, owner, ids, handle, reply decoding).
  */
 import { LockClient } from "../../src/index.js";
-import { ACQUIRE } from "../../src/locks/exclusive/acquire.js";
+import { ACQUIRE } from "../../src/locks/exclusive/lock.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 
 /**

@@ -4,7 +4,7 @@
  * of different versions fail loudly instead of renewing the wrong thing.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
-import { lockKeys } from "../hold/keys.js";
+import { lockKeys } from "../hold/script.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
 import {
   checkDuration,

@@ -4,8 +4,7 @@
  * name the hold by its fencing token, never acting on another hold of the same owner.
  */
 import { LockBackendError } from "../errors.js";
-import { newOperationId } from "../ids.js";
-import { sleep } from "../sleep.js";
+import { newOperationId, sleep } from "../platform.js";
 import type { HoldKind, Renewal, RenewalTarget } from "../watchdog/renewer.js";
 import { type CallOutcome, callWatchdog, type WatchdogRoute } from "./calls.js";
 import { type RegisterMessage, WATCHDOG_PROTOCOL, type WatchdogStatus } from "./messages.js";

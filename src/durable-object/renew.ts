@@ -5,7 +5,7 @@
  * whose lease passed (redis-semaphore#175) — so a late alarm cannot revive what it renews.
  */
 import type { OperationContext } from "../hold/context.js";
-import { lockKeys } from "../hold/keys.js";
+import { lockKeys } from "../hold/script.js";
 import { extendLease } from "../locks/exclusive/extend.js";
 import { extendPermits } from "../locks/semaphore/extend.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";

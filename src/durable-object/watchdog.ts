@@ -6,8 +6,8 @@
  */
 import { LockBackendError, LockInputError } from "../errors.js";
 import { checkLockName, checkOwner } from "../validate.js";
-import { inProcessRenewer } from "../watchdog/in-process.js";
 import type { HoldKind, Renewal, RenewalTarget, Renewer } from "../watchdog/renewer.js";
+import { inProcessRenewer } from "../watchdog/renewer.js";
 import { callWatchdog, type WatchdogRoute } from "./calls.js";
 import {
   checkFencingToken,

@@ -3,9 +3,9 @@
 /** A hold on a lock: its fencing token, its lease, and the way to extend and release it. */
 
 import { LockBackendError, LockLostError, LockNotHeldError } from "../errors.js";
-import { newOperationId } from "../ids.js";
+import { newOperationId } from "../platform.js";
 import { checkLease } from "../validate.js";
-import type { WatchedHold } from "../watchdog/registry.js";
+import type { WatchedHold } from "../watchdog/renewer.js";
 import type { HeldLock } from "./held-lock.js";
 import type { ReleaseResult } from "./state.js";
 

@@ -1,6 +1,6 @@
 /**
  * What scripts learn about a lock's rhythm so that waiters can sleep until their turn (the
- * client side, queue-directed polling, is src/wait/turn.ts). Statistics live in a hash beside the lock,
+ * client side, queue-directed polling, is src/wait/poll.ts). Statistics live in a hash beside the lock,
  * under its hash tag, and expire on their own. Expiries and force-releases teach nothing: only
  * releases and hand-offs are sampled.
  */

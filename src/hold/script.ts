@@ -1,4 +1,6 @@
 /**
+ * A hold's scripts: the key layouts they run on, their typed definitions and their replies.
+ *
  * Typed script definitions. Each lock script is declared once: its name, its keys and arguments
  * by name (in KEYS/ARGV order), the reply shapes it may answer, and its Lua. The Lua starts with
  * a generated header (`local lockKey = KEYS[1]` …), so the body and every shared fragment refer
@@ -7,11 +9,12 @@
  * arguments as records (the compiler checks that none is missing), plumbs the context's retry
  * and observer, and checks the reply against the declared shapes.
  */
-import { callScript } from "../transport/call.js";
-import { Script } from "../transport/script.js";
+
+import { LockBackendError } from "../errors.js";
+import { callScript, Script } from "../transport/call.js";
+import { shownSafely } from "../transport/failures.js";
 import type { OperationContext } from "./context.js";
 import { LUA_FRAGMENTS, type LuaFragment } from "./fragment.js";
-import { checkedReply, integerReply, type ReplyShapes } from "./reply.js";
 
 /**
  * What a script answers: for each status (the first element) the lengths the reply may have;
@@ -201,4 +204,154 @@ function keyList(script: LockScript, keys: Record<string, string | undefined>): 
     }
   }
   return list;
+}
+
+/*
+ * Every key layout, in one place. A lock's keys share the hash tag `{<name>}`: one Cluster slot
+ * per script, and Upstash's per-key script locking sees every key in KEYS.
+ */
+
+/** A reentrant lock's; the other exclusive kinds build on them. */
+export interface LockKeys {
+  /** Hash: owner token → hold count. Its TTL is the lease. */
+  readonly lock: string;
+  /** Counter of first acquisitions; never expires, so fencing tokens only grow. */
+  readonly fence: string;
+  /**
+   * Hash: `at` (server ms of the current holder's first acquisition), `hold`, `dev`, `cycle`,
+   * `rtt` (average ms: hold, its mean deviation, acquire → next acquire, waiters' round trip),
+   * `for`, `for2`, `until` (a release's reservation: the two head waiters, till server ms).
+   */
+  readonly holdStats: string;
+  /**
+   * Sorted set: waiting acquisition (`<owner> <operation id>`, one place per acquisition, so two
+   * tasks of one owner wait apart) → ticket (enqueue time in ms, strictly increasing).
+   */
+  readonly queue: string;
+  /** Sorted set: waiting acquisition (as in `queue`) → deadline (server ms), refreshed by polls. */
+  readonly timeouts: string;
+  /**
+   * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
+   * of its latest registration> <server ms its park ends by>[ sub<n>.<k>]`: what a release needs
+   * to hand it the lock (` sub<n>.<k>`: it listens on `handOffChannels[k]`, registered by its
+   * attempt number n); after a hand-off announced there, `granted <fence>` until its next attempt
+   * takes it or it expires (see `grants`).
+   */
+  readonly parked: string;
+  /**
+   * Pub/sub channels, HAND_OFF_SHARDS of them (not keys, but declared in KEYS like ones): a
+   * release announces a hand-off on the channel its waiter registered with (`<operation id>
+   * grant …`, `<operation id> behind …`; see queue/hand-off.ts), so a word reaches the streams of
+   * one shard of the waiters, not all of them.
+   */
+  readonly handOffChannels: readonly string[];
+  /**
+   * List of `<server ms it expires> <waiter>`, oldest first: the announced grants whose
+   * `granted <fence>` records in `parked` are kept as long as an operation record.
+   */
+  readonly grants: string;
+  /** One mutating operation's result, kept briefly to answer re-sent requests. */
+  operation(id: string): string;
+  /**
+   * List a parked waiter blocks on, one per acquisition, so that a park abandoned by an earlier
+   * acquisition of the owner never takes its grant. The release script derives it and `op` from
+   * the lock key as these lines do (handOffToParkedHead in queue/hand-off.ts), which is why the
+   * hand-off is cut out of scripts sent with Upstash's key-locking flag.
+   */
+  wake(id: string): string;
+}
+
+/**
+ * Hand-off channels per lock: a word reaches about 1/HAND_OFF_SHARDS of the subscribed waiters.
+ * Every script that may hand off declares them all (HAND_OFF_CHANNEL_KEYS), as Upstash's
+ * key-locking flag wants.
+ */
+export const HAND_OFF_SHARDS = 8;
+
+/** `prefix` and `name` were validated (no braces). */
+export function lockKeys(prefix: string, name: string): LockKeys {
+  const base = `${prefix}:{${name}}`;
+  return {
+    lock: base,
+    fence: `${base}:fence`,
+    holdStats: `${base}:holds`,
+    queue: `${base}:queue`,
+    timeouts: `${base}:timeouts`,
+    parked: `${base}:parked`,
+    handOffChannels: Array.from(
+      { length: HAND_OFF_SHARDS },
+      (_, shard) => `${base}:hand-offs:${shard}`,
+    ),
+    grants: `${base}:grants`,
+    operation: (id) => `${base}:op:${id}`,
+    wake: (id) => `${base}:wake:${id}`,
+  };
+}
+
+/** The plain lock's: the same queue, only the acquire rule differs. */
+export type FairLockKeys = LockKeys;
+
+export const fairLockKeys = lockKeys;
+
+/**
+ * The write side is a reentrant lock's hash, so the write lock extends, releases and inspects
+ * like one; read holds live apart, each with its own expiry.
+ */
+export interface ReadWriteLockKeys extends LockKeys {
+  /** Sorted set: read hold (`<owner> <hold id>`) → expiry (server ms). */
+  readonly reads: string;
+  /** Hash: owner → number of its read holds, in step with `reads`. */
+  readonly readers: string;
+  /** Sorted set: waiting writer (as in `queue`) → deadline (server ms), for writer preference. */
+  readonly writers: string;
+}
+
+export function readWriteLockKeys(prefix: string, name: string): ReadWriteLockKeys {
+  const keys = lockKeys(prefix, name);
+  return {
+    ...keys,
+    reads: `${keys.lock}:reads`,
+    readers: `${keys.lock}:readers`,
+    writers: `${keys.lock}:writers`,
+  };
+}
+
+/*
+ * Scripts reply with flat integer arrays, which survive the REST encoding unchanged; anything
+ * else means an unexpected backend, never to be read as "acquired" or "released".
+ */
+
+function unexpected(value: unknown, scriptName: string): LockBackendError {
+  return new LockBackendError(
+    `Unexpected reply from ${scriptName}: ${shownSafely(value)}. Is the redis option an HTTP Redis client with default decoding?`,
+  );
+}
+
+/** Numeric strings accepted; else LockBackendError. */
+export function integerReply(value: unknown, scriptName: string): number[] {
+  if (Array.isArray(value) && value.length > 0) {
+    const numbers = value.map((item) => (typeof item === "string" ? Number(item) : item));
+    if (numbers.every((item) => typeof item === "number" && Number.isInteger(item))) {
+      return numbers as number[];
+    }
+  }
+  throw unexpected(value, scriptName);
+}
+
+/** Per status (the first element), the lengths it may have; "any": one element per member. */
+export type ReplyShapes = Readonly<Record<number, readonly number[] | "any">>;
+
+/** Like integerReply, with a status and length the script documents. */
+export function checkedReply(value: unknown, scriptName: string, shapes: ReplyShapes): number[] {
+  const numbers = integerReply(value, scriptName);
+  const lengths = shapes[numbers[0] ?? Number.NaN];
+  if (lengths === "any" || lengths?.includes(numbers.length)) return numbers;
+  throw unexpected(value, scriptName);
+}
+
+export const YES_OR_NO: ReplyShapes = { 1: [1], 0: [1] };
+
+/** Redis's -2 (no key) and -1 (no expiry) become null. */
+export function ttlOrNull(pttl: number | undefined): number | null {
+  return pttl === undefined || pttl < 0 ? null : pttl;
 }

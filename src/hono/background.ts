@@ -4,7 +4,7 @@
  */
 import type { Context } from "hono";
 import { LockNotHeldError } from "../errors.js";
-import { sleep } from "../sleep.js";
+import { sleep } from "../platform.js";
 import type { ReleasableHold } from "./acquirable-lock.js";
 
 /** Pauses between background attempts: about 10 s in all, well inside `waitUntil`'s 30 s. */

@@ -8,7 +8,7 @@ import { createMiddleware } from "hono/factory";
 import { LockBudgetExceededError, LockInputError, LockWaitTimeoutError } from "../errors.js";
 import type { LockHandle } from "../hold/handle.js";
 import { PlainLockClient } from "../plain-lock-client.js";
-import { sleep } from "../sleep.js";
+import { sleep } from "../platform.js";
 import { checkRedisLike, type RedisLike } from "../transport/redis-like.js";
 import {
   checkDuration,

@@ -5,7 +5,7 @@
  */
 
 import type { PlainLockClient } from "../plain-lock-client.js";
-import { scopesAvailable, scopeUnavailable } from "../scope.js";
+import { scopesAvailable, scopeUnavailable } from "../platform.js";
 
 /**
  * Runs `fn` in the enclosing owner scope of `client`, else a new one. Without AsyncLocalStorage

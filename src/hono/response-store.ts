@@ -6,10 +6,8 @@
  *   <prefix>:{<name>}:response   the recorded response, kept for the idempotency ttl
  */
 
-import { type LockKeys, lockKeys } from "../hold/keys.js";
-import { integerReply, ttlOrNull } from "../hold/reply.js";
-import { defineScript } from "../hold/script.js";
-import { newOperationId } from "../ids.js";
+import { defineScript, integerReply, type LockKeys, lockKeys, ttlOrNull } from "../hold/script.js";
+import { newOperationId } from "../platform.js";
 import { callScript, type RetryOptions } from "../transport/call.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { decodeRecord, encodeRecord, type RecordedResponse } from "./recorded-response.js";

@@ -5,11 +5,10 @@
  */
 import type { LockClient as RootLockClient } from "../client.js";
 import { LockInputError } from "../errors.js";
-import { readWriteLockKeys } from "../hold/keys.js";
 import { leaveQueue } from "../hold/queue/leave.js";
+import { readWriteLockKeys } from "../hold/script.js";
 import { type PlainLockClient as LockClient, runtimeOf } from "../plain-lock-client.js";
-import { callScript } from "../transport/call.js";
-import { Script } from "../transport/script.js";
+import { callScript, Script } from "../transport/call.js";
 import type { ExecRedis } from "./redis.js";
 import { digest, splitMember } from "./reply.js";
 

@@ -3,7 +3,7 @@
  * sent as a read-only script so that a read-only token may run it too.
  */
 
-import { ttlOrNull } from "../hold/reply.js";
+import { ttlOrNull } from "../hold/script.js";
 import { LATCH_COUNT } from "../locks/count-down-latch/count.js";
 import { latchKeys } from "../locks/count-down-latch/keys.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";

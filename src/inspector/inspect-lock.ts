@@ -2,7 +2,7 @@
  * Reads one lock's whole state in one read-only script (one billed command); owner tokens are
  * digested before the state leaves this module.
  */
-import { readWriteLockKeys } from "../hold/keys.js";
+import { readWriteLockKeys } from "../hold/script.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";
 import { decodeState, digest, list, msUntil, numberOrNull, splitMember } from "./reply.js";
 import type {
@@ -29,7 +29,7 @@ export function inspectedKeys(prefix: string, name: string): string[] {
 }
 
 // KEYS: 1 lock hash, 2 fence, 3 hold statistics, 4 queue, 5 queue deadlines, 6 parked waiters,
-//       7 read holds, 8 readers, 9 waiting writers (src/hold/keys.ts)
+//       7 read holds, 8 readers, 9 waiting writers (src/hold/script.ts)
 // ARGV: 1 how many waiters and read holds to list
 // Reply: one JSON object (cjson), so the REST client hands it over parsed.
 export const READ_LOCK = new ReadScript(

@@ -5,7 +5,7 @@
  * from the kinds' own key builders, so a changed layout changes them here too.
  */
 
-import { readWriteLockKeys } from "../hold/keys.js";
+import { readWriteLockKeys } from "../hold/script.js";
 import { latchKeys } from "../locks/count-down-latch/keys.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
 

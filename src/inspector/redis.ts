@@ -3,8 +3,8 @@
  * (RedisLike has no SCAN); failures are re-thrown without the command `@upstash/redis` echoes.
  */
 import { LockBackendError, LockInputError } from "../errors.js";
+import { sentWithKeyLocking } from "../transport/call.js";
 import { classifyFailure, redisMessageOf, sanitizedFailure } from "../transport/failures.js";
-import { sentWithKeyLocking } from "../transport/key-locking.js";
 import type { RedisLike } from "../transport/redis-like.js";
 import { sha1Hex } from "../transport/sha1.js";
 

@@ -1,9 +1,9 @@
 /**
  * The API every lock on one name offers (lock, fair, read, write lock), written once over the
- * kind's operations.
+ * kind's operations; and the internals registry that locks made of locks read their members by.
  */
-
 import type { LockHandle } from "../hold/handle.js";
+import type { LockKeys } from "../hold/script.js";
 import type { LockState, ReleaseResult } from "../hold/state.js";
 import type { AcquireOptions } from "../wait/acquire.js";
 import { type AcquisitionSpec, acquireOrNull, acquireOrThrow } from "../wait/acquire.js";
@@ -95,4 +95,26 @@ export class SingleNameLock {
       this.#operations.release(owner),
     );
   }
+}
+
+/*
+ * What a lock made of locks (MultiLock, RedLock) needs from a member, kept off the
+ * public objects in a registry only the library reads.
+ */
+
+export interface LockInternals {
+  readonly runtime: LockRuntime;
+  readonly keys: LockKeys;
+  readonly kind: LockKind;
+}
+
+const internals = new WeakMap<object, LockInternals>();
+
+export function registerLockInternals(lock: object, value: LockInternals): void {
+  internals.set(lock, value);
+}
+
+/** Set for locks made by `client.lock()` or `fairLock()`. */
+export function lockInternalsOf(value: unknown): LockInternals | undefined {
+  return typeof value === "object" && value !== null ? internals.get(value) : undefined;
 }

@@ -4,7 +4,7 @@
  */
 import type { WaitWhy } from "../events.js";
 import type { WaitPolicy } from "./policy.js";
-import type { TurnView } from "./turn.js";
+import type { TurnView } from "./poll.js";
 
 /**
  * A push hand-off: the lease granted (the claim window, or the waiter's lease if shorter) and the

@@ -1,6 +1,6 @@
 /**
  * How a waiter for permits (the semaphore's) paces its polls, from what its busy attempt
- * answered: the semaphore's way of waiting, beside turn.ts for the queued locks.
+ * answered: the semaphore's way of waiting, beside poll.ts's turn pacing for the queued locks.
  */
 
 import type { WaitPolicy } from "./policy.js";

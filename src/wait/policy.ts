@@ -1,4 +1,4 @@
-/** The options of `wait`, checked once; poll.ts, turn.ts and parking.ts pace by them. */
+/** The options of `wait`, checked once; poll.ts and parking.ts pace by them. */
 import { PUSH_LIMITS, WAIT_DEFAULTS } from "../defaults.js";
 import { LockInputError } from "../errors.js";
 import { shownSafely } from "../transport/failures.js";

@@ -1,9 +1,13 @@
 import type { LockEvents } from "../events.js";
 import type { OperationContext } from "../hold/context.js";
-import type { WatchdogRegistry } from "../watchdog/registry.js";
+import type { WatchdogRegistry } from "../watchdog/renewer.js";
 import type { WaitPolicy } from "./policy.js";
-import type { BlockingPops, ParkedSiblings, RecentContention } from "./push/client-state.js";
-import type { HandOffSubscriptions } from "./push/subscription.js";
+import type {
+  BlockingPops,
+  HandOffSubscriptions,
+  ParkedSiblings,
+  RecentContention,
+} from "./push/client-state.js";
 
 /** What a LockClient shares with the primitives it creates. */
 export interface LockRuntime {

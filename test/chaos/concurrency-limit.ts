@@ -25,8 +25,8 @@ import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../src/hono/i
 import { LockClient, type RedisLike } from "../../src/index.js";
 import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
 import type { PermitHandle } from "../../src/locks/semaphore/permit-handle.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import { SCRIPTS } from "../../src/scripts.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
 import type { ChaosConfig } from "./config.js";
 import { createIsolate, startEnvironment } from "./environment.js";
 import { type InvariantResult, Tally } from "./invariants.js";

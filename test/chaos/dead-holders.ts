@@ -2,7 +2,7 @@
  * Watches holders that stopped without releasing: probes, through the fault-free observer, until
  * their hold is gone, recording the last time it was still seen and when it was first seen free.
  */
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import type { DeadHolderRecord } from "./journal.js";
 import type { ChaosPrimitive } from "./primitive.js";
 

@@ -21,9 +21,9 @@ import type {
   WatchdogStub,
 } from "../../src/durable-object/platform.js";
 import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
-import { lockKeys } from "../../src/hold/keys.js";
+import { lockKeys } from "../../src/hold/script.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 import { sentScript } from "../support/sent-script.js";
 import type { ChaosConfig } from "./config.js";

@@ -5,7 +5,7 @@
  * check independently that every accepted write carried a strictly larger token.
  */
 import type { RedisLike } from "../../src/index.js";
-import { Script } from "../../src/transport/script.js";
+import { Script } from "../../src/transport/call.js";
 
 // KEYS: 1 store hash (token, writer, value, accepted), 2 set of accepted writer ids
 // ARGV: 1 token, 2 writer id, 3 value

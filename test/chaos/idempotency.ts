@@ -8,7 +8,7 @@
 import { type Context, Hono } from "hono";
 import { createPrng } from "../../dev/rest/faults.js";
 import { fromHeader, idempotency } from "../../src/hono/index.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import type { ChaosConfig } from "./config.js";
 import { createIsolate, startEnvironment } from "./environment.js";
 import type { InvariantResult } from "./invariants.js";

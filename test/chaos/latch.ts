@@ -31,7 +31,7 @@
  */
 import { createPrng } from "../../dev/rest/faults.js";
 import { latchKeys } from "../../src/locks/count-down-latch/keys.js";
-import { Script } from "../../src/transport/script.js";
+import { Script } from "../../src/transport/call.js";
 import type { WaitOptions } from "../../src/wait/policy.js";
 import type { ChaosConfig } from "./config.js";
 import { type ChaosEnvironment, createIsolate, startEnvironment } from "./environment.js";

@@ -10,7 +10,7 @@
  */
 import { createPrng } from "../../dev/rest/faults.js";
 import { LockClient } from "../../src/index.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";
 import type { Journal } from "./journal.js";

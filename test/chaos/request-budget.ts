@@ -26,7 +26,7 @@ import { runSiblings, type SectionContext } from "./section.js";
 
 /** A Workers invocation's simultaneous open connections; requests beyond them queue. */
 export const WORKERS_CONNECTIONS = 6;
-/** The streams one request may keep open (push.md; src/wait/push/subscription.ts). */
+/** The streams one request may keep open (push.md; src/wait/push/client-state.ts). */
 export const STREAMS_PER_REQUEST = 3;
 
 /** One request's connections as the counting fetch saw them. */

@@ -9,7 +9,7 @@ import {
   LockClient,
   LockNotHeldError,
 } from "../../src/index.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import { MIN_LEASE_MS } from "../../src/validate.js";
 import type { ChaosConfig } from "./config.js";
 import type { DeadHolderWatch } from "./dead-holders.js";

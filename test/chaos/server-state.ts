@@ -5,8 +5,8 @@
  * clients' beliefs with these samples.
  */
 import type { Redis } from "@upstash/redis";
-import { sleep as sleepMs } from "../../src/sleep.js";
-import { Script } from "../../src/transport/script.js";
+import { sleep as sleepMs } from "../../src/platform.js";
+import { Script } from "../../src/transport/call.js";
 
 export type HoldMode = "exclusive" | "shared";
 

@@ -13,7 +13,7 @@
  *   nothing ends, so the library cannot tell; the connection stays open until the library lets
  *   go of the stream or the run ends), or that ends: its connection really closes, so the server
  *   forgets it, with an `error` event (as when its request fails) — a body that ends is heard by
- *   the library (transport/stream-end.ts), as the closing of the connection here is;
+ *   the library (transport/redis-like.ts), as the closing of the connection here is;
  * - a subscriber killed: the words for an acquisition of a killed owner are never read (its
  *   process is gone; see createIsolate's killWhenParked, which for these kinds kills an owner as
  *   its first attempt sent listening is answered).
@@ -22,10 +22,10 @@
  */
 import type { Redis } from "@upstash/redis";
 import { createPrng } from "../../dev/rest/faults.js";
-import { ACQUIRE_ARGS } from "../../src/locks/exclusive/acquire.js";
+import { ACQUIRE_ARGS } from "../../src/locks/exclusive/lock.js";
 import { SEMAPHORE_ACQUIRE } from "../../src/locks/semaphore/acquire.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../src/transport/redis-like.js";
-import { isOpenedWord, parseHandOffWord } from "../../src/wait/push/subscription.js";
+import { isOpenedWord, parseHandOffWord } from "../../src/wait/push/client-state.js";
 
 export interface SubscriptionFaultOptions {
   /** Fraction of words never passed on. */

@@ -7,7 +7,7 @@
 import { createPrng } from "../../dev/rest/faults.js";
 import { QUEUE_DEFAULTS } from "../../src/defaults.js";
 import { GRANT_PARK_SHARE } from "../../src/hold/queue/hand-off.js";
-import { sleep as sleepMs } from "../../src/sleep.js";
+import { sleep as sleepMs } from "../../src/platform.js";
 import { PARK_GRACE_MS } from "../../src/wait/push/parking.js";
 import {
   type CapacityChangeRecord,

@@ -9,7 +9,7 @@ import type { Redis } from "@upstash/redis";
 import fc from "fast-check";
 import type { OperationContext } from "../../src/hold/context.js";
 import { LockClient, LockNotHeldError } from "../../src/index.js";
-import { sleep } from "../../src/sleep.js";
+import { sleep } from "../../src/platform.js";
 
 export interface ModelCheck<M extends object, R> {
   /** The commands to draw from; a command listed twice is drawn twice as often. */

@@ -1,9 +1,9 @@
 /**
  * Recognises a script in the requests a client sends: by its EVAL source or its EVALSHA SHA-1,
  * as sent with or without Upstash's key-locking flag (which changes both; see
- * src/transport/key-locking.ts).
+ * src/transport/call.ts).
  */
-import type { Script } from "../../src/transport/script.js";
+import type { Script } from "../../src/transport/call.js";
 
 export type SentScriptMatcher = (
   source: string | null | undefined,

@@ -8,7 +8,7 @@
 
 import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../src/hold/keys.js";
+import { lockKeys } from "../../src/hold/script.js";
 import {
   LockAbortedError,
   LockClient,
@@ -16,8 +16,8 @@ import {
   SemaphoreCapacityError,
 } from "../../src/index.js";
 import { semaphoreKeys } from "../../src/locks/semaphore/keys.js";
-import { subscribeHearingEnd } from "../../src/transport/stream-end.js";
-import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/push/subscription.js";
+import { subscribeHearingEnd } from "../../src/transport/redis-like.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../src/wait/push/client-state.js";
 import { sleepMs, TEST_SERVERS, until } from "./clients.js";
 
 const servers = TEST_SERVERS;

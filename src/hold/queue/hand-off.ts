@@ -1,15 +1,15 @@
 /**
  * Push hand-off (`wait.mode: "push"`): Lua fragments of the parked waiters. A waiter that must
  * wait registers as parked beside its place in the queue (the acquire script) and blocks on a
- * wake list of its own (src/wait/queued.ts). The release that frees the lock hands it to
+ * wake list of its own (src/wait/acquire.ts). The release that frees the lock hands it to
  * the head waiter inside the same script when that waiter is parked: the waiter becomes the
  * holder with a fresh fencing token, its acquisition's operation record says so (a re-sent or
  * repeated attempt replays it: exactly once), and the grant is pushed to its wake list, so its
  * blocking pop returns already holding the lock.
  */
-import { withoutKeyLocking } from "../../transport/key-locking.js";
+import { withoutKeyLocking } from "../../transport/call.js";
 import { LUA_FRAGMENTS } from "../fragment.js";
-import type { LockKeys } from "../keys.js";
+import type { LockKeys } from "../script.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
 /**

@@ -12,10 +12,10 @@
  * connection, for the rest of the park.
  */
 
-import { withoutKeyLocking } from "../../transport/key-locking.js";
+import { withoutKeyLocking } from "../../transport/call.js";
 import type { OperationContext } from "../context.js";
-import type { LockKeys } from "../keys.js";
 import { fenceStillAt } from "../lua.js";
+import type { LockKeys } from "../script.js";
 import { defineScript, runScript } from "../script.js";
 
 // KEYS: the sorted sets of waiters to leave (queue and timeouts, or a lock's waiting writers);

@@ -86,7 +86,7 @@ export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
  * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
  * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
  * barges into the gap between the release and their polls. Two, because both aim at this release
- * (see src/wait/turn.ts): one a little early, one a little late. Dead waiters must have been
+ * (see src/wait/poll.ts): one a little early, one a little late. Dead waiters must have been
  * pruned.
  */
 export function reserveForHead(statsKey: string, queueKey: string): string {

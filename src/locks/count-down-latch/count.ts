@@ -1,7 +1,6 @@
 /** Reads the latch's count and how long until it expires, in one request. */
 import type { OperationContext } from "../../hold/context.js";
-import { ttlOrNull } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import { defineScript, runScript, ttlOrNull } from "../../hold/script.js";
 import type { LatchKeys } from "./keys.js";
 
 // KEYS: 1 count. Reply: {count (0: open or unset), pttl (-2: no latch)}.

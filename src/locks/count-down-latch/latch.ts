@@ -6,7 +6,7 @@
  * wait policy's backoff, bounded by the latch's expiry; in push mode it listens on the latch's
  * channel instead, where the countDown that opens it publishes (wait/push/opening.ts).
  */
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import {
   checkCount,
   checkDuration,

@@ -6,10 +6,9 @@
  */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys } from "../../hold/keys.js";
 import { refuseLaterHold } from "../../hold/lua.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import type { LockKeys } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 
 // KEYS: 1 lock hash, 2 its fence counter. ARGV: 1 owner, 2 lease ms, 3 the claim
 //       window a push hand-off granted (0: none), 4 the hold's lease counted from that grant,

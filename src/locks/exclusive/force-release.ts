@@ -1,7 +1,6 @@
 /** Delete the lock whoever holds it (Redisson forceUnlock). The fence counter stays. */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
 import {
@@ -10,9 +9,9 @@ import {
   handOffChannelKeys,
   handOffFreedLock,
 } from "../../hold/queue/hand-off.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
-import { newOperationId } from "../../ids.js";
+import type { LockKeys, ReadWriteLockKeys } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
+import { newOperationId } from "../../platform.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
 //       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records,

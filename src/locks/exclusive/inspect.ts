@@ -1,9 +1,8 @@
 /** The lock's state in one request. */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys } from "../../hold/keys.js";
-import { ttlOrNull } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import type { LockKeys } from "../../hold/script.js";
+import { defineScript, runScript, ttlOrNull } from "../../hold/script.js";
 import type { LockState } from "../../hold/state.js";
 
 // KEYS: 1 lock hash. ARGV: 1 owner, or '' for whoever holds it

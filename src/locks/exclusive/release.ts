@@ -4,7 +4,6 @@
  */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys, ReadWriteLockKeys } from "../../hold/keys.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../../hold/lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS, TIMED_FIELD } from "../../hold/pace.js";
 import {
@@ -14,9 +13,10 @@ import {
   handOffFreedLock,
 } from "../../hold/queue/hand-off.js";
 import { reserveForHead } from "../../hold/queue/lua.js";
+import type { LockKeys, ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
 //       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 the

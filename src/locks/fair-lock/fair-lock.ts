@@ -1,14 +1,13 @@
 import type { OperationContext } from "../../hold/context.js";
 import type { LockHandle } from "../../hold/handle.js";
-import { type FairLockKeys, fairLockKeys } from "../../hold/keys.js";
 import { queueLength } from "../../hold/queue/length.js";
+import { type FairLockKeys, fairLockKeys } from "../../hold/script.js";
 import { checkLockName, checkOptions } from "../../validate.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
-import { checkWaiterTimeout, type QueueOptions, queuedAttempts } from "../../wait/queued.js";
+import { checkWaiterTimeout, type QueueOptions, queuedAttempts } from "../../wait/acquire.js";
 import type { LockRuntime } from "../../wait/runtime.js";
-import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
-import { registerLockInternals } from "../internals.js";
-import { SingleNameLock } from "../single-name-lock.js";
+import { exclusiveOperations, exclusiveQueue } from "../exclusive/lock.js";
+import { registerLockInternals, SingleNameLock } from "../single-name-lock.js";
 
 /** Options of `client.fairLock(name, options)`. */
 export type FairLockOptions = QueueOptions;

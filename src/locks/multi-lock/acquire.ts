@@ -5,9 +5,8 @@
  */
 
 import { fenceStillAt } from "../../hold/lua.js";
-import { checkedReply, ttlOrNull } from "../../hold/reply.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
+import { checkedReply, ttlOrNull } from "../../hold/script.js";
+import { callScript, Script } from "../../transport/call.js";
 import type { MemberGroup } from "./members.js";
 import { ALIGN_ENDS_LUA, groupRecord, lockAndFenceKeys } from "./members.js";
 import { UNDO_HOLDS_LUA } from "./rollback.js";

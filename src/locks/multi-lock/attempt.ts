@@ -5,7 +5,7 @@
  * id) before the next attempt: a waiter rides out a brief outage and nothing is counted twice.
  */
 import { LockBackendError } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { isTransientFailure, markTransient } from "../../transport/failures.js";
 import { acquireGroup, type GroupAcquisition } from "./acquire.js";
 import type { MemberGroup } from "./members.js";

@@ -5,7 +5,7 @@
 import { LockBackendError } from "../../errors.js";
 import type { HoldControl } from "../../hold/handle.js";
 import type { ReleaseResult } from "../../hold/state.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { extendGroup } from "./extend.js";
 import type { MemberGroup } from "./members.js";
 import { releaseGroup } from "./release.js";

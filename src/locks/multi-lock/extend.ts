@@ -3,9 +3,8 @@
  * harmless, so no operation id. Ends only grow, and all members get one (ALIGN_ENDS_LUA).
  */
 
-import { checkedReply } from "../../hold/reply.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
+import { checkedReply } from "../../hold/script.js";
+import { callScript, Script } from "../../transport/call.js";
 import { ALIGN_ENDS_LUA, HOLDS_IT_LUA, type MemberGroup, memberTokens } from "./members.js";
 
 // KEYS: lock hash and fence counter of each member. ARGV: 1 owner, 2 lease ms, then each

@@ -1,10 +1,10 @@
 /** A MultiLock's members grouped by Redis client: one script call per group and operation. */
 import { LockInputError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys } from "../../hold/keys.js";
 import { fenceStillAt, SERVER_NOW_MS } from "../../hold/lua.js";
+import type { LockKeys } from "../../hold/script.js";
 import type { RedisLike } from "../../transport/redis-like.js";
-import { lockInternalsOf } from "../internals.js";
+import { lockInternalsOf } from "../single-name-lock.js";
 
 /** Every script runs under Redis's global script lock. */
 export const MAX_MULTI_LOCK_MEMBERS = 256;

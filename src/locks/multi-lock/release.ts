@@ -1,8 +1,7 @@
 /** Release one hold of an owner on every member of a group, in one script call. */
 
-import { integerReply } from "../../hold/reply.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
+import { integerReply } from "../../hold/script.js";
+import { callScript, Script } from "../../transport/call.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, HOLDS_IT_LUA, lockAndFenceKeys, memberTokens } from "./members.js";
 

@@ -4,8 +4,7 @@
  */
 
 import { fenceStillAt } from "../../hold/lua.js";
-import { callScript } from "../../transport/call.js";
-import { Script } from "../../transport/script.js";
+import { callScript, Script } from "../../transport/call.js";
 import type { MemberGroup } from "./members.js";
 import { groupRecord, lockAndFenceKeys } from "./members.js";
 

@@ -1,9 +1,8 @@
 /** The reentrant lock's acquire on one database, by an operation id undo.ts can undo exactly. */
 
 import { PACE_TTL_MS } from "../../hold/pace.js";
-import { ttlOrNull } from "../../hold/reply.js";
-import { runScript } from "../../hold/script.js";
-import { ACQUIRE } from "../exclusive/acquire.js";
+import { runScript, ttlOrNull } from "../../hold/script.js";
+import { ACQUIRE } from "../exclusive/lock.js";
 import type { Database } from "./databases.js";
 
 export type DatabaseVote =

@@ -6,7 +6,7 @@
  * kept (a lost attempt's grants, unknown outcomes) is undone exactly, by operation id.
  */
 import type { QuorumTally } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { markTransient } from "../../transport/failures.js";
 import { acquireOn, type DatabaseVote } from "./acquire.js";
 import type { Database } from "./databases.js";

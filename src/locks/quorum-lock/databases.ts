@@ -1,10 +1,10 @@
 /** A RedLock's databases: one per LockClient, the lock's keys under its prefix. */
 import { LockInputError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
-import type { LockKeys } from "../../hold/keys.js";
+import type { LockKeys } from "../../hold/script.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { LockRuntime } from "../../wait/runtime.js";
-import { lockInternalsOf } from "../internals.js";
+import { lockInternalsOf } from "../single-name-lock.js";
 import { MAX_REDLOCK_DATABASES } from "./options.js";
 
 export interface LockSource {

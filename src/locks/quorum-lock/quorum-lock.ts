@@ -3,7 +3,7 @@
  * extend and renewal need a majority; release goes to every database that holds it.
  */
 import { type QuorumTally, QuorumUnreachableError, QuorumWaitTimeoutError } from "../../errors.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { isTransientFailure, markTransient } from "../../transport/failures.js";
 import type { AcquireOptions } from "../../wait/acquire.js";
 import { type AcquisitionSpec, acquireHold } from "../../wait/acquire.js";

@@ -8,7 +8,7 @@ import { PACE_TTL_MS } from "../../hold/pace.js";
 import { handOffChannelKeys } from "../../hold/queue/hand-off.js";
 import { runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { RELEASE } from "../exclusive/release.js";
 import type { Database } from "./databases.js";
 import { settleWithin } from "./deadline.js";

@@ -5,8 +5,7 @@
  * holds the lock again: that later hold drew a newer fencing token.
  */
 import { fenceStillAt } from "../../hold/lua.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import type { Database } from "./databases.js";
 
 // KEYS: 1 lock hash, 2 the acquire's operation record: lock.acquire leaves the fencing token

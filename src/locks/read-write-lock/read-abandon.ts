@@ -6,9 +6,9 @@
  */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { releaseReadHold } from "./read-release.js";
 
 // KEYS: 1 the acquisition's operation record. ARGV: 1 its ttl ms.

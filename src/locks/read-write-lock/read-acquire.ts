@@ -7,10 +7,9 @@
 
 import type { OperationContext } from "../../hold/context.js";
 import { LUA_FRAGMENTS } from "../../hold/fragment.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
-import { ttlOrNull } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
+import { defineScript, runScript, ttlOrNull } from "../../hold/script.js";
 import type { AttemptOutcome } from "../../wait/attempt.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";

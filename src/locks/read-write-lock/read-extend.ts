@@ -4,10 +4,9 @@
  */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
 // KEYS: 1 reads, 2 readers. ARGV: 1 owner, 2 hold id, 3 lease ms

@@ -1,13 +1,12 @@
 /** Drop every read hold whoever holds it (Redisson forceUnlock on the read lock). */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
 import { ANNOUNCEMENT, handOffFreedLock } from "../../hold/queue/hand-off.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
-import { newOperationId } from "../../ids.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
+import { newOperationId } from "../../platform.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 // KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting

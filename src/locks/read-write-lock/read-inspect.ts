@@ -4,8 +4,8 @@
  */
 
 import type { OperationContext } from "../../hold/context.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { LockState } from "../../hold/state.js";
 

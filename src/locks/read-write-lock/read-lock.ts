@@ -1,6 +1,6 @@
 import type { LockHandle } from "../../hold/handle.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
-import { newOperationId } from "../../ids.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
+import { newOperationId } from "../../platform.js";
 import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
 import type { LockRuntime } from "../../wait/runtime.js";
 import { SingleNameLock } from "../single-name-lock.js";

@@ -5,13 +5,13 @@
 
 import type { OperationContext } from "../../hold/context.js";
 import { LUA_FRAGMENTS } from "../../hold/fragment.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
 import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../../hold/queue/hand-off.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { pruneExpiredReads } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 

@@ -5,7 +5,7 @@
  * Writer preference (default on) keeps a stream of new readers from starving writers.
  */
 
-import { readWriteLockKeys } from "../../hold/keys.js";
+import { readWriteLockKeys } from "../../hold/script.js";
 import { checkLockName } from "../../validate.js";
 import type { LockRuntime } from "../../wait/runtime.js";
 import { ReadLock } from "./read-lock.js";

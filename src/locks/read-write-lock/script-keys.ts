@@ -1,5 +1,5 @@
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { HAND_OFF_CHANNEL_KEYS, handOffChannelKeys } from "../../hold/queue/hand-off.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 
 /**
  * The keys of both acquire scripts (read and write), in their declared names, with the record of

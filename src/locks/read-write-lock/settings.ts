@@ -1,9 +1,9 @@
 /** Options of a read-write lock, shared by its read and write sides. */
 
 import { LockInputError } from "../../errors.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { checkOptions } from "../../validate.js";
-import { checkWaiterTimeout, type QueueOptions } from "../../wait/queued.js";
+import { checkWaiterTimeout, type QueueOptions } from "../../wait/acquire.js";
 import type { LockRuntime } from "../../wait/runtime.js";
 
 /** Options of `client.readWriteLock(name, options)`. */

@@ -1,14 +1,13 @@
 /**
  * One attempt at the write lock: take it when nobody holds it (no writer, no live read hold) and
  * no release reserved it for other waiting writers, re-enter it, or wait: the writer takes a
- * ticket in the lock's queue (queue-directed polling, src/wait/turn.ts, as the plain lock's
+ * ticket in the lock's queue (queue-directed polling, src/wait/poll.ts, as the plain lock's
  * waiters do; in push mode it parks there), and, with writer preference, registers as a waiting
  * writer, so that new readers wait behind it. A reader asking for the write lock without holding
  * it is refused at once: upgrading would deadlock against any other reader doing the same.
  */
 import { LockUpgradeError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../../hold/lua.js";
 import { busyTurnReply, learnHandOff, learnRoundTrip, markContendedHold } from "../../hold/pace.js";
 import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
@@ -19,6 +18,7 @@ import {
   reservedForAnother,
   WAITER_LUA,
 } from "../../hold/queue/lua.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";
 import {
@@ -26,7 +26,7 @@ import {
   freeAndUncontendedFastPath,
   queuedAttemptOutcome,
   waiterArgs,
-} from "../exclusive/acquire.js";
+} from "../exclusive/lock.js";
 import { pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 

@@ -3,16 +3,16 @@
  * reentrant lock's hash, so extend, release and inspection are the reentrant lock's operations;
  * acquisition also waits for read holds to end, registers the waiting writer (writer
  * preference), refuses an upgrade from read holds with LockUpgradeError, and queues its waiters
- * the plain lock's way (src/wait/queued.ts).
+ * the plain lock's way (src/wait/acquire.ts).
  */
 
 import type { LockHandle } from "../../hold/handle.js";
-import type { ReadWriteLockKeys } from "../../hold/keys.js";
+import type { ReadWriteLockKeys } from "../../hold/script.js";
 import type { AcquireOptions, AcquisitionSpec } from "../../wait/acquire.js";
+import { type QueuedKind, queuedAttempts } from "../../wait/acquire.js";
 import type { WaitPlan } from "../../wait/attempt.js";
-import { type QueuedKind, queuedAttempts } from "../../wait/queued.js";
 import type { LockRuntime } from "../../wait/runtime.js";
-import { exclusiveOperations, exclusiveQueue } from "../exclusive/operations.js";
+import { exclusiveOperations, exclusiveQueue } from "../exclusive/lock.js";
 import { SingleNameLock } from "../single-name-lock.js";
 import type { ReadWriteSettings, ReadWriteSide } from "./settings.js";
 import { attemptWriteAcquire } from "./write-acquire.js";

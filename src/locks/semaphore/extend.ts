@@ -7,8 +7,7 @@
  */
 import type { OperationContext } from "../../hold/context.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
-import { YES_OR_NO } from "../../hold/reply.js";
-import { defineScript, runScript } from "../../hold/script.js";
+import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease, pruneExpiredLeases } from "./lua.js";
 

@@ -60,7 +60,7 @@ export function permitHandOffKeys(
  * Push mode: the longest park of a waiter for permits registered by a request sent with
  * `claimMs` and `leaseMs` whose busy answer said `soonestLeaseEndMs` (null: no hold) and
  * `position` (ms from that send). Within GRANT_PARK_SHARE of a grant's lease (grantKeepingParkMs); and, as a
- * lock's (parkBoundMs in src/wait/parking.ts), just past the soonest lease end, a claim window
+ * lock's (parkBoundMs in src/wait/push/parking.ts), just past the soonest lease end, a claim window
  * more per waiter ahead: a permit that comes back by expiry is told to nobody. The acquire
  * script records the same bound (registerParkedPermits) to know whom a grant must tell.
  */

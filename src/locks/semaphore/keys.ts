@@ -3,7 +3,7 @@
  * cluster slot and Upstash's per-key locking sees every key in KEYS. The suffixes keep them apart
  * from a lock of the same name.
  */
-import { HAND_OFF_SHARDS } from "../../hold/keys.js";
+import { HAND_OFF_SHARDS } from "../../hold/script.js";
 
 export interface SemaphoreKeys {
   /** String: the capacity (total permits). Set by trySetPermits/setPermits; never expires. */

@@ -15,24 +15,22 @@ import {
   SemaphoreNotInitializedError,
 } from "../../errors.js";
 import { PARK_PAST_LEASE_MS } from "../../hold/queue/hand-off.js";
-import { newOperationId } from "../../ids.js";
+import { newOperationId } from "../../platform.js";
 import { checkCount, checkLockName, checkOptions } from "../../validate.js";
 import {
   type AcquireOptions,
   type AcquisitionSpec,
   acquireOrNull,
   acquireOrThrow,
-} from "../../wait/acquire.js";
-import type { QueuedAttemptOutcome, WaitPlan } from "../../wait/attempt.js";
-import { PermitPacer, type PermitView } from "../../wait/permits.js";
-import {
   checkWaiterTimeout,
   type QueuedKind,
   type QueueOptions,
   queuedAttempts,
-} from "../../wait/queued.js";
+} from "../../wait/acquire.js";
+import type { QueuedAttemptOutcome, WaitPlan } from "../../wait/attempt.js";
+import { PermitPacer, type PermitView } from "../../wait/permits.js";
+import type { TurnView } from "../../wait/poll.js";
 import type { LockRuntime } from "../../wait/runtime.js";
-import type { TurnView } from "../../wait/turn.js";
 import { abandonPermits } from "./abandon.js";
 import { attemptPermits, type PermitAttempt } from "./acquire.js";
 import {
@@ -318,7 +316,7 @@ export class Semaphore {
 type PermitTurnView = TurnView & PermitView;
 
 /**
- * The turn a busy answer gives the shared park bound (parkBoundMs, src/wait/parking.ts: the
+ * The turn a busy answer gives the shared park bound (parkBoundMs, src/wait/push/parking.ts: the
  * holder's lease end plus PARK_PAST_LEASE_MS at the head): for a waiter that registered as parked
  * (`claimMs` > 0), at the head with a "lease" that ends PARK_PAST_LEASE_MS before the semaphore's
  * own bound (permitParkBoundMs: within a grant's lease, past the soonest lease end), so the park

@@ -6,12 +6,11 @@
  * latch's expiry (which opens it without a word); then the count is read again (latch.ts: the
  * parks double, so a long wait costs few reads).
  */
-import { newOperationId } from "../../ids.js";
-import { currentRequest } from "../../scope.js";
+import { currentRequest, newOperationId } from "../../platform.js";
 import { canSubscribe } from "../../transport/redis-like.js";
 import type { WaitPolicy } from "../policy.js";
 import type { LockRuntime } from "../runtime.js";
-import type { HandOffStream, Mailbox } from "./subscription.js";
+import type { HandOffStream, Mailbox } from "./client-state.js";
 
 /** Streams one await may open (the second after the first was lost); then it polls. */
 const STREAMS_PER_AWAIT = 2;

@@ -7,18 +7,19 @@
 import { LockBackendError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
 import type { LockHandle } from "../../hold/handle.js";
-import type { LockKeys } from "../../hold/keys.js";
 import { grantKeepingParkMs, PARK_PAST_LEASE_MS } from "../../hold/queue/hand-off.js";
-import { currentRequest } from "../../scope.js";
+import type { LockKeys } from "../../hold/script.js";
+import { currentRequest } from "../../platform.js";
 import { callBlocking } from "../../transport/call.js";
 import { isTransientFailure, shownSafely } from "../../transport/failures.js";
 import type { RedisLike } from "../../transport/redis-like.js";
 import type { AttemptOutcome, RenewedHold, WaitPlan } from "../attempt.js";
 import type { WaitPolicy } from "../policy.js";
+import type { TurnView } from "../poll.js";
 import { claimRetryInMs } from "../retry.js";
-import type { TurnView } from "../turn.js";
 import type {
   BlockingPops,
+  Grant,
   ParkedSiblings,
   RecentContention,
   SiblingWatch,
@@ -338,16 +339,6 @@ export function behind(
     boundAt: Date.now() + Math.min(leaseMs + PARK_PAST_LEASE_MS, longestParkMs),
     view: { ...registered.view, position: 0, locked: true, holderTtlMs: leaseMs },
   };
-}
-
-/** What a hand-off told a waiter: it holds the lock (see handOffToParkedHead). */
-export interface Grant {
-  readonly kind: "granted";
-  readonly fencingToken: number;
-  readonly leaseMs: number;
-  readonly sinceRegistrationMs: number;
-  /** Over a subscription: the number of the registering attempt it counts from. */
-  readonly registration?: number;
 }
 
 /** A grant to a waiter registered by a request sent at `sentAt` (client clock). */

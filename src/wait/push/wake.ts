@@ -1,14 +1,31 @@
 /**
  * Push mode's choice, per acquisition, of how a hand-off reaches the waiter: a blocking pop
- * (parking.ts), a subscription (listening.ts), or neither (it polls). docs/push.md.
+ * (parking.ts), a subscription (Listening, below), or neither (it polls). docs/push.md.
  */
-import type { LockKeys } from "../../hold/keys.js";
-import { keyLockingKnown, runsUnderKeyLocking } from "../../transport/key-locking.js";
+import { grantKeepingParkMs } from "../../hold/queue/hand-off.js";
+import type { LockKeys } from "../../hold/script.js";
+import { currentRequest } from "../../platform.js";
+import { keyLockingKnown, runsUnderKeyLocking } from "../../transport/call.js";
 import { canBlock, canSubscribe } from "../../transport/redis-like.js";
-import type { WaitPlan } from "../attempt.js";
+import type { AttemptOutcome, WaitPlan } from "../attempt.js";
+import type { TurnView } from "../poll.js";
 import type { LockRuntime } from "../runtime.js";
-import { Listening } from "./listening.js";
-import { Parking } from "./parking.js";
+import type {
+  Grant,
+  HandOffStream,
+  Mailbox,
+  SiblingWatch,
+  SubscribingRedis,
+} from "./client-state.js";
+import {
+  behind,
+  grantOutcome,
+  NEVER,
+  PARK_GRACE_MS,
+  Parking,
+  parkBoundMs,
+  type Registration,
+} from "./parking.js";
 
 /** How one acquisition is woken in push mode. */
 export type Park = Parking | Listening;
@@ -55,4 +72,234 @@ export function parkingFor(
   // A subscription where pops do not serve (Upstash): polling once streams keep failing.
   if (!canSubscribe(redis) || !runtime.subscriptions.usable) return undefined;
   return new Listening(runtime, redis, keys, plan, keepsTurn);
+}
+
+/*
+ * Push hand-off over a subscription (`wait.wakeBy: "subscription"`, the channel Upstash serves):
+ * the waiter registers as parked only once its stream to the lock's
+ * hand-off channel is confirmed, so no word can be published before it listens; a release hands
+ * it the lock inside Redis and publishes the grant (queue/hand-off.ts). A word that never comes
+ * (lost, a stream whose end went unheard) costs the park's bound: then the waiter asks again, and its
+ * attempt replays a grant made meanwhile (takeAnnouncedGrant) or registers afresh.
+ */
+
+/** Streams one acquisition may open (the second after the first was lost); then it polls. */
+const STREAMS_PER_ACQUISITION = 2;
+
+export class Listening {
+  readonly wakeBy = "sub";
+  readonly #runtime: LockRuntime;
+  readonly #redis: SubscribingRedis;
+  readonly #keys: Pick<LockKeys, "lock" | "handOffChannels">;
+  readonly #plan: WaitPlan;
+  #stream: HandOffStream | undefined;
+  #streamsOpened = 0;
+  #mailbox: { readonly operationId: string; readonly box: Mailbox } | undefined;
+  // The attempt in flight was sent listening (so a registration by it is told of a hand-off).
+  #listening = false;
+  #registered: Registration | undefined;
+  #siblings: SiblingWatch | undefined;
+  // Attempts sent listening, by number: a grant's word names the one it counts from, and is
+  // timed from that attempt's send (an earlier or later registration would time it wrongly).
+  readonly #sentAt = new Map<number, number>();
+  #attempts = 0;
+  // The request whose stream budget (Workers) this acquisition's stream counts against.
+  readonly #request = currentRequest();
+  /** The shard of the lock's hand-off channels this waiter listens on (ARGV `wakeBy`). */
+  readonly shard: number;
+
+  // A fair waiter parks within its grant wherever it is queued (grantKeepingParkMs): a lost word
+  // costs it no turn.
+  readonly #keepsTurn: boolean;
+
+  constructor(
+    runtime: LockRuntime,
+    redis: SubscribingRedis,
+    keys: Pick<LockKeys, "lock" | "handOffChannels">,
+    plan: WaitPlan,
+    keepsTurn = false,
+  ) {
+    this.#keepsTurn = keepsTurn;
+    this.#runtime = runtime;
+    this.#redis = redis;
+    this.#keys = keys;
+    this.#plan = plan;
+    this.shard = runtime.subscriptions.shard();
+  }
+
+  /** The attempt in flight was sent listening on an open stream. */
+  get active(): boolean {
+    return this.#listening;
+  }
+
+  /** ARGV `claimMs`: 0 (poll, unregistered as parked) unless this attempt listens. */
+  get claimMs(): number {
+    return this.#listening ? this.#plan.policy.claimMs : 0;
+  }
+
+  get placeMs(): number {
+    return this.#plan.policy.parkMs + PARK_GRACE_MS;
+  }
+
+  get registered(): boolean {
+    return this.#registered !== undefined;
+  }
+
+  /**
+   * Opens the stream at the first busy answer (or at once where the client recently waited
+   * here), and listens for this attempt's word once the server confirmed it. Returns ARGV
+   * `parkBeside`: never, nothing is sent beside.
+   */
+  beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
+    this.#attempts += 1;
+    this.#listening = false;
+    const stream = this.#openStream(first);
+    if (stream === undefined || !stream.open || last) return false;
+    if (this.#mailbox?.operationId !== operationId) {
+      if (this.#mailbox !== undefined) stream.drop(this.#mailbox.operationId);
+      this.#mailbox = { operationId, box: stream.mailbox(operationId) };
+    }
+    this.#listening = true;
+    this.#sentAt.set(this.#attempts, sentAt);
+    return false;
+  }
+
+  /** ARGV `wakeBy`'s number: this attempt's. */
+  get registration(): number {
+    return this.#attempts;
+  }
+
+  /** A grant, timed from the attempt that registered the waiter for it. */
+  #granted(word: Grant): AttemptOutcome {
+    const sentAt = this.#sentAt.get(word.registration ?? -1);
+    // Unknown: not a registration of this acquisition's; its next attempt asks Redis instead.
+    if (sentAt === undefined) return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
+    return grantOutcome(word, sentAt);
+  }
+
+  #openStream(first: boolean): HandOffStream | undefined {
+    const { subscriptions, contention } = this.#runtime;
+    if (this.#stream !== undefined && !this.#stream.lost) return this.#stream;
+    if (!subscriptions.usable || this.#streamsOpened >= STREAMS_PER_ACQUISITION) return undefined;
+    // An uncontended first ask costs no stream.
+    if (first && !contention.likely(this.#keys.lock)) return undefined;
+    this.#leaveStream();
+    const channel = this.#keys.handOffChannels[this.shard] ?? this.#keys.handOffChannels[0]!;
+    const stream = subscriptions.stream(this.#redis, channel, this.#request);
+    if (stream === undefined) return undefined;
+    stream.join();
+    this.#streamsOpened += 1;
+    this.#stream = stream;
+    return stream;
+  }
+
+  /**
+   * A grant heard before the answer of the attempt in flight. Acquired: the hold is this
+   * acquisition's and that answer is ignored; busy (too late to trust): the answer decides.
+   */
+  async grantBeforeAttempt(attempt: Promise<unknown>): Promise<AttemptOutcome | undefined> {
+    const mailbox = this.#mailbox?.box;
+    if (!this.#listening || mailbox === undefined) return undefined;
+    const answered = attempt.then(
+      () => undefined,
+      () => undefined,
+    );
+    const word = await mailbox.next(Number.POSITIVE_INFINITY, answered);
+    if (word === undefined) return undefined;
+    if (word.kind !== "granted") {
+      mailbox.putBack(word);
+      return undefined;
+    }
+    attempt.catch(() => {}); // unawaited where the grant is the hold
+    this.#runtime.contention.saw(this.#keys.lock);
+    return this.#granted(word);
+  }
+
+  registeredBy(view: TurnView, sentAt: number, owner: string): void {
+    this.#runtime.contention.saw(this.#keys.lock);
+    this.#registered = {
+      sentAt,
+      boundAt:
+        sentAt + parkBoundMs(view, this.#plan.policy.claimMs, this.#keepsTurn, this.#plan.leaseMs),
+      view,
+    };
+    this.leaveSiblings();
+    this.#siblings = this.#runtime.parkedSiblings.watch(this.#keys.lock, owner);
+  }
+
+  notRegistered(acquiredAtFirst: boolean): void {
+    if (acquiredAtFirst) this.#runtime.contention.freeAtFirstAsk(this.#keys.lock);
+  }
+
+  /** Waits for this waiter's word up to its park's bound; then it asks again. */
+  async awaitPark(_operationId: string): Promise<AttemptOutcome> {
+    const registered = this.#registered;
+    const mailbox = this.#mailbox?.box;
+    if (registered === undefined || mailbox === undefined) {
+      throw new Error("awaitPark before a registering reply");
+    }
+    this.#registered = undefined;
+    const { view, boundAt } = registered;
+    // A sibling holding the lock, or the caller's signal, ends the wait early.
+    const aborted = abortWatch(this.#plan.signal);
+    const interrupted = Promise.race([this.#siblings?.held ?? NEVER, aborted.happened]);
+    // Like a pop, one wait lasts `parkMs` at most: a word lost costs no more than that.
+    const deadline = Math.min(boundAt, Date.now() + this.#plan.policy.parkMs, this.#plan.deadline);
+    const word = await mailbox.next(deadline - Date.now(), interrupted).finally(aborted.stop);
+    // `opened` is a latch's word: a lock's channel never carries it.
+    if (word === undefined || word.kind === "lost" || word.kind === "opened") {
+      // Past the bound, a sibling holds the lock, or the stream ended: ask again (a grant made
+      // meanwhile is replayed by the attempt).
+      return { kind: "busy", holderTtlMs: view.holderTtlMs, nextPollMs: word ? 1 : 0 };
+    }
+    if (word.kind === "behind") {
+      const { claimMs } = this.#plan.policy;
+      const longest = this.#keepsTurn
+        ? grantKeepingParkMs(claimMs, this.#plan.leaseMs)
+        : Number.POSITIVE_INFINITY;
+      this.#registered = behind(registered, word.leaseMs, longest);
+      return { kind: "busy", holderTtlMs: word.leaseMs, nextPollMs: 0 };
+    }
+    return this.#granted(word);
+  }
+
+  held(owner: string): void {
+    this.leaveSiblings();
+    this.#runtime.parkedSiblings.held(this.#keys.lock, owner);
+  }
+
+  leaveSiblings(): void {
+    this.#siblings?.leave();
+    this.#siblings = undefined;
+  }
+
+  /** The acquisition is over: it reads no more words (the stream may linger for the next). */
+  finished(): void {
+    this.leaveSiblings();
+    this.#leaveStream();
+    this.#listening = false;
+  }
+
+  #leaveStream(): void {
+    if (this.#mailbox !== undefined) this.#stream?.drop(this.#mailbox.operationId);
+    this.#mailbox = undefined;
+    this.#stream?.leave();
+    this.#stream = undefined;
+  }
+}
+
+/** Settles when `signal` aborts, until `stop`. */
+function abortWatch(signal: AbortSignal | undefined): {
+  readonly happened: Promise<undefined>;
+  readonly stop: () => void;
+} {
+  if (signal === undefined) return { happened: NEVER, stop: () => {} };
+  let stop = () => {};
+  const happened = new Promise<undefined>((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener("abort", onAbort, { once: true });
+    stop = () => signal.removeEventListener("abort", onAbort);
+  });
+  return { happened, stop };
 }

@@ -6,7 +6,7 @@
  * or over a subscription (`wakeBy: "subscription"`).
  */
 
-import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/hold/keys.js";
+import { fairLockKeys, lockKeys, readWriteLockKeys } from "../../../src/hold/script.js";
 import type { LockClient, WaitOptions } from "../../../src/index.js";
 import type { ChaosConfig } from "../config.js";
 import type { ChaosEnvironment, Observer } from "../environment.js";

@@ -5,7 +5,7 @@
  * that member, so its tokens grow across them). Exclusion is checked per member.
  */
 
-import { lockKeys } from "../../../src/hold/keys.js";
+import { lockKeys } from "../../../src/hold/script.js";
 import type { MultiLockHandle } from "../../../src/index.js";
 import type { Observer } from "../environment.js";
 import type { ChaosPrimitive } from "../primitive.js";

@@ -15,7 +15,7 @@
  * kills the holder's renewer, so no renewal is sent after it.
  */
 
-import { lockKeys } from "../../../src/hold/keys.js";
+import { lockKeys } from "../../../src/hold/script.js";
 import { type QuorumLockHandle, RedLock } from "../../../src/index.js";
 import type { ChaosDatabase } from "../environment.js";
 import type { ProxiedRequest } from "../hang-proxy.js";

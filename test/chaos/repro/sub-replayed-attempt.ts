@@ -13,8 +13,8 @@
 import { Redis } from "@upstash/redis";
 import { startDevServer } from "../../../dev/index.js";
 import { LockClient, type LockHandle, type RedisLike } from "../../../src/index.js";
-import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/acquire.js";
-import { STREAM_LINGER_MS } from "../../../src/wait/push/subscription.js";
+import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/lock.js";
+import { STREAM_LINGER_MS } from "../../../src/wait/push/client-state.js";
 
 const backend = (process.argv[2] ?? "embedded") as "embedded" | "redis-server";
 const kind = (process.argv[3] ?? "lock") as "lock" | "fairLock" | "writeLock";

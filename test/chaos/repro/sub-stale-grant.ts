@@ -18,7 +18,7 @@ import { Redis } from "@upstash/redis";
 import { startDevServer } from "../../../dev/index.js";
 import { LockClient, type LockHandle, type RedisLike } from "../../../src/index.js";
 import type { ChannelSubscription, SubscriptionEvents } from "../../../src/transport/redis-like.js";
-import { STREAM_LINGER_MS } from "../../../src/wait/push/subscription.js";
+import { STREAM_LINGER_MS } from "../../../src/wait/push/client-state.js";
 
 const backend = (process.argv[2] ?? "embedded") as "embedded" | "redis-server";
 const kind = (process.argv[3] ?? "lock") as "lock" | "fairLock" | "writeLock";

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
 import { type LockClient, LockWaitTimeoutError } from "../../../src/index.js";
 import { latchKeys } from "../../../src/locks/count-down-latch/keys.js";
-import { sleep as sleepMs } from "../../../src/sleep.js";
+import { sleep as sleepMs } from "../../../src/platform.js";
 import { runConcurrencyLimitChaos } from "../../chaos/concurrency-limit.js";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import type { ChaosEnvironment } from "../../chaos/environment.js";

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { RESERVATION_MS } from "../../../src/hold/queue/lua.js";
 import type { Lock, LockClient } from "../../../src/index.js";
-import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
+import { ACQUIRE } from "../../../src/locks/exclusive/lock.js";
 import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";

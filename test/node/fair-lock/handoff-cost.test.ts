@@ -10,8 +10,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { LockClient, type LockHandle } from "../../../src/index.js";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
-import { nextPollDelay } from "../../../src/wait/poll.js";
-import { TurnPacer } from "../../../src/wait/turn.js";
+import { nextPollDelay, TurnPacer } from "../../../src/wait/poll.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 

@@ -6,14 +6,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { OperationContext } from "../../../src/hold/context.js";
-import { type FairLockKeys, fairLockKeys } from "../../../src/hold/keys.js";
 import { leaveQueue } from "../../../src/hold/queue/leave.js";
 import { queueLength } from "../../../src/hold/queue/length.js";
-import { newOperationId } from "../../../src/ids.js";
-import { attemptAcquire } from "../../../src/locks/exclusive/acquire.js";
+import { type FairLockKeys, fairLockKeys } from "../../../src/hold/script.js";
 import { forceRelease } from "../../../src/locks/exclusive/force-release.js";
 import { inspectLock } from "../../../src/locks/exclusive/inspect.js";
+import { attemptAcquire } from "../../../src/locks/exclusive/lock.js";
 import { releaseHold } from "../../../src/locks/exclusive/release.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, expireNow, newOwners, scriptContext } from "../../support/model.js";
 import { freshPrefix, useTestBed } from "../exclusive/testbed.js";

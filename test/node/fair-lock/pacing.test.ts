@@ -7,7 +7,7 @@ import {
   type TurnState,
   type TurnView,
   turnDelay,
-} from "../../../src/wait/turn.js";
+} from "../../../src/wait/poll.js";
 
 const fair: TurnState = {
   policy: DEFAULT_WAIT_POLICY,

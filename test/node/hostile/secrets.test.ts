@@ -10,7 +10,7 @@
 import { inspect } from "node:util";
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
-import { fairLockKeys, lockKeys } from "../../../src/hold/keys.js";
+import { fairLockKeys, lockKeys } from "../../../src/hold/script.js";
 import {
   LockBackendError,
   LockClient,

@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Redis } from "@upstash/redis";
 import fc from "fast-check";
 import { describe, expect, it, vi } from "vitest";
-import { lockKeys } from "../../../src/hold/keys.js";
+import { lockKeys } from "../../../src/hold/script.js";
 import {
   LockBackendError,
   LockClient,
@@ -17,7 +17,7 @@ import {
   LockNotHeldError,
   type RedisLike,
 } from "../../../src/index.js";
-import { Script } from "../../../src/transport/script.js";
+import { Script } from "../../../src/transport/call.js";
 import { textOf } from "../../chaos/operations.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, until, useTestBed } from "../exclusive/testbed.js";

@@ -1,11 +1,11 @@
 /** The exactness of a group's operations when requests are re-sent, late, or rolled back. */
 import { describe, expect, it } from "vitest";
-import { newOperationId } from "../../../src/ids.js";
 import { LockClient } from "../../../src/index.js";
 import { acquireGroup } from "../../../src/locks/multi-lock/acquire.js";
 import { groupMembers } from "../../../src/locks/multi-lock/members.js";
 import { releaseGroup } from "../../../src/locks/multi-lock/release.js";
 import { rollbackGroup } from "../../../src/locks/multi-lock/rollback.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { useTestBed } from "../exclusive/testbed.js";
 

@@ -1,10 +1,10 @@
 /** Undoing one database's acquire by its operation id: exact whatever the order of arrival. */
 import { describe, expect, it } from "vitest";
-import { newOperationId } from "../../../src/ids.js";
 import { LockClient } from "../../../src/index.js";
 import { acquireOn } from "../../../src/locks/quorum-lock/acquire.js";
 import { databasesFor } from "../../../src/locks/quorum-lock/databases.js";
 import { undoAcquire } from "../../../src/locks/quorum-lock/undo.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../exclusive/testbed.js";
 

@@ -7,9 +7,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { OperationContext } from "../../../src/hold/context.js";
-import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/hold/keys.js";
 import { leaveQueue } from "../../../src/hold/queue/leave.js";
-import { newOperationId } from "../../../src/ids.js";
+import { type ReadWriteLockKeys, readWriteLockKeys } from "../../../src/hold/script.js";
 import {
   type LockHandle,
   LockNotHeldError,
@@ -17,6 +16,7 @@ import {
   type ReadWriteLock,
 } from "../../../src/index.js";
 import { attemptWriteAcquire } from "../../../src/locks/read-write-lock/write-acquire.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, expireNow, newOwners, perOwner, scriptContext } from "../../support/model.js";
 import { useTestBed } from "../exclusive/testbed.js";

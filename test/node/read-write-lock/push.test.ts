@@ -13,20 +13,20 @@ import {
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import {
-  abortedHeadSkipped,
-  concurrentAcquisitionsOfOneOwner,
-  forceReleaseHandsOver,
-  grantBeforeAttemptAnswer,
-  lateGrantNotTrusted,
-  type ParkingKind,
-} from "../exclusive/push-scenarios.js";
-import {
   freshPrefix,
   sleepMs,
   until,
   useTestBed,
   wakeListsWithNone,
 } from "../exclusive/testbed.js";
+import {
+  abortedHeadSkipped,
+  concurrentAcquisitionsOfOneOwner,
+  forceReleaseHandsOver,
+  grantBeforeAttemptAnswer,
+  lateGrantNotTrusted,
+  type ParkingKind,
+} from "../wait/push/push-scenarios.js";
 
 const PUSH = { mode: "push" } as const;
 

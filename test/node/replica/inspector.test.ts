@@ -5,7 +5,7 @@
  * longer queued" and stayed.
  */
 import { describe, expect, it } from "vitest";
-import { readWriteLockKeys } from "../../../src/hold/keys.js";
+import { readWriteLockKeys } from "../../../src/hold/script.js";
 import { QUEUE_MEMBERS } from "../../../src/inspector/actions.js";
 import { inspectorHandler } from "../../../src/inspector/index.js";
 import { digest } from "../../../src/inspector/reply.js";

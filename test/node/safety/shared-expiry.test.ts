@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Lock } from "../../../src/index.js";
-import { lockInternalsOf } from "../../../src/locks/internals.js";
+import { lockInternalsOf } from "../../../src/locks/single-name-lock.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { useTestBed } from "../exclusive/testbed.js";
 

@@ -6,7 +6,7 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
-import { lockKeys } from "../../../src/hold/keys.js";
+import { lockKeys } from "../../../src/hold/script.js";
 import { LockBackendError, type LockClient, RedLock } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { sleepMs, useTestBed } from "../exclusive/testbed.js";

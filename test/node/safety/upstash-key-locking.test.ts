@@ -6,7 +6,7 @@
  */
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { lockKeys } from "../../../src/hold/keys.js";
+import { lockKeys } from "../../../src/hold/script.js";
 import { idempotency } from "../../../src/hono/index.js";
 import {
   type LockClient,

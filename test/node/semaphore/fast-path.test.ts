@@ -8,11 +8,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { PACE_TTL_MS } from "../../../src/hold/pace.js";
-import { newOperationId } from "../../../src/ids.js";
 import { SEMAPHORE_ACQUIRE, waiterMember } from "../../../src/locks/semaphore/acquire.js";
 import { permitHandOffKeys } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { SEMAPHORE_RELEASE } from "../../../src/locks/semaphore/release.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 

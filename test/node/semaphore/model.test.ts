@@ -8,13 +8,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { OperationContext } from "../../../src/hold/context.js";
-import { newOperationId } from "../../../src/ids.js";
 import { abandonPermits } from "../../../src/locks/semaphore/abandon.js";
 import { attemptPermits } from "../../../src/locks/semaphore/acquire.js";
 import { changeCapacity, readSemaphore } from "../../../src/locks/semaphore/capacity.js";
 import { extendPermits, holdMember } from "../../../src/locks/semaphore/extend.js";
 import { type SemaphoreKeys, semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
 import { releasePermits } from "../../../src/locks/semaphore/release.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { checkModel, newOwners, scriptContext } from "../../support/model.js";
 import { freshPrefix, useTestBed } from "../exclusive/testbed.js";

@@ -2,7 +2,7 @@
  * A real waiter for permits on a long hold, counted at the call site: next in line, it backs off
  * with each busy answer (1e592b9) instead of polling at the first backoff step every time, which
  * spent its whole poll budget (`wait.maxPolls`, 100) within about a second and gave up on a wait
- * it had time for. The unit tests (test/node/unit/semaphore-pace.test.ts) check the delays; this
+ * it had time for. The unit tests (test/node/wait/permit-pacing.test.ts) check the delays; this
  * checks that the semaphore's waiters are paced by them.
  */
 import { describe, expect, it } from "vitest";

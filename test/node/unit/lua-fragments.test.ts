@@ -4,7 +4,7 @@ import { SERVER_NOW_MS } from "../../../src/hold/lua.js";
 import { learnHold, learnRoundTrip } from "../../../src/hold/pace.js";
 import { WAITER_LUA } from "../../../src/hold/queue/lua.js";
 import { checkScriptNeeds, declaredFragments, defineScript } from "../../../src/hold/script.js";
-import { ACQUIRE, FAIR_ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
+import { ACQUIRE, FAIR_ACQUIRE } from "../../../src/locks/exclusive/lock.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { SCRIPTS } from "../../../src/scripts.js";

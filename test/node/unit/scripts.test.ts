@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { LockScript, scriptHeader } from "../../../src/hold/script.js";
 import { READ_ONLY_KEY_LOCKING_SHEBANG, ReadScript } from "../../../src/inspector/redis.js";
 import { SCRIPTS } from "../../../src/scripts.js";
-import { flaggedSource, withoutKeyLocking } from "../../../src/transport/key-locking.js";
+import { flaggedSource, withoutKeyLocking } from "../../../src/transport/call.js";
 
 // Every script's SHA-1 (the locks', the Hono middleware's and the inspector's). A change here is a change of a
 // script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.

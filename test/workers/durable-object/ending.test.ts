@@ -52,7 +52,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
     const held = await bed.client.lock("alive").acquire();
     // Well past the heartbeat timeout and two leases: only the heartbeats kept renewal going.
     await sleepMs(2 * TIMEOUT_MS + 300);
-    expect(held.signal.aborted).toBe(false);
+    expect(held.signal.aborted, String(held.signal.reason)).toBe(false);
     expect(await bed.client.lock("alive").isHeldBy(held.owner)).toBe(true);
     expect(bed.namespace.calls.heartbeat).toBeGreaterThanOrEqual(4);
     await held.release();

@@ -34,7 +34,7 @@ describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
       expect(await observer.isHeldBy(held.owner)).toBe(true);
       await sleepMs(100);
     }
-    expect(held.signal.aborted).toBe(false);
+    expect(held.signal.aborted, String(held.signal.reason)).toBe(false);
     // The holder sent nothing after acquiring: the object renewed.
     expect(bed.redisCalls()).toBe(1);
     expect(bed.namespace.calls).toEqual({ register: 1 });
@@ -81,7 +81,7 @@ describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
     // Sent before the registration is confirmed: whatever it answers, it is not about this hold.
     await bed.watchdog.heartbeat(held);
     await bed.watchdog.settled();
-    expect(held.signal.aborted).toBe(false);
+    expect(held.signal.aborted, String(held.signal.reason)).toBe(false);
     expect(await bed.watchdog.heartbeat(held)).toMatchObject({ state: "renewing" });
     await held.release();
   });
@@ -92,7 +92,7 @@ describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
     const b = bed.client.lock("multi-b");
     const held = await bed.client.multiLock([a, b]).acquire();
     await sleepMs(TIMEOUT_MS + 300);
-    expect(held.signal.aborted).toBe(false);
+    expect(held.signal.aborted, String(held.signal.reason)).toBe(false);
     expect(await a.isLocked()).toBe(true);
     expect(await b.isLocked()).toBe(true);
     expect(bed.namespace.total()).toBe(0);

@@ -62,7 +62,7 @@ async function stillRenewed(bed: WatchdogBed, held: LockHandle): Promise<void> {
     await sleepMs(250);
   }
   expect(await lock.holdCount(OWNER)).toBe(1);
-  expect(held.signal.aborted).toBe(false);
+  expect(held.signal.aborted, String(held.signal.reason)).toBe(false);
   const after = await bed.watchdog.status(held);
   expect(after).toMatchObject({
     state: "renewing",

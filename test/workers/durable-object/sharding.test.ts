@@ -47,7 +47,7 @@ async function measure(shardBy: ShardBy): Promise<Measure> {
   };
   try {
     for (const handle of handles) {
-      expect(handle.signal.aborted).toBe(false);
+      expect(handle.signal.aborted, String(handle.signal.reason)).toBe(false);
       await handle.release();
     }
     await bed.watchdog.settled();

@@ -9,8 +9,14 @@ import {
   type LockClient,
   type LockHandle,
   LockNotHeldError,
-} from "../../../src/index.js";
-import { freshPrefix, sleepMs, slowScriptAnswers, type TestBed, until } from "./testbed.js";
+} from "../../../../src/index.js";
+import {
+  freshPrefix,
+  sleepMs,
+  slowScriptAnswers,
+  type TestBed,
+  until,
+} from "../../exclusive/testbed.js";
 
 /** What the scenarios use of a lock of the kind. */
 interface ExclusiveLock {

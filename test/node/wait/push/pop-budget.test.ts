@@ -6,10 +6,10 @@
  * server's `redis` profile, whose pops block; a wrapper counts the pops in flight.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LockClient, RedisLike } from "../../../src/index.js";
-import { MAX_STREAMS_ON_WORKERS } from "../../../src/wait/push/subscription.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
+import type { LockClient, RedisLike } from "../../../../src/index.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../../../src/wait/push/client-state.js";
+import { backendKindsUnderTest } from "../../../support/backends.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("the Workers connection budget of pops on %s", (backend) => {
   const bed = useTestBed(backend, { profile: "redis" });

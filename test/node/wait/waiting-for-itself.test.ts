@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { LockWaitTimeoutError } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { useTestBed } from "./testbed.js";
+import { useTestBed } from "../exclusive/testbed.js";
 
 async function rejection(call: () => Promise<unknown>): Promise<LockWaitTimeoutError> {
   const error = await call().then(

@@ -12,7 +12,7 @@ import { LockClient, type LockHandle } from "../../../src/index.js";
 import type { WaitOptions } from "../../../src/wait/policy.js";
 import { DEFAULT_WAIT_POLICY, resolveWaitPolicy } from "../../../src/wait/policy.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until } from "./testbed.js";
+import { freshPrefix, sleepMs, until } from "../exclusive/testbed.js";
 
 describe("the default wait mode", () => {
   it('is "auto", and "auto" is accepted as input', () => {

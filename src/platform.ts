@@ -1,4 +1,48 @@
 /**
+ * What edgelock takes from the JavaScript runtime, in one place: unguessable ids (Web Crypto),
+ * timers, and the async context that carries a scope's owner (AsyncLocalStorage).
+ */
+import { LockScopeUnavailableError } from "./errors.js";
+
+// Unguessable identifiers from the runtime's CSPRNG (Web Crypto: Workers, Node, Deno, Bun).
+
+function randomHex(bytes: number): string {
+  const buffer = crypto.getRandomValues(new Uint8Array(bytes));
+  let hex = "";
+  for (const byte of buffer) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/** A new owner token: 128 random bits, 32 hex characters. */
+export function newOwnerToken(): string {
+  return randomHex(16);
+}
+
+/** A new operation id (96 random bits): names one mutating call and all its re-sends. */
+export function newOperationId(): string {
+  return randomHex(12);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/*
  * Ambient owners: inside `client.scope(fn)` acquisitions without an explicit owner take the
  * scope's, so nested calls of one flow re-enter while concurrent requests stay apart.
  *
@@ -10,7 +54,6 @@
  * One storage per module instance, not per client: a client used inside `a.scope()` takes `a`'s
  * owner.
  */
-import { LockScopeUnavailableError } from "./errors.js";
 
 /** One scope: its owner, and the request it serves (the outermost scope's, shared inward). */
 interface ScopeFrame {

@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { blindRedis as blind } from "../../../bench/peers/blind-redis.js";
 import { LockClient, LockWaitTimeoutError } from "../../../src/index.js";
-import { ACQUIRE } from "../../../src/locks/exclusive/acquire.js";
+import { ACQUIRE } from "../../../src/locks/exclusive/lock.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 /** These tests are about polling: push (the default) hands the lock over instead. */
 const POLL = { mode: "poll" } as const;

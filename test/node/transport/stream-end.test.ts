@@ -6,7 +6,7 @@
  */
 import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { subscribeHearingEnd } from "../../../src/transport/stream-end.js";
+import { subscribeHearingEnd } from "../../../src/transport/redis-like.js";
 
 /** A server that confirms the subscription, then ends the body (as a proxy closing it would). */
 function sseThatEnds(): typeof fetch {

@@ -6,10 +6,10 @@
  * server counts the streams open at once. The same inside workerd: test/workers/push-subscription.test.ts.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LockClient } from "../../../src/index.js";
-import { MAX_STREAMS_ON_WORKERS } from "../../../src/wait/push/subscription.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, until, useTestBed } from "./testbed.js";
+import type { LockClient } from "../../../../src/index.js";
+import { MAX_STREAMS_ON_WORKERS } from "../../../../src/wait/push/client-state.js";
+import { backendKindsUnderTest } from "../../../support/backends.js";
+import { freshPrefix, sleepMs, until, useTestBed } from "../../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("the Workers stream budget on %s", (backend) => {
   const bed = useTestBed(backend, { profile: "upstash" });

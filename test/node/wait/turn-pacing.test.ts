@@ -2,8 +2,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_WAIT_POLICY } from "../../../src/wait/policy.js";
-import { WAITED_BACKOFF_CAP_MS } from "../../../src/wait/poll.js";
-import { grantedAtOrBefore } from "../../../src/wait/push/parking.js";
 import {
   aimAfterMs,
   aimLateMs,
@@ -12,7 +10,9 @@ import {
   type TurnState,
   type TurnView,
   turnDelay,
-} from "../../../src/wait/turn.js";
+  WAITED_BACKOFF_CAP_MS,
+} from "../../../src/wait/poll.js";
+import { grantedAtOrBefore } from "../../../src/wait/push/parking.js";
 
 /** Holds of 30 ms (± 2), the holder 10 ms in, hand-offs every 35 ms, a 10 ms round trip. */
 const view = (overrides: Partial<TurnView> = {}): TurnView => ({

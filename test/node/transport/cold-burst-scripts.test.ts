@@ -8,7 +8,7 @@ import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "./testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const BURST = 20;
 

@@ -13,9 +13,17 @@ import {
   LockWaitTimeoutError,
   type RedisLike,
   type Renewer,
-} from "../../../src/index.js";
-import { FREE_ASKS_TO_FORGET } from "../../../src/wait/push/client-state.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
+} from "../../../../src/index.js";
+import { FREE_ASKS_TO_FORGET } from "../../../../src/wait/push/client-state.js";
+import { backendKindsUnderTest } from "../../../support/backends.js";
+import {
+  dyingAfterPark,
+  freshPrefix,
+  sleepMs,
+  until,
+  useTestBed,
+  wakeListsWithNone,
+} from "../../exclusive/testbed.js";
 import {
   abortedHeadSkipped,
   concurrentAcquisitionsOfOneOwner,
@@ -24,14 +32,6 @@ import {
   lateGrantNotTrusted,
   type ParkingKind,
 } from "./push-scenarios.js";
-import {
-  dyingAfterPark,
-  freshPrefix,
-  sleepMs,
-  until,
-  useTestBed,
-  wakeListsWithNone,
-} from "./testbed.js";
 
 const PUSH = { mode: "push" } as const;
 const PLAIN_LOCK: ParkingKind = { name: "job", lockOf: (client) => client.lock("job") };

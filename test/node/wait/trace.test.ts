@@ -6,7 +6,7 @@ import { Redis } from "@upstash/redis";
 import { afterEach, describe, expect, it } from "vitest";
 import type { LockClient, LockEvent, WaitWhy } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 type WaitStepEvent = Extract<LockEvent, { type: "waitStep" }>;
 

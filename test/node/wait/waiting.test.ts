@@ -5,7 +5,7 @@ import {
   LockWaitTimeoutError,
 } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { sleepMs, useTestBed } from "./testbed.js";
+import { sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 describe.each(backendKindsUnderTest())("waiting for a held lock on %s", (kind) => {
   const bed = useTestBed(kind);

@@ -1,10 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
-import { LockAbortedError, type LockClient, type LockHandle } from "../../../src/index.js";
-import { ACQUIRE_ARGS } from "../../../src/locks/exclusive/acquire.js";
-import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../src/wait/push/subscription.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
-import { tapped } from "../../support/tapped-redis.js";
-import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "./testbed.js";
+import { LockAbortedError, type LockClient, type LockHandle } from "../../../../src/index.js";
+import { ACQUIRE_ARGS } from "../../../../src/locks/exclusive/lock.js";
+import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../../src/wait/push/client-state.js";
+import { backendKindsUnderTest } from "../../../support/backends.js";
+import { tapped } from "../../../support/tapped-redis.js";
+import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../../exclusive/testbed.js";
 
 interface ExclusiveLock {
   acquire(options: { leaseMs: number; waitMs?: number; signal?: AbortSignal }): Promise<LockHandle>;

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { LockClient } from "../../../src/index.js";
 import { WAITED_BACKOFF_SHARE } from "../../../src/wait/poll.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, sleepMs, useTestBed } from "./testbed.js";
+import { freshPrefix, sleepMs, useTestBed } from "../exclusive/testbed.js";
 
 /** Past the ~13 s in which the old 250 ms backoff spent the old budget of 100 polls. */
 const RELEASE_AFTER_MS = 16_000;

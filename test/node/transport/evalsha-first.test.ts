@@ -9,7 +9,7 @@ import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { LockClient } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, useTestBed } from "./testbed.js";
+import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
 const UPSTASH_URL = "https://edgelock-test.upstash.io";
 

@@ -7,9 +7,9 @@
  * fetch that drops the subscribe request's signal; the streams are counted by the dev server.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { STREAM_LINGER_MS } from "../../../src/wait/push/subscription.js";
-import { backendKindsUnderTest } from "../../support/backends.js";
-import { freshPrefix, until, useTestBed } from "./testbed.js";
+import { STREAM_LINGER_MS } from "../../../../src/wait/push/client-state.js";
+import { backendKindsUnderTest } from "../../../support/backends.js";
+import { freshPrefix, until, useTestBed } from "../../exclusive/testbed.js";
 
 /** The real fetch, except that a subscribe request's abort never reaches it (as in Deno). */
 function fetchDeafToStreamAborts(): typeof fetch {

@@ -13,6 +13,7 @@ import {
   objectOf,
   plainClient,
   renewals,
+  STEADY_TIMEOUT_MS,
   server,
   sleepMs,
   until,
@@ -168,15 +169,14 @@ describe(`LockWatchdog alarm delivery on ${server.kind}`, () => {
   });
 
   it("a very late alarm never revives a lock whose lease already ran out", async () => {
-    // Not shorter: a slow acquire answer on a loaded machine would be lost on arrival.
-    const bed = watchdogBed(800, { heartbeatIntervalMs: 0 });
+    const bed = watchdogBed(STEADY_TIMEOUT_MS, { heartbeatIntervalMs: 0 });
     const held = await bed.client.lock("late").acquire();
     await bed.watchdog.settled();
     await runInDurableObject(objectOf(bed.client, "late"), (_: LockWatchdog, state) =>
       state.storage.deleteAlarm(),
     );
     // The object is "down" for longer than the lease: the lock expires in Redis.
-    await until(async () => !(await bed.client.lock("late").isLocked()), 3_000);
+    await until(async () => !(await bed.client.lock("late").isLocked()), STEADY_TIMEOUT_MS + 3_000);
     await runAlarm(bed, "late", { retryCount: 0, isRetry: false });
     expect(await bed.watchdog.status(held)).toMatchObject({ state: "ended", reason: "gone" });
     expect(await bed.client.lock("late").isLocked()).toBe(false);

@@ -5,11 +5,17 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LockEvent, LockLostError } from "../../../src/index.js";
-import { plainClient, renewals, server, sleepMs, until, watchdogBed } from "./support.js";
+import {
+  plainClient,
+  renewals,
+  STEADY_TIMEOUT_MS,
+  server,
+  sleepMs,
+  until,
+  watchdogBed,
+} from "./support.js";
 
-// Wide enough that a slow acquire answer on a loaded machine is not lost on arrival (a
-// watchdog-mode hold is lost when its answer comes after its first lease, watchdogTimeoutMs).
-const TIMEOUT_MS = 1_200;
+const TIMEOUT_MS = STEADY_TIMEOUT_MS;
 
 describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   it("frees the lock of a holder whose heartbeats stopped within heartbeatTimeoutMs + watchdogTimeoutMs", async () => {
@@ -61,7 +67,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
   });
 
   it("stops renewing when maxHoldMs has passed and aborts the holder's signal", async () => {
-    const maxHoldMs = 1_500;
+    const maxHoldMs = 3_000;
     const bed = watchdogBed(TIMEOUT_MS, { maxHoldMs, heartbeatIntervalMs: 150 });
     const lost: LockEvent[] = [];
     bed.client.on("lockLost", (event) => lost.push(event));
@@ -127,7 +133,7 @@ describe(`Durable Object watchdog ending renewal on ${server.kind}`, () => {
       reason: "released",
     });
     // Not renewed any more: the watchdog-mode lease (TIMEOUT_MS) runs out.
-    await until(async () => !(await bed.client.lock("forgotten").isLocked()), 3_000);
+    await until(async () => !(await bed.client.lock("forgotten").isLocked()), TIMEOUT_MS + 3_000);
     expect(await bed.watchdog.heartbeat(held)).toMatchObject({ reason: "released" });
     expect(held.signal.aborted).toBe(true);
   });

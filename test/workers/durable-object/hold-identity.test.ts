@@ -6,15 +6,14 @@
  * at its own lease. Real alarms, real Redis, real time.
  */
 import { describe, expect, it } from "vitest";
-import { server, sleepMs, until, watchdogBed } from "./support.js";
+import { STEADY_TIMEOUT_MS, server, sleepMs, until, watchdogBed } from "./support.js";
 
 const OWNER = "scope-owner-0123456789abcdef";
 
 describe(`Durable Object watchdog hold identity on ${server.kind}`, () => {
   it("an ended hold's registration does not keep a later lease-mode hold of the same owner alive", async () => {
-    // A 2 s lease renewed by the object every ~670 ms (not shorter: on a loaded machine an acquire
-    // answered after its first lease is lost on arrival); automatic heartbeats every second.
-    const bed = watchdogBed(2_000);
+    // A 2 s lease renewed by the object every ~670 ms; automatic heartbeats every second.
+    const bed = watchdogBed(STEADY_TIMEOUT_MS);
     const lock = bed.client.lock("identity");
     const ended = await lock.acquire({ owner: OWNER });
     await bed.watchdog.settled();
@@ -36,7 +35,7 @@ describe(`Durable Object watchdog hold identity on ${server.kind}`, () => {
   });
 
   it("a later watchdog-mode hold of the same owner keeps its own registration", async () => {
-    const bed = watchdogBed(2_000);
+    const bed = watchdogBed(STEADY_TIMEOUT_MS);
     const lock = bed.client.lock("identity-renewed");
     const ended = await lock.acquire({ owner: OWNER });
     await bed.watchdog.settled();

@@ -8,15 +8,14 @@ import {
   objectLeft,
   plainClient,
   renewals,
+  STEADY_TIMEOUT_MS,
   server,
   sleepMs,
   until,
   watchdogBed,
 } from "./support.js";
 
-// Wide enough that a slow acquire answer on a loaded machine is not lost on arrival (a
-// watchdog-mode hold is lost when its answer comes after its first lease, watchdogTimeoutMs).
-const TIMEOUT_MS = 1_200;
+const TIMEOUT_MS = STEADY_TIMEOUT_MS;
 
 describe(`Durable Object watchdog holding a lock on ${server.kind}`, () => {
   it("keeps the lock through several watchdogTimeoutMs with no timers in the holder", async () => {

@@ -14,14 +14,14 @@ import {
   objectLeft,
   plainClient,
   renewals,
+  STEADY_TIMEOUT_MS,
   server,
   sleepMs,
   until,
   watchdogBed,
 } from "./support.js";
 
-// Not shorter: on a loaded machine an acquire answered after its first lease is lost on arrival.
-const LEASE_MS = 1_000;
+const LEASE_MS = STEADY_TIMEOUT_MS;
 const HEARTBEAT_MS = 150;
 /** What a loaded test machine adds to a bound: requests, alarm delivery, polling. */
 const SLACK_MS = 750;
@@ -57,10 +57,10 @@ describe(`Durable Object watchdog holding semaphore permits on ${server.kind}`, 
     await bed.watchdog.settled();
     expect(bed.namespace.calls).toEqual({ register: 1 });
 
-    // Five lease lengths: without renewal the permits would have come back after the first.
+    // Three lease lengths: without renewal the permits would have come back after the first.
     const observer = plainClient(bed.client.prefix).semaphore("kept");
-    const fiveLeases = Date.now() + 5 * LEASE_MS;
-    while (Date.now() < fiveLeases) {
+    const threeLeases = Date.now() + 3 * LEASE_MS;
+    while (Date.now() < threeLeases) {
       expect(await observer.state()).toMatchObject({ held: 2, holds: 1, available: 0 });
       await sleepMs(100);
     }
@@ -187,7 +187,7 @@ describe(`Durable Object watchdog holding semaphore permits on ${server.kind}`, 
       state: "ended",
       reason: "released",
     });
-    await until(async () => (await semaphore.availablePermits()) === 1, 3_000);
+    await until(async () => (await semaphore.availablePermits()) === 1, LEASE_MS + 3_000);
     expect(await bed.watchdog.heartbeat(held)).toMatchObject({ reason: "released" });
     expect(held.signal.aborted).toBe(true);
     // The lock of the same name and owner is still renewed.

@@ -15,6 +15,7 @@ import {
   countingNamespace,
   objectOf,
   renewals,
+  STEADY_TIMEOUT_MS,
   server,
   sleepMs,
   until,
@@ -318,15 +319,14 @@ describe(`the Durable Object watchdog's protocol on ${server.kind}`, () => {
   });
 
   it("serves the host Worker's routes: a lock acquired in one request outlives it", async () => {
-    // 1.2 s, not shorter: a slow acquire answer on a loaded machine would be lost on arrival.
-    const bed = watchdogBed(1_200, { heartbeatIntervalMs: 0 });
+    const bed = watchdogBed(STEADY_TIMEOUT_MS, { heartbeatIntervalMs: 0 });
     const api = (path: string, method = "POST") =>
       handleLockApi(new Request(`http://w/locks/${path}`, { method }), bed.client, bed.watchdog);
     const acquired = await api("job/acquire?watchdog=durable-object");
     expect(acquired.status).toBe(200);
     const { owner } = (await acquired.json()) as { owner: string };
     await bed.watchdog.settled();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await new Promise((resolve) => setTimeout(resolve, STEADY_TIMEOUT_MS + 1_000));
     expect(await (await api("job", "GET")).json()).toMatchObject({ locked: true });
     expect(await (await api(`job/heartbeat?owner=${owner}`)).json()).toMatchObject({
       state: "renewing",

@@ -93,6 +93,13 @@ export function countingRedis(inner: RedisLike): RedisLike & { readonly calls: n
   };
 }
 
+/**
+ * The watchdog timeout of tests whose holds must live on renewals: long enough that a loaded
+ * machine (CI: workerd, the REST server and other test files on 2 cores) stalling an alarm or an
+ * answer for a second ends no hold. An acquire answered after its first lease is lost on arrival.
+ */
+export const STEADY_TIMEOUT_MS = 2_000;
+
 let prefixes = 0;
 
 export interface WatchdogBed {

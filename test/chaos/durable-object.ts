@@ -20,10 +20,12 @@ import type {
   WatchdogStorage,
   WatchdogStub,
 } from "../../src/durable-object/platform.js";
+import { renewalIntervalMs } from "../../src/durable-object/schedule.js";
 import { durableObjectWatchdog } from "../../src/durable-object/watchdog.js";
 import { lockKeys } from "../../src/hold/script.js";
 import { EXTEND } from "../../src/locks/exclusive/extend.js";
 import { sleep as sleepMs } from "../../src/platform.js";
+import { setKeyLocking } from "../../src/transport/call.js";
 import type { RedisLike } from "../../src/transport/redis-like.js";
 import { sentScript } from "../support/sent-script.js";
 import type { ChaosConfig } from "./config.js";
@@ -100,6 +102,13 @@ export interface InProcessWatchdogOptions {
   readonly hangRate: number;
   /** The late-copy layer the objects' requests go through too. */
   readonly lateCopies?: LateCopies;
+  /**
+   * Whether the objects' server runs scripts under Upstash's per-key locking flag (its profile).
+   * Production's object knows it from its `upstash.io` URL; the recording wrapper has no URL, so
+   * without this its first script would ask the server, and renewals issued meanwhile would wait
+   * for that answer unrecorded (a latency spike on it held a first renewal past its lease).
+   */
+  readonly scriptKeyLocking: boolean;
 }
 
 const OWNER_TOKEN = /\b[0-9a-f]{32}\b/;
@@ -151,6 +160,7 @@ export function startInProcessWatchdogs(options: InProcessWatchdogOptions): InPr
     journal,
     options.lateCopies,
   );
+  setKeyLocking(redis, options.scriptKeyLocking);
 
   class ChaosLockWatchdog extends LockWatchdog {
     protected override createRedis(): RedisLike {
@@ -319,6 +329,7 @@ export function durableObjectLockPrimitive(
     duplicateAlarmRate: 0.1,
     hangRate: OBJECT_CALL_HANG_RATE,
     lateCopies: env.lateCopies,
+    scriptKeyLocking: database.server.profile === "upstash",
   });
   const heartbeatTimeoutMs = 3 * config.watchdogTimeoutMs;
   const { journal } = watchdogs;
@@ -336,7 +347,12 @@ export function durableObjectLockPrimitive(
   return {
     ...base,
     acquire: elsewhere.acquire,
-    checks: (run) => [checkNoHoldDropped(run, requestsOf, journal)],
+    checks: (run, harness) => [
+      checkNoHoldDropped(run, requestsOf, journal, {
+        leaseMs: config.watchdogTimeoutMs,
+        lateness: harness.lateness,
+      }),
+    ],
     name: "lock (Durable Object watchdog)",
     renewal: () => ({
       inner: durableObjectWatchdog(watchdogs.namespace, {
@@ -481,13 +497,15 @@ function reentriesElsewhere(
  * during its section had a cause the docs name — a renewal of that hold (its owner and token)
  * that failed, hung past the abort or found the hold gone; a call of its owner to the object that
  * hung or failed (the object may have stopped hearing it); or a force release of its key that
- * may have met it. Otherwise the object stopped renewing a hold that was still held: something
- * done for another handle (a re-entry's deregistration) landed on it.
+ * may have met it; or the objects' alarms, timers of this process, held back past the loss by
+ * the process's own stalls. Otherwise the object stopped renewing a hold that was still held:
+ * something done for another handle (a re-entry's deregistration) landed on it.
  */
 export function checkNoHoldDropped(
   run: Journal,
   requestsOf: (owner: string, hold: { name?: string; fencingToken?: number }) => RenewRequest[],
   journal: WatchdogJournal,
+  timing: ObjectTiming,
 ): InvariantResult {
   const tally = new Tally("the Durable Object watchdog drops no hold its holder still holds");
   const lostAtOf = seenLost(run.holds, run.samples);
@@ -497,7 +515,7 @@ export function checkNoHoldDropped(
     const abortedAt = Math.min(hold.abortedAt(), lostAtOf.get(hold) ?? Number.POSITIVE_INFINITY);
     const key = hold.keys[0]!;
     tally.check(
-      abortedAt >= hold.end || causeOfLoss(run, hold, key, abortedAt, requestsOf, journal),
+      abortedAt >= hold.end || causeOfLoss(run, hold, key, abortedAt, requestsOf, journal, timing),
       () =>
         `key ${key}: ${hold.owner.slice(0, 8)}'s hold (token ${hold.token}) lost at ${abortedAt}, ` +
         `section ${hold.start}–${hold.end}, with every renewal of it confirmed, no call to its object ` +
@@ -515,6 +533,12 @@ export function checkNoHoldDropped(
   return tally.result();
 }
 
+/** The objects' lease, and the harness process's timer lateness over an interval (LoopLag). */
+interface ObjectTiming {
+  readonly leaseMs: number;
+  lateness(from: number, to: number): number;
+}
+
 function causeOfLoss(
   run: Journal,
   hold: HoldRecord,
@@ -522,10 +546,20 @@ function causeOfLoss(
   abortedAt: number,
   requestsOf: (owner: string, hold: { name?: string; fencingToken?: number }) => RenewRequest[],
   journal: WatchdogJournal,
+  timing: ObjectTiming,
 ): boolean {
   const renewals = requestsOf(hold.owner, { name: key, fencingToken: hold.token! }).filter(
     (request) => request.copy !== true && request.sentAt <= abortedAt,
   );
+  // The next renewal was due an interval after the last confirmed one (the first, an interval
+  // after the lease was set, which is before the section began). The objects' alarms are timers
+  // of this process: a stall of its event loop holds one back exactly as long.
+  const lastRenewedAt = Math.max(
+    hold.start,
+    ...renewals.filter((request) => request.confirmed).map((request) => request.sentAt),
+  );
+  const renewalDueAt = lastRenewedAt + renewalIntervalMs(timing.leaseMs);
+  const alarmHeldBack = renewalDueAt + timing.lateness(lastRenewedAt, abortedAt) >= abortedAt;
   const renewalFailed = renewals.some(
     (request) =>
       request.settledAt === undefined || request.settledAt > abortedAt || !request.confirmed,
@@ -538,5 +572,5 @@ function causeOfLoss(
   // Its answer came after its first lease: Redis may have given the lock away meanwhile, so the
   // client takes it as lost on arrival, whatever the object does next.
   const lostOnArrival = abortedAt <= hold.start && hold.validAtStart <= hold.start;
-  return renewalFailed || callFailed || forced || lostOnArrival;
+  return renewalFailed || callFailed || forced || lostOnArrival || alarmHeldBack;
 }

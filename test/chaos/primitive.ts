@@ -108,6 +108,12 @@ export interface ChaosHold {
 }
 
 /** A primitive under test, bound to one run's key namespace. */
+/** What a check may excuse of the harness's own timing. */
+export interface HarnessTiming {
+  /** The harness process's timer lateness over an interval (see LoopLag). */
+  lateness(from: number, to: number): number;
+}
+
 export interface ChaosPrimitive {
   readonly name: string;
   /** Exclusive holders one key admits at once (1 for locks; n for an n-permit semaphore). */
@@ -184,7 +190,7 @@ export interface ChaosPrimitive {
     waitMs: number,
   ): Promise<{ release(): Promise<void> }>;
   /** Checks of the primitive's own (read after the run), beside the run's invariants. */
-  checks?(run: Journal): readonly InvariantResult[];
+  checks?(run: Journal, harness: HarnessTiming): readonly InvariantResult[];
   /** Figures of the primitive's own machinery for the report (read after the run). */
   figures?(): Readonly<Record<string, number>>;
   /** Called once the run is over. */

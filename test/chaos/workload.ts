@@ -364,7 +364,7 @@ async function runIn(
       multi: kind.multi === true && options.primitive === undefined,
     }),
     ...(liveness?.results ?? []),
-    ...(primitive.checks?.(journal) ?? []),
+    ...(primitive.checks?.(journal, { lateness: (from, to) => loopLag.lateness(from, to) }) ?? []),
     ...(budget === undefined ? [] : [budget.result()]),
   ];
   const writes = (status: string) => journal.writes.filter((w) => w.status === status).length;

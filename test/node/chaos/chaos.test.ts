@@ -118,8 +118,12 @@ function requestRateInShortRun(_name: string): number {
   return 0;
 }
 
-/** Runs of one kind the short run may take to meet every case (each checked in full). */
-const MAX_SHORT_RUNS = 3;
+/**
+ * Runs of one kind the short run may take to meet every case (each checked in full). Five, not
+ * three: a clean-clone CI run saw RedLock on redis-server meet no hold lost mid-section in three
+ * seeds (its run 1 usually meets two); a kind that meets everything stops after one.
+ */
+const MAX_SHORT_RUNS = 5;
 
 describe.each(backendKindsUnderTest())("chaos, short seeded run, on %s", (backend) => {
   it.each(SHORT_RUN_KINDS)(

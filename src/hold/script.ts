@@ -298,10 +298,11 @@ export const fairLockKeys = lockKeys;
  * like one; read holds live apart, each with its own expiry.
  */
 export interface ReadWriteLockKeys extends LockKeys {
-  /** Sorted set: read hold (`<owner> <hold id>`) → expiry (server ms). */
+  /**
+   * Sorted set: read hold (`<owner> <hold id>`) → expiry (server ms); its TTL is the last hold's
+   * end. An owner's read holds are counted from it (no second key to keep in step).
+   */
   readonly reads: string;
-  /** Hash: owner → number of its read holds, in step with `reads`. */
-  readonly readers: string;
   /** Sorted set: waiting writer (as in `queue`) → deadline (server ms), for writer preference. */
   readonly writers: string;
 }
@@ -311,7 +312,6 @@ export function readWriteLockKeys(prefix: string, name: string): ReadWriteLockKe
   return {
     ...keys,
     reads: `${keys.lock}:reads`,
-    readers: `${keys.lock}:readers`,
     writers: `${keys.lock}:writers`,
   };
 }

@@ -23,13 +23,12 @@ export function inspectedKeys(prefix: string, name: string): string[] {
     keys.timeouts,
     keys.parked,
     keys.reads,
-    keys.readers,
     keys.writers,
   ];
 }
 
 // KEYS: 1 lock hash, 2 fence, 3 hold statistics, 4 queue, 5 queue deadlines, 6 parked waiters,
-//       7 read holds, 8 readers, 9 waiting writers (src/hold/script.ts)
+//       7 read holds, 8 waiting writers (src/hold/script.ts)
 // ARGV: 1 how many waiters and read holds to list
 // Reply: one JSON object (cjson), so the REST client hands it over parsed.
 export const READ_LOCK = new ReadScript(
@@ -53,8 +52,7 @@ return cjson.encode({
   queue = queue, deadlines = deadlines, parked = parked,
   readCount = redis.call('ZCARD', KEYS[7]),
   reads = redis.call('ZRANGE', KEYS[7], 0, max - 1, 'WITHSCORES'),
-  readers = redis.call('EXISTS', KEYS[8]),
-  writers = redis.call('ZCARD', KEYS[9])
+  writers = redis.call('ZCARD', KEYS[8])
 })`,
 );
 
@@ -70,7 +68,6 @@ interface RawLockState {
   parked: unknown[];
   readCount: number;
   reads: unknown[];
-  readers: number;
   writers: number;
 }
 
@@ -88,7 +85,6 @@ function parseState(reply: unknown): RawLockState {
     parked: list(raw.parked),
     readCount: Number(raw.readCount),
     reads: list(raw.reads),
-    readers: Number(raw.readers),
     writers: Number(raw.writers),
   };
 }
@@ -138,7 +134,7 @@ export async function readLock(
   const held = holders.length > 0 || raw.readCount > 0;
   const lock: InspectedLock = {
     name,
-    kind: raw.readCount > 0 || raw.readers > 0 || raw.writers > 0 ? "read-write" : "lock",
+    kind: raw.readCount > 0 || raw.writers > 0 ? "read-write" : "lock",
     state: held ? "held" : raw.queued > 0 ? "waiting" : "free",
     holders,
     leaseLeftMs: holders.length > 0 && raw.pttl >= 0 ? raw.pttl : null,

@@ -70,9 +70,7 @@ const OWN_LAYOUTS = [
 ];
 /** A lock's keys that exist only while it is held or waited for. */
 const LOCK_IN_USE = new Set(
-  [lock.lock, lock.queue, lock.timeouts, lock.parked, lock.reads, lock.readers, lock.writers].map(
-    suffixOf,
-  ),
+  [lock.lock, lock.queue, lock.timeouts, lock.parked, lock.reads, lock.writers].map(suffixOf),
 );
 
 /**

@@ -11,24 +11,22 @@ import { SERVER_NOW_MS } from "../../hold/lua.js";
 import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript, ttlOrNull } from "../../hold/script.js";
 import type { AttemptOutcome } from "../../wait/attempt.js";
-import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
+import { expireReadsWithLastHold, ownerReadHolds, pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 
 /**
  * The fast path of a read acquisition (issue 42): when nobody writes, holds a read hold or waits
  * to write, and this request is no re-send (no operation record), the first read hold is taken
- * with only what its guarantees need: the hold with its expiry, its owner's count, both keys'
- * lease (the last read hold's end), the operation record with the current fencing token. No
+ * with only what its guarantees need: the hold with its expiry, the set's lease (the last read
+ * hold's end), the operation record with the current fencing token. No
  * pruning (nothing to prune), no writer-preference checks (no writer registered).
  */
-const FIRST_READ_HOLD_FAST_PATH = `if redis.call('EXISTS', lockKey, readsKey, readersKey, writersKey, operationKey) == 0 then
+const FIRST_READ_HOLD_FAST_PATH = `if redis.call('EXISTS', lockKey, readsKey, writersKey, operationKey) == 0 then
   local fence = tonumber(redis.call('GET', fenceKey) or '0')
   redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
-  redis.call('HSET', readersKey, owner, 1)
   redis.call('PEXPIRE', readsKey, leaseMs)
-  redis.call('PEXPIRE', readersKey, leaseMs)
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-  return {1, fence, 1}
+  return {1, fence}
 end`;
 /* @__PURE__ */ LUA_FRAGMENTS.push({
   name: "FIRST_READ_HOLD_FAST_PATH",
@@ -36,32 +34,30 @@ end`;
   needs: [
     "lockKey",
     "readsKey",
-    "readersKey",
     "writersKey",
     "operationKey",
     "fenceKey",
     "now",
     "leaseMs",
     "hold",
-    "owner",
     "operationTtlMs",
   ],
 });
 
-// KEYS: 1 write hash, 2 fence, 3 reads, 4 readers, 5 waiting writers, 6 operation record
+// KEYS: 1 write hash, 2 fence, 3 reads, 4 waiting writers, 5 operation record
 // ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 hold id, 5 writer preference (1/0)
-// Reply: {1, fence, read holds of the owner} held; {0, writer's pttl, 1} busy: written;
+// Reply: {1, fence} held; {0, writer's pttl, 1} busy: written;
 //        {0, -1, 2} busy: a writer waits; {-1} a re-sent attempt whose first run acquired, but
 //        the hold is gone since.
 export const READ_ACQUIRE = defineScript({
   name: "readWriteLock.acquireRead",
-  keys: ["lockKey", "fenceKey", "readsKey", "readersKey", "writersKey", "operationKey"],
+  keys: ["lockKey", "fenceKey", "readsKey", "writersKey", "operationKey"],
   args: ["owner", "leaseMs", "operationTtlMs", "holdId", "writerPreference"],
-  replies: { 1: [3], 0: [3], [-1]: [1] },
+  replies: { 1: [2], 0: [3], [-1]: [1] },
   lua: `local hold = owner .. ' ' .. holdId
 ${SERVER_NOW_MS}
 ${FIRST_READ_HOLD_FAST_PATH}
-${pruneExpiredReads("readsKey", "readersKey")}
+${pruneExpiredReads("readsKey")}
 local replay = redis.call('GET', operationKey)
 if replay then
   local expiry = redis.call('ZSCORE', readsKey, hold)
@@ -69,25 +65,24 @@ if replay then
   -- A later attempt sharing the id: its lease counts from its own send (only ever lengthened).
   if tonumber(expiry) < now + tonumber(leaseMs) then
     redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
-    ${expireReadsWithLastHold("readsKey", "readersKey")}
+    ${expireReadsWithLastHold("readsKey")}
   end
-  return {1, tonumber(replay), tonumber(redis.call('HGET', readersKey, owner) or '0')}
+  return {1, tonumber(replay)}
 end
 if redis.call('HEXISTS', lockKey, owner) == 0 then
   local pttl = redis.call('PTTL', lockKey)
   if pttl ~= -2 then return {0, pttl, 1} end
   redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
-  if writerPreference == '1' and redis.call('HEXISTS', readersKey, owner) == 0
-      and redis.call('ZCARD', writersKey) > 0 then
-    return {0, -1, 2}
+  if writerPreference == '1' and redis.call('ZCARD', writersKey) > 0 then
+    ${ownerReadHolds("readsKey", "owner")}
+    if ownerReads == 0 then return {0, -1, 2} end
   end
 end
 redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
-local count = redis.call('HINCRBY', readersKey, owner, 1)
-${expireReadsWithLastHold("readsKey", "readersKey")}
+${expireReadsWithLastHold("readsKey")}
 local fence = tonumber(redis.call('GET', fenceKey) or '0')
 redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-return {1, fence, count}`,
+return {1, fence}`,
 });
 
 /**

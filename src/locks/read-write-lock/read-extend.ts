@@ -9,27 +9,26 @@ import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import { expireReadsWithLastHold, pruneExpiredReads } from "./lua.js";
 
-// KEYS: 1 reads, 2 readers. ARGV: 1 owner, 2 hold id, 3 lease ms
+// KEYS: 1 reads. ARGV: 1 owner, 2 hold id, 3 lease ms
 // Reply: {1} re-armed; {0} the hold is gone (released, expired or force-released).
 export const READ_EXTEND = defineScript({
   name: "readWriteLock.extendRead",
-  keys: ["readsKey", "readersKey"],
+  keys: ["readsKey"],
   args: ["owner", "holdId", "leaseMs"],
   replies: YES_OR_NO,
   lua: `${SERVER_NOW_MS}
 local hold = owner .. ' ' .. holdId
--- The only read hold (the common case: one reader), live: its end is both keys' end.
+-- The only read hold (the common case: one reader), live: its end is the set's end.
 local only = redis.call('ZRANGE', readsKey, 0, 1, 'WITHSCORES')
 if only[1] == hold and not only[3] and tonumber(only[2]) > now then
   redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
   redis.call('PEXPIRE', readsKey, leaseMs)
-  redis.call('PEXPIRE', readersKey, leaseMs)
   return {1}
 end
-${pruneExpiredReads("readsKey", "readersKey")}
+${pruneExpiredReads("readsKey")}
 if not redis.call('ZSCORE', readsKey, hold) then return {0} end
 redis.call('ZADD', readsKey, now + tonumber(leaseMs), hold)
-${expireReadsWithLastHold("readsKey", "readersKey")}
+${expireReadsWithLastHold("readsKey")}
 return {1}`,
 });
 
@@ -44,7 +43,7 @@ export async function extendReadHold(
   const reply = await runScript(
     ctx,
     READ_EXTEND,
-    { readsKey: keys.reads, readersKey: keys.readers },
+    { readsKey: keys.reads },
     { owner, holdId, leaseMs },
   );
   return reply[0] === 1;

@@ -9,10 +9,10 @@ import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import { newOperationId } from "../../platform.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
-// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
-//       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 the announced grants' records, 11 waiting writers (writer preference),
-//       12 the pace hash (a handed-off writer's hold is timed)
+// KEYS: 1 reads, 2 operation record, 3 write hash, 4 fence, 5 the queue of waiting writers,
+//       6 their deadlines, 7 parked waiters, 8 the hand-off channel, 9 the announced grants'
+//       records, 10 waiting writers (writer preference), 11 the pace hash (a handed-off writer's
+//       hold is timed)
 // ARGV: 1 operation record ttl ms, 2 pace ttl ms
 // Reply: {1} live read holds were dropped; {0} there were none. A re-send replays the first
 // answer instead of dropping holds taken in between.
@@ -28,7 +28,7 @@ if replay then return {tonumber(replay)} end
 ${SERVER_NOW_MS}
 local dropped = 0
 if redis.call('ZCOUNT', readsKey, now + 1, '+inf') > 0 then dropped = 1 end
-redis.call('DEL', readsKey, readersKey)
+redis.call('DEL', readsKey)
 if redis.call('EXISTS', lockKey) == 0 then
   ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
   ${timeHandedOffHold("holdStatsKey")}

@@ -8,12 +8,13 @@ import { SERVER_NOW_MS } from "../../hold/lua.js";
 import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { LockState } from "../../hold/state.js";
+import { ownerReadHolds } from "./lua.js";
 
-// KEYS: 1 reads, 2 readers. ARGV: 1 owner, or '' for all readers
+// KEYS: 1 reads. ARGV: 1 owner, or '' for all readers
 // Reply: {locked 0/1, ms until the last hold ends (-2 none), holds}
 export const READ_INSPECT = defineScript({
   name: "readWriteLock.inspectRead",
-  keys: ["readsKey", "readersKey"],
+  keys: ["readsKey"],
   args: ["owner"],
   replies: { 1: [3], 0: [3] },
   lua: `${SERVER_NOW_MS}
@@ -22,13 +23,10 @@ if live == 0 then return {0, -2, 0} end
 local last = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')
 local holds = live
 if owner ~= '' then
-  holds = tonumber(redis.call('HGET', readersKey, owner) or '0')
-  local expired = redis.call('ZRANGEBYSCORE', readsKey, '-inf', now)
-  for i = 1, #expired do
-    if string.sub(expired[i], 1, #owner + 1) == owner .. ' ' then holds = holds - 1 end
-  end
+  ${ownerReadHolds("readsKey", "owner", true)}
+  holds = ownerReads
 end
-return {1, tonumber(last[2]) - now, math.max(0, holds)}`,
+return {1, tonumber(last[2]) - now, holds}`,
 });
 
 export async function inspectReads(
@@ -39,7 +37,7 @@ export async function inspectReads(
   const reply = await runScript(
     ctx,
     READ_INSPECT,
-    { readsKey: keys.reads, readersKey: keys.readers },
+    { readsKey: keys.reads },
     { owner: owner ?? "" },
   );
   const [locked, ttl, holds] = reply;

@@ -12,44 +12,35 @@ import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
 import { newOperationId } from "../../platform.js";
-import { pruneExpiredReads } from "./lua.js";
+import { ownerReadHolds, pruneExpiredReads } from "./lua.js";
 import { READ_ENDING_KEYS, readEndingKeys } from "./script-keys.js";
 
 /**
  * The fast path of a read release (issue 42): when this hold is the only read hold, live, and no
- * writer queues (nobody to hand the freed lock to or re-time), both read keys go at once and the
- * operation record is claimed (SET NX, also the replay check: a re-send finds it and takes the
- * slow path, which replays it).
+ * writer queues (nobody to hand the freed lock to or re-time), the read holds' set goes at once
+ * and the operation record is claimed (SET NX, also the replay check: a re-send finds it and
+ * takes the slow path, which replays it). No clock: the set's TTL is its last hold's end, so a
+ * set that still exists with one hold holds a live one (as Redis judges its keys' expiry).
  */
 const LAST_READ_HOLD_FAST_PATH = `if redis.call('EXISTS', queueKey) == 0 then
-  local only = redis.call('ZRANGE', readsKey, 0, 1, 'WITHSCORES')
-  if only[1] and not only[3] and tonumber(only[2]) > now
+  local only = redis.call('ZRANGE', readsKey, 0, 1)
+  if only[1] and not only[2]
       and (only[1] == hold or holdId == '' and string.sub(only[1], 1, #owner + 1) == owner .. ' ')
       and redis.call('SET', operationKey, 0, 'NX', 'PX', operationTtlMs) then
-    redis.call('DEL', readsKey, readersKey)
+    redis.call('DEL', readsKey)
     return {1, 0}
   end
 end`;
 /* @__PURE__ */ LUA_FRAGMENTS.push({
   name: "LAST_READ_HOLD_FAST_PATH",
   lua: LAST_READ_HOLD_FAST_PATH,
-  needs: [
-    "queueKey",
-    "readsKey",
-    "readersKey",
-    "now",
-    "hold",
-    "holdId",
-    "owner",
-    "operationKey",
-    "operationTtlMs",
-  ],
+  needs: ["queueKey", "readsKey", "hold", "holdId", "owner", "operationKey", "operationTtlMs"],
 });
 
-// KEYS: 1 reads, 2 readers, 3 operation record, 4 write hash, 5 fence, 6 the queue of waiting
-//       writers, 7 their deadlines, 8 parked waiters, 9 the hand-off
-//       channel, 10 the announced grants' records, 11 waiting writers (writer preference),
-//       12 the pace hash (a handed-off writer's hold is timed)
+// KEYS: 1 reads, 2 operation record, 3 write hash, 4 fence, 5 the queue of waiting writers,
+//       6 their deadlines, 7 parked waiters, 8 the hand-off channel, 9 the announced grants'
+//       records, 10 waiting writers (writer preference), 11 the pace hash (a handed-off writer's
+//       hold is timed)
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms,
 //       4 pace ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
@@ -63,13 +54,12 @@ export const READ_RELEASE = defineScript({
   args: ["owner", "holdId", "operationTtlMs", "paceTtlMs"],
   replies: { 1: [2], 0: [1] },
   lua: `local hold = owner .. ' ' .. holdId
-${SERVER_NOW_MS}
 ${LAST_READ_HOLD_FAST_PATH}
 local replay = redis.call('GET', operationKey)
 if replay then return {1, tonumber(replay)} end
-${pruneExpiredReads("readsKey", "readersKey")}
+${SERVER_NOW_MS}
+${pruneExpiredReads("readsKey")}
 if holdId == '' then
-  if redis.call('HEXISTS', readersKey, owner) == 0 then return {0} end
   hold = nil
   local live = redis.call('ZRANGE', readsKey, 0, -1)
   for i = 1, #live do
@@ -83,17 +73,17 @@ end
 local releasedEnd = redis.call('ZSCORE', readsKey, hold)
 if not releasedEnd then return {0} end
 redis.call('ZREM', readsKey, hold)
-local left = redis.call('HINCRBY', readersKey, owner, -1)
-if left <= 0 then
-  redis.call('HDEL', readersKey, owner)
-  left = 0
-end
+${ownerReadHolds("readsKey", "owner")}
+local left = ownerReads
+local lastEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
+local endedEarlier = lastEnd and tonumber(lastEnd) < tonumber(releasedEnd)
+-- The set's TTL stays its last hold's end: the fast paths take a set that exists for a live one.
+if endedEarlier then redis.call('PEXPIRE', readsKey, math.max(1, tonumber(lastEnd) - now)) end
 if redis.call('EXISTS', lockKey) == 0 then
-  local lastEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
   if not lastEnd then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
     ${timeHandedOffHold("holdStatsKey")}
-  elseif tonumber(lastEnd) < tonumber(releasedEnd) then
+  elseif endedEarlier then
     -- The last read end moved earlier: re-time the parked writer.
     local lease = tonumber(lastEnd) - now
     ${noticeBehind("queueKey", "parkedKey")}

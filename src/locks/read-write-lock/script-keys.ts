@@ -10,7 +10,6 @@ export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
     lockKey: keys.lock,
     fenceKey: keys.fence,
     readsKey: keys.reads,
-    readersKey: keys.readers,
     writersKey: keys.writers,
     operationKey: keys.operation(operationId),
   } as const;
@@ -24,7 +23,6 @@ export function acquireKeys(keys: ReadWriteLockKeys, operationId: string) {
  */
 export const READ_ENDING_KEYS = [
   "readsKey",
-  "readersKey",
   "operationKey",
   "lockKey",
   "fenceKey",
@@ -41,7 +39,6 @@ export const READ_ENDING_KEYS = [
 export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
   return {
     readsKey: keys.reads,
-    readersKey: keys.readers,
     operationKey: keys.operation(operationId),
     lockKey: keys.lock,
     fenceKey: keys.fence,

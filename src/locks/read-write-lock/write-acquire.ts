@@ -27,18 +27,18 @@ import {
   queuedAttemptOutcome,
   waiterArgs,
 } from "../exclusive/lock.js";
-import { pruneExpiredReads } from "./lua.js";
+import { ownerReadHolds, pruneExpiredReads } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 
-// KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 readers, 5 waiting writers,
-//       6 operation record, 7 pace hash (see LockKeys.holdStats), 8 queue (owner -> ticket),
-//       9 timeouts (owner -> deadline), 10 parked waiters (push mode, see queue/hand-off.ts)
+// KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 waiting writers, 5 operation
+//       record, 6 pace hash (see LockKeys.holdStats), 7 queue (owner -> ticket), 8 timeouts
+//       (owner -> deadline), 9 parked waiters (push mode, see queue/hand-off.ts)
 // ARGV: 1 owner, 2 lease ms, 3 operation record ttl ms, 4 pace ttl ms, 5 waiter timeout ms (0: a
 //       single attempt, never queue or register; -1: the last attempt of the poll budget, leave
 //       the queue and the waiting writers when busy), 6 the waiter's last round trip ms (0:
 //       unknown), 7 claim window ms of a writer that will park (0: it polls), 8 its operation id
 //       (names its wake list), 9 "1" when its park is already in flight (see endingParkBeside),
-//       10 writer preference ("1": a waiting writer registers in KEYS 5)
+//       10 writer preference ("1": a waiting writer registers in KEYS 4)
 // Reply: {1, fence, write holds, pttl} held; busy: see busyTurnReply (pace.ts), with the
 //        statistics unknown (-1) while only read holds keep the writer out (the statistics are
 //        the writers'; pttl is then the time until the last read lease ends); {-1} a re-sent
@@ -59,7 +59,6 @@ export const WRITE_ACQUIRE = defineScript({
     "lockKey",
     "fenceKey",
     "readsKey",
-    "readersKey",
     "writersKey",
     "operationKey",
     "holdStatsKey",
@@ -69,12 +68,12 @@ export const WRITE_ACQUIRE = defineScript({
   ],
   args: [...ACQUIRE_ARGS, "writerPreference"],
   replies: { 1: [4], 0: [8], [-1]: [1], [-2]: [1] },
-  lua: endingParkBeside(`${freeAndUncontendedFastPath("readsKey, readersKey, writersKey")}
+  lua: endingParkBeside(`${freeAndUncontendedFastPath("readsKey, writersKey")}
 ${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs", UPGRADE_REFUSED)}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
-${pruneExpiredReads("readsKey", "readersKey")}
+${pruneExpiredReads("readsKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 local function endAcquisition(record)
@@ -90,7 +89,8 @@ local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
 else
-  if redis.call('HEXISTS', readersKey, owner) == 1 then
+  ${ownerReadHolds("readsKey", "owner")}
+  if ownerReads > 0 then
     endAcquisition('${UPGRADE_REFUSED}')
     return {-2}
   end

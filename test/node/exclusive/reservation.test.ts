@@ -47,7 +47,6 @@ const QUEUED_KINDS: QueuedKindUnderTest[] = [
         base,
         `${base}:fence`,
         `${base}:reads`,
-        `${base}:readers`,
         `${base}:writers`,
         operation(base, owner),
         `${base}:holds`,

@@ -32,8 +32,7 @@ export function learnAverage(
     return `do
   local sample = math.max(1, ${sample})
   local average = tonumber(redis.call('HGET', ${statsKey}, '${field}') or '0')
-  if average <= 0 then average = sample
-  else average = average + (math.min(sample, 2 * average) - average) / 4 end
+  ${foldSample()}
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average))
 end`;
   }
@@ -42,37 +41,26 @@ end`;
   local stats = redis.call('HMGET', ${statsKey}, '${field}', '${deviationField}')
   local average = tonumber(stats[1] or '0')
   local deviation = tonumber(stats[2] or '0')
-  if average <= 0 then average = sample
-  else
-    sample = math.min(sample, 2 * average)
-    deviation = deviation + (math.abs(sample - average) - deviation) / 4
-    average = average + (sample - average) / 4
-  end
+  ${foldSample(true)}
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average), '${deviationField}', math.max(0, deviation))
 end`;
 }
 
 /**
- * At a first acquisition: when the new holder had waited in the queue (`waited`, a Lua
- * expression), the time since the previous holder took the lock is one hand-off cycle; then the
- * current hold starts now and any reservation is spent. With `fence` (a Lua expression: the new
- * hold's token; the plain, fair and write lock, whose uncontended holds take a fast path that times
- * nothing), the hold is also marked as timed (see TIMED_FIELD).
+ * The averaging itself (learnAverage's rule), on the Lua locals `sample`, `average` and, with
+ * `withDeviation`, `deviation`; the stored figures are at least 1 and 0.
  */
-export function learnHandOff(statsKey: string, waited: string, fence?: string): string {
-  /* @__PURE__ */ LUA_FRAGMENTS.push({
-    name: "learnHandOff",
-    lua: () => learnHandOff(statsKey, waited, fence),
-    needs: [statsKey, "now", "paceTtlMs"],
-  });
-  const timed = fence === undefined ? "" : `, '${TIMED_FIELD}', ${fence}`;
-  return `local previous = redis.call('HGET', ${statsKey}, 'at')
-if ${waited} and previous then
-  ${learnAverage(statsKey, "cycle", "now - tonumber(previous)")}
-end
-redis.call('HSET', ${statsKey}, 'at', now${timed})
-redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')
-redis.call('PEXPIRE', ${statsKey}, paceTtlMs)`;
+function foldSample(withDeviation = false): string {
+  if (!withDeviation) {
+    return `if average <= 0 then average = sample
+  else average = average + (math.min(sample, 2 * average) - average) / 4 end`;
+  }
+  return `if average <= 0 then average = sample
+  else
+    sample = math.min(sample, 2 * average)
+    deviation = deviation + (math.abs(sample - average) - deviation) / 4
+    average = average + (sample - average) / 4
+  end`;
 }
 
 /**
@@ -124,16 +112,77 @@ export function timeHandedOffHold(statsKey: string): string {
 end`;
 }
 
-/** When a release frees the lock: folds the hold into its average and deviation. */
-export function learnHold(statsKey: string): string {
+/**
+ * Reads the pace hash once (`pace`: at, hold, dev, cycle, rtt) for what a script then learns
+ * (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites` (`paceWrite(field,
+ * value, …)`) and writes once (writePace): every HGET and HSET of the hash is a billed command
+ * (issue 42).
+ */
+export function readPace(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "readPace",
+    lua: () => readPace(statsKey),
+    needs: [statsKey],
+    provides: ["pace", "paceWrites", "paceWrite"],
+  });
+  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt')
+local paceWrites = {}
+local function paceWrite(...)
+  for _, each in ipairs({...}) do paceWrites[#paceWrites + 1] = each end
+end`;
+}
+
+/** When a release frees the lock: folds the hold (since `at`) into its average and deviation. */
+export function learnHold(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnHold",
-    lua: () => learnHold(statsKey),
-    needs: [statsKey, "now", "paceTtlMs"],
+    lua: () => learnHold(),
+    needs: ["now", "pace", "paceWrite"],
   });
-  return `local at = redis.call('HGET', ${statsKey}, 'at')
-if at then
-  ${learnAverage(statsKey, "hold", "now - tonumber(at)", "dev")}
+  return `if pace[1] then
+  local sample = math.max(1, now - tonumber(pace[1]))
+  local average = tonumber(pace[2] or '0')
+  local deviation = tonumber(pace[3] or '0')
+  ${foldSample(true)}
+  paceWrite('hold', math.max(1, average), 'dev', math.max(0, deviation))
+end`;
+}
+
+/**
+ * At a first acquisition (or the release that hands the lock over): when the new holder had
+ * waited in the queue (`waited`, a Lua expression), the time since the previous holder took the
+ * lock is one hand-off cycle; then the current hold starts now and any reservation is spent.
+ * With `fence` (a Lua expression: the new hold's token; the plain, fair and write lock, whose
+ * uncontended holds take a fast path that times nothing), the hold is also marked as timed (see
+ * TIMED_FIELD).
+ */
+export function learnHandOff(statsKey: string, waited: string, fence?: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "learnHandOff",
+    lua: () => learnHandOff(statsKey, waited, fence),
+    needs: [statsKey, "now", "pace", "paceWrite"],
+  });
+  const timed = fence === undefined ? "" : `, '${TIMED_FIELD}', ${fence}`;
+  return `if ${waited} and pace[1] then
+  local sample = math.max(1, now - tonumber(pace[1]))
+  local average = tonumber(pace[4] or '0')
+  ${foldSample()}
+  paceWrite('cycle', math.max(1, average))
+end
+paceWrite('at', now${timed})
+redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')`;
+}
+
+/** What a script gathered in `paceWrites` (see readPace): one HSET, one PEXPIRE. */
+export function writePace(statsKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "writePace",
+    lua: () => writePace(statsKey),
+    needs: [statsKey, "paceWrites", "paceTtlMs"],
+  });
+  // unpack: Lua 5.1's, as Redis and Upstash run it (the embedded engine provides it too).
+  return `if #paceWrites > 0 then
+  redis.call('HSET', ${statsKey}, unpack(paceWrites))
   redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;
 }

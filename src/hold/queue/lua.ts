@@ -84,24 +84,24 @@ export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
 
 /**
  * After a release frees the lock: reserves it for the two live waiters at the head of the queue,
- * if any, for about a round trip of theirs (the `rtt` average in `statsKey`), so that nobody else
- * barges into the gap between the release and their polls. Two, because both aim at this release
- * (see src/wait/poll.ts): one a little early, one a little late. Dead waiters must have been
- * pruned.
+ * if any, for about a round trip of theirs (the `rtt` average of the pace hash, as learnHold read
+ * it into `pace`), so that nobody else barges into the gap between the release and their polls.
+ * Two, because both aim at this release (see src/wait/poll.ts): one a little early, one a little
+ * late. Dead waiters must have been pruned. Written with the release's other pace fields
+ * (`paceWrite`, see writePace in pace.ts).
  */
-export function reserveForHead(statsKey: string, queueKey: string): string {
+export function reserveForHead(queueKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "reserveForHead",
-    lua: () => reserveForHead(statsKey, queueKey),
-    needs: [statsKey, queueKey, "now", "paceTtlMs"],
+    lua: () => reserveForHead(queueKey),
+    needs: [queueKey, "now", "pace", "paceWrite"],
   });
   return `local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
 if heads[1] then
-  local rtt = tonumber(redis.call('HGET', ${statsKey}, 'rtt') or '0')
+  local rtt = tonumber(pace[5] or '0')
   local window = ${RESERVATION_MS.unknown}
   if rtt > 0 then window = math.floor(math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt))) end
-  redis.call('HSET', ${statsKey}, 'for', heads[1], 'for2', heads[2] or heads[1], 'until', now + window)
-  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+  paceWrite('for', heads[1], 'for2', heads[2] or heads[1], 'until', now + window)
 end`;
 }
 

@@ -12,6 +12,8 @@ import {
   learnRoundTrip,
   markContendedHold,
   PACE_TTL_MS,
+  readPace,
+  writePace,
 } from "../../hold/pace.js";
 import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
 import { leaveParkedQueue } from "../../hold/queue/leave.js";
@@ -242,7 +244,9 @@ if queueKey then
   if parkedKey then redis.call('HDEL', parkedKey, waiter) end
 end
 ${grantExclusiveHold(`if holdStatsKey then
+    ${readPace("holdStatsKey")}
     ${learnHandOff("holdStatsKey", "waited", "fence")}
+    ${writePace("holdStatsKey")}
   end`)}`);
 }
 

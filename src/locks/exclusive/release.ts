@@ -5,7 +5,14 @@
 
 import type { OperationContext } from "../../hold/context.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../../hold/lua.js";
-import { learnHandOff, learnHold, PACE_TTL_MS, TIMED_FIELD } from "../../hold/pace.js";
+import {
+  learnHandOff,
+  learnHold,
+  PACE_TTL_MS,
+  readPace,
+  TIMED_FIELD,
+  writePace,
+} from "../../hold/pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
@@ -54,7 +61,8 @@ export const RELEASE = defineScript({
   lua: releaseOneHold(
     "operationKey",
     `${SERVER_NOW_MS}
-  ${learnHold("holdStatsKey")}
+  ${readPace("holdStatsKey")}
+  ${learnHold()}
   if queueKey then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
@@ -62,9 +70,10 @@ export const RELEASE = defineScript({
       ${learnHandOff("holdStatsKey", "true", "redis.call('GET', fenceKey)")}
     else
       if redis.call('EXISTS', queueKey) == 1 then othersWaiting = 1 end
-      ${reserveForHead("holdStatsKey", "queueKey")}
+      ${reserveForHead("queueKey")}
     end
-  end`,
+  end
+  ${writePace("holdStatsKey")}`,
     // A hold that nobody queued behind (the acquire scripts mark one that somebody did, see
     // markContendedHold) frees on the fast path: no waiter to hand it to or reserve it for,
     // nothing to learn. (The write lock's readers never queue: they poll.)

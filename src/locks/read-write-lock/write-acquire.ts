@@ -9,7 +9,14 @@
 import { LockUpgradeError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
 import { grantExclusiveHold, replayAcquisition, SERVER_NOW_MS } from "../../hold/lua.js";
-import { busyTurnReply, learnHandOff, learnRoundTrip, markContendedHold } from "../../hold/pace.js";
+import {
+  busyTurnReply,
+  learnHandOff,
+  learnRoundTrip,
+  markContendedHold,
+  readPace,
+  writePace,
+} from "../../hold/pace.js";
 import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
 import {
   joinQueue,
@@ -132,7 +139,9 @@ local waited = redis.call('ZREM', queueKey, waiter) == 1
 redis.call('ZREM', timeoutsKey, waiter)
 redis.call('ZREM', writersKey, waiter)
 redis.call('HDEL', parkedKey, waiter)
-${grantExclusiveHold(learnHandOff("holdStatsKey", "waited", "fence"))}`),
+${grantExclusiveHold(`${readPace("holdStatsKey")}
+${learnHandOff("holdStatsKey", "waited", "fence")}
+${writePace("holdStatsKey")}`)}`),
 });
 
 /**

@@ -1,13 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { LUA_FRAGMENTS } from "../../../src/hold/fragment.js";
 import { SERVER_NOW_MS } from "../../../src/hold/lua.js";
-import { learnHold, learnRoundTrip } from "../../../src/hold/pace.js";
+import { learnHandOff, learnRoundTrip, readPace } from "../../../src/hold/pace.js";
 import { WAITER_LUA } from "../../../src/hold/queue/lua.js";
 import { checkScriptNeeds, declaredFragments, defineScript } from "../../../src/hold/script.js";
 import { ACQUIRE, FAIR_ACQUIRE } from "../../../src/locks/exclusive/lock.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { WRITE_ACQUIRE } from "../../../src/locks/read-write-lock/write-acquire.js";
 import { SCRIPTS } from "../../../src/scripts.js";
+
+/** The pace hash read, and a fragment that needs it, the clock and the hash (learnHandOff). */
+const PACE = readPace("statsKey");
+const HAND_OFF = learnHandOff("statsKey", "true");
 
 /** A script of its own for the test, over `lua`. */
 function script(name: string, lua: string, args: readonly string[] = ["paceTtlMs"]) {
@@ -32,9 +36,9 @@ describe("Lua fragments and what they need", () => {
   });
 
   it("throws, naming the script, the fragment and the local, when nothing defines a need", () => {
-    const missingNow = script("test.missingNow", `${learnHold("statsKey")}\nreturn {1}`);
+    const missingNow = script("test.missingNow", `${PACE}\n${HAND_OFF}\nreturn {1}`);
     expect(() => checkScriptNeeds(missingNow)).toThrow(
-      /^Script test\.missingNow: fragment learnHold needs the local now, /,
+      /^Script test\.missingNow: fragment learnHandOff needs the local now, /,
     );
   });
 
@@ -51,19 +55,22 @@ describe("Lua fragments and what they need", () => {
   });
 
   it("counts a local only where it is defined before the fragment", () => {
-    const late = script("test.late", `${learnHold("statsKey")}\n${SERVER_NOW_MS}\nreturn {1}`);
-    expect(() => checkScriptNeeds(late)).toThrow(/test\.late: fragment learnHold needs .* now/);
-    const early = script("test.early", `${SERVER_NOW_MS}\n${learnHold("statsKey")}\nreturn {1}`);
-    expect(checkScriptNeeds(early)).toBe(3); // SERVER_NOW_MS, learnHold, its learnAverage
+    const late = script("test.late", `${PACE}\n${HAND_OFF}\n${SERVER_NOW_MS}\nreturn {1}`);
+    expect(() => checkScriptNeeds(late)).toThrow(/test\.late: fragment learnHandOff needs .* now/);
+    const early = script("test.early", `${SERVER_NOW_MS}\n${PACE}\n${HAND_OFF}\nreturn {1}`);
+    expect(checkScriptNeeds(early)).toBe(3); // SERVER_NOW_MS, readPace, learnHandOff
     // A local of the script's own text serves as well as a fragment's.
-    const own = script("test.own", `local now = 0\n${learnHold("statsKey")}\nreturn {1}`);
+    const own = script("test.own", `local now = 0\n${PACE}\n${HAND_OFF}\nreturn {1}`);
     expect(checkScriptNeeds(own)).toBe(2);
   });
 
   it("names a key or argument the builder was given among the needs", () => {
-    const wrongKey = script("test.wrongKey", `${SERVER_NOW_MS}\n${learnHold("holdStatsKey")}`);
+    const wrongKey = script(
+      "test.wrongKey",
+      `${SERVER_NOW_MS}\n${PACE}\n${learnHandOff("holdStatsKey", "true")}`,
+    );
     expect(() => checkScriptNeeds(wrongKey)).toThrow(
-      /fragment learnHold needs the local holdStatsKey/,
+      /fragment learnHandOff needs the local holdStatsKey/,
     );
   });
 

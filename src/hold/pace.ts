@@ -188,31 +188,33 @@ end`;
 }
 
 /** At a waiter's busy poll: folds its reported round trip (ARGV `roundTripMs`, 0: unknown) in. */
-export function learnRoundTrip(statsKey: string): string {
+export function learnRoundTrip(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnRoundTrip",
-    lua: () => learnRoundTrip(statsKey),
-    needs: [statsKey, "roundTripMs", "paceTtlMs"],
+    lua: () => learnRoundTrip(),
+    needs: ["roundTripMs", "pace", "paceWrite"],
   });
   return `if tonumber(roundTripMs) > 0 then
-  ${learnAverage(statsKey, "rtt", "tonumber(roundTripMs)")}
-  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+  local sample = math.max(1, tonumber(roundTripMs))
+  local average = tonumber(pace[5] or '0')
+  ${foldSample()}
+  paceWrite('rtt', math.max(1, average))
 end`;
 }
 
 /**
  * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
  * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
- * (-1: unknown; the averages rounded to whole ms), from the caller's locals `pttl` and `position`.
+ * (-1: unknown; the averages rounded to whole ms), from the caller's locals `pttl` and `position`
+ * and the pace hash as read by readPace.
  */
-export function busyTurnReply(statsKey: string, queueKey: string): string {
+export function busyTurnReply(queueKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "busyTurnReply",
-    lua: () => busyTurnReply(statsKey, queueKey),
-    needs: [statsKey, queueKey, "now", "pttl", "position"],
+    lua: () => busyTurnReply(queueKey),
+    needs: [queueKey, "now", "pttl", "position", "pace"],
   });
-  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle')
-local heldFor = -1
+  return `local heldFor = -1
 if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
 local function ms(value) if value then return math.floor(tonumber(value) + 0.5) end return -1 end
 return {0, pttl, position, ms(pace[2]), ms(pace[3]), ms(pace[4]), heldFor, redis.call('ZCARD', ${queueKey})}`;

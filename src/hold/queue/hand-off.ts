@@ -70,29 +70,28 @@ export const BEHIND_NOTICE_MS = 250;
 /**
  * A Lua expression: when the park of a waiter registering now ends at the latest (server ms),
  * by the rule the client bounds it with (parkBoundMs in src/wait/push/parking.ts, which this mirrors;
- * capped by the waiter's place, `timeout`, a local of the caller's, as are `pttl` and `position`);
- * `statsKey` is the lock's statistics hash.
+ * capped by the waiter's place, `timeout`, a local of the caller's, as are `pttl` and `position`),
+ * from the lock's statistics as readPace read them (`pace`, pace.ts).
  */
-function parkEndLua(statsKey: string): string {
+function parkEndLua(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "parkEndLua",
-    lua: () => parkEndLua(statsKey),
-    needs: [statsKey, "now", "pttl", "position", "claimMs", "timeout"],
+    lua: () => parkEndLua(),
+    needs: ["now", "pttl", "position", "claimMs", "timeout", "pace"],
   });
   return `(function()
   local bound = timeout
   local claim = tonumber(claimMs)
   if pttl >= 0 then bound = math.min(bound, pttl + position * claim + ${PARK_PAST_LEASE_MS}) end
-  local pace = redis.call('HMGET', ${statsKey}, 'hold', 'cycle', 'at')
-  if position >= 1 and pace[1] then
-    local hold = tonumber(pace[1])
+  if position >= 1 and pace[2] then
+    local hold = tonumber(pace[2])
     local current = 0
     if pttl ~= -2 then
       local heldFor = 0
-      if pace[3] then heldFor = math.max(0, now - tonumber(pace[3])) end
+      if pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
       current = math.max(0, hold - heldFor)
     end
-    bound = math.min(bound, current + position * tonumber(pace[2] or pace[1]) + claim)
+    bound = math.min(bound, current + position * tonumber(pace[4] or pace[2]) + claim)
   end
   return now + math.floor(bound)
 end)()`;
@@ -103,10 +102,10 @@ end)()`;
  * it (ARGV `claimMs` 0: a polling waiter). The registration records when its park ends at the
  * latest (see parkEndLua). `parkId` is the acquisition's operation id.
  */
-export function registerParked(parkedKey: string, statsKey: string): string {
+export function registerParked(parkedKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "registerParked",
-    lua: () => registerParked(parkedKey, statsKey),
+    lua: () => registerParked(parkedKey),
     needs: [
       parkedKey,
       "claimMs",
@@ -121,7 +120,7 @@ export function registerParked(parkedKey: string, statsKey: string): string {
   });
   return `if tonumber(claimMs) > 0 then
   parkedNow = true
-  local registration = claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua(statsKey)}
+  local registration = claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua()}
   if string.sub(wakeBy, 1, 3) == 'sub' then registration = registration .. ' ' .. wakeBy end
   redis.call('HSET', ${parkedKey}, waiter, registration)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end

@@ -224,9 +224,12 @@ if not count then
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
     ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"))}
-    ${learnRoundTrip("holdStatsKey")}
+  end
+  ${readPace("holdStatsKey")}
+  if timeout > 0 then
+    ${learnRoundTrip()}
     if parkedKey then
-    ${registerParked("parkedKey", "holdStatsKey")}
+    ${registerParked("parkedKey")}
     end
   elseif timeout < 0 then
     redis.call('ZREM', queueKey, waiter)
@@ -235,7 +238,8 @@ if not count then
     -- The acquisition ends here: a late copy of one of its attempts takes nothing.
     redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
   end
-  ${busyTurnReply("holdStatsKey", "queueKey")}
+  ${writePace("holdStatsKey")}
+  ${busyTurnReply("queueKey")}
 end
 local waited = false
 if queueKey then

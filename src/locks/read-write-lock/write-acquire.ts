@@ -127,13 +127,17 @@ if not count then
 ${markContendedHold("holdStatsKey", "fenceKey")}
 end`,
     )}
-    ${learnRoundTrip("holdStatsKey")}
-    ${registerParked("parkedKey", "holdStatsKey")}
+  end
+  ${readPace("holdStatsKey")}
+  if timeout > 0 then
+    ${learnRoundTrip()}
+    ${registerParked("parkedKey")}
   elseif timeout < 0 then
     endAcquisition('left')
   end
+  ${writePace("holdStatsKey")}
   if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
-  ${busyTurnReply("holdStatsKey", "queueKey")}
+  ${busyTurnReply("queueKey")}
 end
 local waited = redis.call('ZREM', queueKey, waiter) == 1
 redis.call('ZREM', timeoutsKey, waiter)

@@ -43,11 +43,11 @@ describe("Lua fragments and what they need", () => {
   });
 
   it("throws when the script lacks an argument a fragment reads", () => {
-    const missingArg = script("test.missingArg", `${learnRoundTrip("statsKey")}\nreturn {1}`);
+    const missingArg = script("test.missingArg", `${PACE}\n${learnRoundTrip()}\nreturn {1}`);
     expect(() => checkScriptNeeds(missingArg)).toThrow(
       /test\.missingArg: fragment learnRoundTrip needs the local roundTripMs/,
     );
-    const withArg = script("test.withArg", `${learnRoundTrip("statsKey")}\nreturn {1}`, [
+    const withArg = script("test.withArg", `${PACE}\n${learnRoundTrip()}\nreturn {1}`, [
       "paceTtlMs",
       "roundTripMs",
     ]);

@@ -8,12 +8,12 @@ import { flaggedSource, withoutKeyLocking } from "../../../src/transport/call.js
 // Every script's SHA-1 (the locks', the Hono middleware's and the inspector's). A change here is a change of a
 // script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "988a343775f32cf7edbbc23344c8502ee2654d79"],
+  ["lock.acquire", "a21045dd15e6b4428be94c570f505bd7ccd91428"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "27b72af15b4bd0ef48535d2d28928a9392bbd659"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "9255bcf64ed9fd153c522e1c8aa0d9f7e0994f91"],
-  ["fairLock.acquire", "aacbc122295cfadf182e4ce27b9c355912129298"],
+  ["fairLock.acquire", "623a0000f682568c8c712b25273f75247089956d"],
   ["queue.leave", "2746a315918499e78ff683d6a94cfd256d7c11fb"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],
@@ -22,7 +22,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "a60d9374e79ae71d04f1a79671eabeafd99a7a2c"],
   ["readWriteLock.inspectRead", "88a08237df40736ad72c5e6433565d08e471b474"],
   ["readWriteLock.releaseRead", "296e8438bb60fb29490f178be635727736c2bd83"],
-  ["readWriteLock.acquireWrite", "9e22bc183d19f2886125f57ecf14796e24cadd27"],
+  ["readWriteLock.acquireWrite", "d0b4b28e06cbbbaf28684d73faf73333a63edb32"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],

@@ -10,45 +10,31 @@ import { LUA_FRAGMENTS } from "./fragment.js";
 export const PACE_TTL_MS = 3_600_000;
 
 /**
- * Folds `sample` (a Lua expression, ms) into the moving average `field` of hash `statsKey`
- * (weight 1/4). A sample is counted as at most twice the average, so that one unusually long
- * hold does not make every waiter sleep too long. With `deviationField`, the mean deviation
- * from the previous average is kept the same way. The averages keep their fractions: rounding
- * each step to whole ms would hold a deviation of a few ms at 0 (a step under 4 ms rounds to
- * nothing), and waiters that believe holds never vary aim at the release with no margin.
+ * Folds `sample` (a Lua expression, ms) into the moving average `field` of hash `statsKey`, by
+ * foldSample's rule: the semaphore's average hold, whose pace hash a release writes on its own.
  */
-export function learnAverage(
-  statsKey: string,
-  field: string,
-  sample: string,
-  deviationField?: string,
-): string {
+export function learnAverage(statsKey: string, field: string, sample: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnAverage",
-    lua: () => learnAverage(statsKey, field, sample, deviationField),
+    lua: () => learnAverage(statsKey, field, sample),
     needs: [statsKey],
   });
-  if (deviationField === undefined) {
-    return `do
+  return `do
   local sample = math.max(1, ${sample})
   local average = tonumber(redis.call('HGET', ${statsKey}, '${field}') or '0')
   ${foldSample()}
   redis.call('HSET', ${statsKey}, '${field}', math.max(1, average))
 end`;
-  }
-  return `do
-  local sample = math.max(1, ${sample})
-  local stats = redis.call('HMGET', ${statsKey}, '${field}', '${deviationField}')
-  local average = tonumber(stats[1] or '0')
-  local deviation = tonumber(stats[2] or '0')
-  ${foldSample(true)}
-  redis.call('HSET', ${statsKey}, '${field}', math.max(1, average), '${deviationField}', math.max(0, deviation))
-end`;
 }
 
 /**
- * The averaging itself (learnAverage's rule), on the Lua locals `sample`, `average` and, with
- * `withDeviation`, `deviation`; the stored figures are at least 1 and 0.
+ * The averaging itself, on the Lua locals `sample`, `average` and, with `withDeviation`,
+ * `deviation` (weight 1/4). A sample is counted as at most twice the average, so that one
+ * unusually long hold does not make every waiter sleep too long; the mean deviation from the
+ * previous average is kept the same way. The averages keep their fractions: rounding each step to
+ * whole ms would hold a deviation of a few ms at 0 (a step under 4 ms rounds to nothing), and
+ * waiters that believe holds never vary aim at the release with no margin. Stored, the average is
+ * at least 1 and the deviation at least 0.
  */
 function foldSample(withDeviation = false): string {
   if (!withDeviation) {

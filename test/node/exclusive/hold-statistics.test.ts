@@ -1,19 +1,26 @@
 /**
  * The hold statistics that pace queued waiters (src/hold/pace.ts), folded in Redis itself: the
- * same Lua fragment the release and acquire scripts use, fed known samples. Holds that vary by a
- * few ms must show a deviation of a few ms, or waiters aim at the release with no margin.
+ * same Lua fragments the scripts use, fed known samples. Holds that vary by a few ms must show a
+ * deviation of a few ms, or waiters aim at the release with no margin.
  */
 import { describe, expect, it } from "vitest";
-import { learnAverage } from "../../../src/hold/pace.js";
+import { learnAverage, learnHold, readPace, writePace } from "../../../src/hold/pace.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, useTestBed } from "./testbed.js";
 
-/** Folds every ARGV sample into `avg`/`dev` of KEYS[1]; answers both ×100, rounded. */
-const FOLD_SAMPLES = `for i = 1, #ARGV do
-  local sample = tonumber(ARGV[i])
-  ${learnAverage("KEYS[1]", "avg", "sample", "dev")}
+/**
+ * Folds every ARGV sample into the hold average and deviation of KEYS[1] as a release does (a
+ * hold that began at 0 and ends at the sample); answers both ×100, rounded.
+ */
+const FOLD_SAMPLES = `local paceTtlMs = 60000
+for i = 1, #ARGV do
+  redis.call('HSET', KEYS[1], 'at', 0)
+  local now = tonumber(ARGV[i])
+  ${readPace("KEYS[1]")}
+  ${learnHold()}
+  ${writePace("KEYS[1]")}
 end
-local stats = redis.call('HMGET', KEYS[1], 'avg', 'dev')
+local stats = redis.call('HMGET', KEYS[1], 'hold', 'dev')
 return {math.floor(tonumber(stats[1]) * 100 + 0.5), math.floor(tonumber(stats[2]) * 100 + 0.5)}`;
 
 const FOLD_AVERAGE = `for i = 1, #ARGV do

@@ -6,7 +6,7 @@
 import { SERVER_NOW_MS } from "../hold/lua.js";
 import { scriptHeader } from "../hold/script.js";
 import { semaphoreKeys } from "../locks/semaphore/keys.js";
-import { permitsOf } from "../locks/semaphore/lua.js";
+import { loadHolds } from "../locks/semaphore/lua.js";
 import { type CommandCounter, type ExecRedis, ReadScript } from "./redis.js";
 import { decodeState, digest, list, msUntil, numberOrNull, ownerOf } from "./reply.js";
 import type { InspectedPermitHold, InspectedPermitWaiter, InspectedSemaphore } from "./types.js";
@@ -16,19 +16,17 @@ import type { InspectedPermitHold, InspectedPermitWaiter, InspectedSemaphore } f
 export const READ_SEMAPHORE = new ReadScript(
   "inspector.readSemaphore",
   `${scriptHeader(
-    ["capacityKey", "leasesKey", "countsKey", "fenceKey", "queueKey", "timeoutsKey", "paceKey"],
+    ["capacityKey", "leasesKey", "fenceKey", "queueKey", "timeoutsKey", "paceKey"],
     ["listed"],
   )}
 ${SERVER_NOW_MS}
 local max = tonumber(listed)
-local live = redis.call('ZRANGEBYSCORE', leasesKey, '(' .. now, '+inf', 'WITHSCORES')
-local held, holdCount, holds = 0, 0, {}
-for i = 1, #live, 2 do
-  local entry = redis.call('HGET', countsKey, live[i]) or '0'
-  held = held + ${permitsOf("entry")}
-  holdCount = holdCount + 1
-  if holdCount <= max then holds[holdCount] = {live[i], live[i + 1], entry} end
-end
+${loadHolds("leasesKey", false)}
+local live = {}
+for hold, entry in pairs(holds) do live[#live + 1] = {hold, entry[3], entry[1], entry[2]} end
+table.sort(live, function(a, b) return a[2] < b[2] end)
+local holdCount, listedHolds = #live, {}
+for i = 1, math.min(max, holdCount) do listedHolds[i] = live[i] end
 local queue = redis.call('ZRANGE', queueKey, 0, -1, 'WITHSCORES')
 local waiters = {}
 for i = 1, #queue, 2 do
@@ -39,7 +37,7 @@ end
 return cjson.encode({
   now = now,
   capacity = redis.call('GET', capacityKey) or '',
-  held = held, holdCount = holdCount, holds = holds,
+  held = held, holdCount = holdCount, holds = listedHolds,
   waiterCount = redis.call('ZCOUNT', timeoutsKey, now + 1, '+inf'), waiters = waiters,
   fence = redis.call('GET', fenceKey) or '',
   averageHold = redis.call('HGET', paceKey, 'hold') or ''
@@ -61,7 +59,7 @@ export async function readSemaphore(
   const raw = decodeState(
     await READ_SEMAPHORE.run(
       redis,
-      [keys.capacity, keys.leases, keys.counts, keys.fence, keys.queue, keys.timeouts, keys.pace],
+      [keys.capacity, keys.leases, keys.fence, keys.queue, keys.timeouts, keys.pace],
       [String(maxListed)],
       counter,
     ),
@@ -70,15 +68,14 @@ export async function readSemaphore(
   const { now } = raw;
   const holds: InspectedPermitHold[] = [];
   for (const hold of list(raw.holds).map(list)) {
-    // The member is `<owner> <fencing token>`, the counts entry `<permits> <server ms of grant>`.
+    // {`<owner> <fencing token>`, lease end, permits, server ms of the grant ('-': unknown)}.
     const member = String(hold[0]);
-    const [permits, grantedAt] = String(hold[2]).split(" ");
     holds.push({
       owner: await digest(ownerOf(member)),
-      permits: Number(permits),
+      permits: Number(hold[2]),
       fencingToken: lastNumber(member),
       leaseLeftMs: msUntil(hold[1], now),
-      heldSince: numberOrNull(grantedAt),
+      heldSince: numberOrNull(hold[3]),
     });
   }
   const waiters: InspectedPermitWaiter[] = [];

@@ -61,7 +61,6 @@ const lock = readWriteLockKeys(PROBE.prefix, PROBE.name);
 const OWN_LAYOUTS = [
   layout("semaphore", semaphore, [
     semaphore.leases,
-    semaphore.counts,
     semaphore.queue,
     semaphore.timeouts,
     semaphore.parked,

@@ -76,7 +76,10 @@ export interface InspectedPermitHold {
   readonly fencingToken: number;
   /** ms left of this hold's lease when the snapshot was taken (server time). */
   readonly leaseLeftMs: number;
-  /** Server time the hold was granted. */
+  /**
+   * Server time the hold was granted; null where unknown: a hold taken while nothing else was
+   * held or waited for (its script reads no clock).
+   */
   readonly heldSince: number | null;
 }
 

@@ -260,9 +260,12 @@ export function freeForWaiters(state: KeyState, live: readonly WaitRecord[]): bo
 
 /**
  * Every hold was granted within the capacity in force at its grant: the permits of the holds a
- * reading shows granted no later than it (all live at its grant: holds are never revived) fit the
- * largest capacity the key may have had then. The grant's server time is mapped to client time
- * through the readings' own send/answer times (`toClient`, with its uncertainty).
+ * reading shows granted no later than it (a lower fencing token: tokens are drawn in the grant's
+ * own script; all live at its grant, as holds are never revived) fit the largest capacity the key
+ * may have had then. The grant's server time is mapped to client time through the readings' own
+ * send/answer times (`toClient`, with its uncertainty). Where the server did not record it (a hold
+ * taken while nothing else was held or waited for), the grant lies between the last reading
+ * without the hold and the first with it.
  */
 export function checkGrantsWithinCapacity(
   samples: readonly Sample[],
@@ -274,37 +277,55 @@ export function checkGrantsWithinCapacity(
   const clock = serverClock(samples);
   const worst = new Map<
     string,
-    { key: string; owner: string; token: number; grantedAt: number; permits: number; with: string }
+    {
+      key: string;
+      owner: string;
+      token: number;
+      grantedAt: { lo: number; hi: number };
+      permits: number;
+      with: string;
+    }
   >();
+  /** Per key, the server time of its last reading, and when each hold was first read. */
+  const lastRead = new Map<string, number>();
+  const firstRead = new Map<string, { lo: number; hi: number }>();
   for (const sample of samples) {
     for (const [key, state] of sample.states) {
       const holds = state.permitHolds;
       if (holds === undefined) continue;
+      const at = state.serverAt ?? Number.NaN;
       for (const hold of holds) {
-        const alongside = holds.filter((other) => other.grantedAt <= hold.grantedAt);
-        const permits = alongside.reduce((sum, other) => sum + other.permits, 0);
         const id = `${key} ${hold.owner} ${hold.token}`;
+        if (!firstRead.has(id)) {
+          firstRead.set(id, { lo: lastRead.get(key) ?? Number.NEGATIVE_INFINITY, hi: at });
+        }
+        const alongside = holds.filter((other) => other.token <= hold.token);
+        const permits = alongside.reduce((sum, other) => sum + other.permits, 0);
         if (permits > (worst.get(id)?.permits ?? 0)) {
           worst.set(id, {
             key,
             owner: hold.owner,
             token: hold.token,
-            grantedAt: hold.grantedAt,
+            grantedAt:
+              hold.grantedAt === null
+                ? firstRead.get(id)!
+                : { lo: hold.grantedAt, hi: hold.grantedAt },
             permits,
             with: alongside.map((other) => `${other.token}×${other.permits}`).join(", "),
           });
         }
       }
+      lastRead.set(key, at);
     }
   }
   for (const hold of worst.values()) {
-    const from = Math.floor(hold.grantedAt - clock.hi - toleranceMs);
-    const to = Math.ceil(hold.grantedAt - clock.lo + toleranceMs);
+    const from = Math.floor(hold.grantedAt.lo - clock.hi - toleranceMs);
+    const to = Math.ceil(hold.grantedAt.hi - clock.lo + toleranceMs);
     const ceiling = capacityCeiling(changes, hold.key, base, from, to);
     tally.check(
       hold.permits <= ceiling,
       () =>
-        `key ${hold.key}: ${hold.owner.slice(0, 8)}'s hold (token ${hold.token}) granted at server ${hold.grantedAt} ` +
+        `key ${hold.key}: ${hold.owner.slice(0, 8)}'s hold (token ${hold.token}) granted at server ${hold.grantedAt.lo}–${hold.grantedAt.hi} ` +
         `(client ${from}–${to}) beside holds granted no later (tokens×permits ${hold.with}): ${hold.permits} permits ` +
         `where the capacity was at most ${ceiling}`,
     );

@@ -42,8 +42,11 @@ export interface PermitHold {
   readonly owner: string;
   readonly token: number;
   readonly permits: number;
-  /** Server ms of its grant (kept from the grant on: renewals do not move it). */
-  readonly grantedAt: number;
+  /**
+   * Server ms of its grant (kept from the grant on: renewals do not move it); null where the
+   * server did not record it (a hold taken while nothing else was held or waited for).
+   */
+  readonly grantedAt: number | null;
 }
 
 /** One reading of the server: sent and answered between `sentAt` and `answeredAt` (client ms). */
@@ -59,8 +62,10 @@ export interface KeyLayout {
   /** Hash owner → hold count: exclusive holders. Absent for a semaphore (`leases`). */
   readonly hash?: string;
   /**
-   * Sorted set `<owner> <hold id>` → expiry (server ms): holds that each take a place of the
-   * key's capacity while their lease runs (a semaphore's permits), shown as exclusive.
+   * Hash `<owner> <hold id>` → `<permits> <server ms of the grant, or -> <expiry, server ms>`,
+   * or `<permits>` alone for a sole hold whose expiry is the key's TTL: holds that each take a
+   * place of the key's capacity while their lease runs (a semaphore's permits), shown as
+   * exclusive.
    */
   readonly leases?: string;
   /** Sorted set `<owner> <hold id>` → expiry (server ms): shared holders (read holds). */
@@ -75,11 +80,10 @@ export interface KeyLayout {
   readonly granted?: string;
   /** A semaphore's capacity (string). */
   readonly capacity?: string;
-  /** Hash hold (as in `leases`) → `<permits> <server ms of the grant>` (a semaphore's). */
-  readonly counts?: string;
 }
 
-// KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'z' (ZRANGE WITHSCORES) or 'g' (GET).
+// KEYS: the keys to read; ARGV[i]: 'h' (HGETALL), 'p' (HGETALL, then PTTL), 'z' (ZRANGE
+// WITHSCORES) or 'g' (GET).
 // Reply: {seconds, microseconds, dump of KEYS[1], dump of KEYS[2], ...}.
 const SNAPSHOT = new Script(
   "chaos.snapshot",
@@ -88,6 +92,8 @@ local reply = {time[1], time[2]}
 for i = 1, #KEYS do
   if ARGV[i] == 'h' then
     reply[#reply + 1] = redis.call('HGETALL', KEYS[i])
+  elseif ARGV[i] == 'p' then
+    reply[#reply + 1] = {redis.call('HGETALL', KEYS[i]), redis.call('PTTL', KEYS[i])}
   elseif ARGV[i] == 'g' then
     reply[#reply + 1] = redis.call('GET', KEYS[i]) or '0'
   else
@@ -116,14 +122,14 @@ export async function readKeys(
       keys.push(layout.hash);
       kinds.push("h");
     }
-    for (const zset of [layout.leases, layout.reads, layout.queue, layout.timeouts]) {
+    if (layout.leases !== undefined) {
+      keys.push(layout.leases);
+      kinds.push("p");
+    }
+    for (const zset of [layout.reads, layout.queue, layout.timeouts]) {
       if (zset === undefined) continue;
       keys.push(zset);
       kinds.push("z");
-    }
-    if (layout.counts !== undefined) {
-      keys.push(layout.counts);
-      kinds.push("h");
     }
     for (const counter of [layout.fence, layout.granted, layout.capacity]) {
       if (counter === undefined) continue;
@@ -145,14 +151,24 @@ export async function readKeys(
         if (Number(count) > 0) holders.set(owner, "exclusive");
     }
     const tokens = new Map<string, number[]>();
-    const liveHolds: string[] = [];
+    const permitHolds: PermitHold[] = [];
     if (layout.leases !== undefined) {
-      for (const [member, expiry] of pairs(reply[next++])) {
-        if (Number(expiry) <= serverMs) continue;
+      const [entries, ttl] = Array.isArray(reply[next]) ? (reply[next] as unknown[]) : [];
+      next++;
+      for (const [member, entry] of pairs(entries)) {
+        const [permits, grantedAt, end] = entry.split(" ");
+        // A sole hold's entry is its permits alone: its lease is the key's TTL.
+        const expiry = end === undefined ? serverMs + Number(ttl) : Number(end);
+        if (expiry <= serverMs) continue;
         const [owner, token] = member.split(" ");
         holders.set(owner!, "exclusive");
         tokens.set(owner!, [...(tokens.get(owner!) ?? []), Number(token)]);
-        liveHolds.push(member);
+        permitHolds.push({
+          owner: owner!,
+          token: Number(token),
+          permits: Number(permits),
+          grantedAt: grantedAt === undefined || grantedAt === "-" ? null : Number(grantedAt),
+        });
       }
     }
     if (layout.reads !== undefined) {
@@ -181,20 +197,6 @@ export async function readKeys(
         if (Number(deadline) <= serverMs) stale.add(member.split(" ")[0]!);
       }
     }
-    const permitHolds: PermitHold[] = [];
-    if (layout.counts !== undefined) {
-      const counts = new Map(pairs(reply[next++]));
-      for (const member of liveHolds) {
-        const [owner, token] = member.split(" ");
-        const [permits, grantedAt] = (counts.get(member) ?? "1 0").split(" ");
-        permitHolds.push({
-          owner: owner!,
-          token: Number(token),
-          permits: Number(permits),
-          grantedAt: Number(grantedAt),
-        });
-      }
-    }
     const fence = layout.fence === undefined ? undefined : Number(reply[next++]);
     const granted = layout.granted === undefined ? undefined : Number(reply[next++]);
     const capacity = layout.capacity === undefined ? undefined : Number(reply[next++]);
@@ -206,7 +208,7 @@ export async function readKeys(
       ...(granted === undefined ? {} : { granted }),
       ...(layout.leases === undefined ? {} : { tokens }),
       ...(capacity === undefined ? {} : { capacity, waiting, serverAt: serverMs }),
-      ...(layout.counts === undefined ? {} : { permitHolds }),
+      ...(layout.leases === undefined ? {} : { permitHolds }),
     });
   }
   return states;

@@ -11,9 +11,9 @@ import { defineScript, runScript } from "../../hold/script.js";
 import { waiterMember } from "./acquire.js";
 import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { pruneExpiredLeases } from "./lua.js";
+import { loadHolds } from "./lua.js";
 
-// KEYS: 1 operation record, 2 leases, 3 counts, 4 capacity, then PERMIT_HAND_OFF_KEYS (fence,
+// KEYS: 1 operation record, 2 holds (SemaphoreKeys.leases), 3 capacity, then PERMIT_HAND_OFF_KEYS (fence,
 //       queue, timeouts, parked waiters, grants, the hand-off channels)
 // ARGV: 1 owner, 2 the waiter's queue member, 3 operation record ttl ms
 // Reply: {1} closed, nothing was held; {0} closed, and the permits a copy took (or a hand-off
@@ -21,11 +21,11 @@ import { pruneExpiredLeases } from "./lua.js";
 // waiters behind it (grantToParkedWaiters).
 export const SEMAPHORE_ABANDON = defineScript({
   name: "semaphore.abandon",
-  keys: ["operationKey", "leasesKey", "countsKey", "capacityKey", ...PERMIT_HAND_OFF_KEYS],
+  keys: ["operationKey", "leasesKey", "capacityKey", ...PERMIT_HAND_OFF_KEYS],
   args: ["owner", "waiter", "operationTtlMs"],
   replies: { 1: [1], 0: [1] },
   lua: `${SERVER_NOW_MS}
-${pruneExpiredLeases("leasesKey", "countsKey")}
+${loadHolds("leasesKey", true)}
 redis.call('ZREM', queueKey, waiter)
 redis.call('ZREM', timeoutsKey, waiter)
 local announced = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
@@ -35,9 +35,7 @@ redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
 if taken == 'left' then taken = nil end
 taken = taken or announced
 if taken then
-  local hold = owner .. ' ' .. taken
-  redis.call('ZREM', leasesKey, hold)
-  redis.call('HDEL', countsKey, hold)
+  dropHold(owner .. ' ' .. taken)
 end
 ${grantToParkedWaiters()}
 if taken then return {0} end
@@ -57,7 +55,6 @@ export async function abandonPermits(
     {
       operationKey: keys.operation(operationId),
       leasesKey: keys.leases,
-      countsKey: keys.counts,
       capacityKey: keys.capacity,
       ...permitHandOffKeys(keys),
     },

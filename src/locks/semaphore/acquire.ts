@@ -12,17 +12,16 @@ import { joinQueue, pruneDeadWaiters } from "../../hold/queue/lua.js";
 import { defineScript, runScript, ttlOrNull } from "../../hold/script.js";
 import { registerParkedPermits } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { expireWithLastLease, permitsOf, pruneExpiredLeases } from "./lua.js";
+import { expireWithLastLease, loadHolds, SOONEST_LEASE_END } from "./lua.js";
 
 /**
  * The fast path's one read (issue 42): EXISTS counts a key as often as it is named, so with the
- * leases named once and the operation record, the queue and the parked waiters twice each, an
+ * holds named once and the operation record, the queue and the parked waiters twice each, an
  * odd count means some hold may be live (`holding`) and a count of at most 1 that nobody queues
- * or is parked and this request is no re-send (`quiet`). A quiet attempt skips the replay, the
- * announced grant, the dead waiters and the reservations of those ahead; one with no hold skips
- * the expired leases, the permits held and the soonest lease end. An uncontended acquire then
- * costs the capacity, the clock, the next token, the hold (its lease and permits, both keys
- * ending with it) and the operation record.
+ * or is parked and this request is no re-send (`quiet`). Neither (0): the permits are free, and
+ * the hold this attempt takes is the only one, its lease the holds key's TTL, so it reads no
+ * clock. A quiet attempt skips the replay, the announced grant, the dead waiters and the
+ * reservations of those ahead; one with no hold skips reading the holds.
  */
 const PRESENCE = `local present = redis.call('EXISTS', leasesKey, operationKey, operationKey, queueKey, queueKey,
   parkedKey, parkedKey)
@@ -32,11 +31,11 @@ local quiet = present <= 1`;
   name: "PRESENCE",
   lua: PRESENCE,
   needs: ["leasesKey", "operationKey", "queueKey", "parkedKey"],
-  provides: ["holding", "quiet"],
+  provides: ["holding", "quiet", "present"],
 });
 
-// KEYS: 1 capacity, 2 leases, 3 counts, 4 fence, 5 queue, 6 timeouts, 7 operation record,
-//       8 pace hash (see SemaphoreKeys.pace), 9 parked waiters
+// KEYS: 1 capacity, 2 holds (SemaphoreKeys.leases), 3 fence, 4 queue, 5 timeouts, 6 operation
+//       record, 7 pace hash (see SemaphoreKeys.pace), 8 parked waiters
 // ARGV: 1 owner, 2 permits, 3 lease ms, 4 operation record ttl ms, 5 waiter timeout ms (0: a
 //       single attempt, never queue; -1: the last attempt the poll budget allows, leave the
 //       queue; both close the operation when busy), 6 the waiter's queue member
@@ -54,16 +53,14 @@ local quiet = present <= 1`;
 // attempt, or the budget's last, ends the acquisition (its record `left`): a late copy of one of
 // its attempts takes nothing. While waiters queue, every permit is busy: they come back about
 // capacity / average hold per ms (not held / hold: fewer held now means the next comes sooner).
-// A quiet attempt (see PRESENCE) has no place to leave; with no hold, its own is the only one
-// and both hold keys end with its lease. Only a waiter that stays (timeout > 0) paces by the
-// gap, so a single attempt does not read it. The queue is read once, whole: the reservations
-// of those ahead and the live waiters (less this one if it left, plus it if it joined).
+// Only a waiter that stays (timeout > 0) paces by the gap, so a single attempt does not read it.
+// The queue is read once, whole: the reservations of those ahead and the live waiters (less
+// this one if it left, plus it if it joined).
 export const SEMAPHORE_ACQUIRE = defineScript({
   name: "semaphore.acquire",
   keys: [
     "capacityKey",
     "leasesKey",
-    "countsKey",
     "fenceKey",
     "queueKey",
     "timeoutsKey",
@@ -85,20 +82,31 @@ export const SEMAPHORE_ACQUIRE = defineScript({
   ],
   replies: { 1: [2], [-1]: [1], 0: [7], [-3]: [1], [-4]: [2] },
   lua: `${PRESENCE}
-${SERVER_NOW_MS}
-if holding then
-  ${pruneExpiredLeases("leasesKey", "countsKey")}
+local capacity = redis.call('GET', capacityKey)
+if not capacity and tonumber(initialPermits) >= 0 then
+  redis.call('SET', capacityKey, initialPermits)
+  capacity = initialPermits
 end
+local wanted = tonumber(permits)
+if present == 0 and capacity and wanted <= tonumber(capacity) then
+  local fence = redis.call('INCR', fenceKey)
+  redis.call('HSET', leasesKey, owner .. ' ' .. fence, wanted)
+  redis.call('PEXPIRE', leasesKey, leaseMs)
+  redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
+  return {1, fence}
+end
+${SERVER_NOW_MS}
+${loadHolds("leasesKey", true, "holding")}
 if not quiet then
   ${takeAnnouncedGrant("parkedKey", "operationKey", "waiter")}
   local replay = redis.call('GET', operationKey)
   if replay then
     local hold = owner .. ' ' .. replay
-    local expiry = redis.call('ZSCORE', leasesKey, hold)
-    if not expiry then return {-1} end
-    if tonumber(expiry) < now + tonumber(leaseMs) then
-      redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
-      ${expireWithLastLease("leasesKey", "countsKey")}
+    local live = holds[hold]
+    if not live then return {-1} end
+    if live[3] < now + tonumber(leaseMs) then
+      putHold(hold, live[1], live[2], now + tonumber(leaseMs))
+      ${expireWithLastLease("leasesKey")}
     end
     return {1, tonumber(replay)}
   end
@@ -110,24 +118,14 @@ local function leave()
   redis.call('ZREM', timeoutsKey, waiter)
   redis.call('HDEL', parkedKey, waiter)
 end
-local capacity = redis.call('GET', capacityKey)
-if not capacity and tonumber(initialPermits) >= 0 then
-  redis.call('SET', capacityKey, initialPermits)
-  capacity = initialPermits
-end
 if not capacity then
   leave()
   return {-3}
 end
 capacity = tonumber(capacity)
-local wanted = tonumber(permits)
 if wanted > capacity then
   leave()
   return {-4, capacity}
-end
-local held = 0
-if holding then
-  for _, entry in ipairs(redis.call('HVALS', countsKey)) do held = held + ${permitsOf("entry")} end
 end
 local reserved, queued, listed = 0, {}, false
 if not quiet then
@@ -144,25 +142,14 @@ end
 if held + reserved + wanted <= capacity then
   leave()
   local fence = redis.call('INCR', fenceKey)
-  local hold = owner .. ' ' .. fence
-  redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
-  redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
-  if holding then
-    ${expireWithLastLease("leasesKey", "countsKey")}
-  else
-    redis.call('PEXPIRE', leasesKey, leaseMs)
-    redis.call('PEXPIRE', countsKey, leaseMs)
-  end
+  putHold(owner .. ' ' .. fence, wanted, now, now + tonumber(leaseMs))
+  ${expireWithLastLease("leasesKey")}
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
   return {1, fence}
 end
 local position = -1
 local timeout = tonumber(waiterTimeoutMs)
-local soonest = -2
-if holding then
-  local first = redis.call('ZRANGE', leasesKey, 0, 0, 'WITHSCORES')
-  if first[2] then soonest = math.max(0, tonumber(first[2]) - now) end
-end
+${SOONEST_LEASE_END}
 if timeout > 0 then
   ${joinQueue("queueKey", "timeoutsKey")}
   ${registerParkedPermits()}
@@ -233,7 +220,6 @@ export async function attemptPermits(
     {
       capacityKey: keys.capacity,
       leasesKey: keys.leases,
-      countsKey: keys.counts,
       fenceKey: keys.fence,
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,

@@ -15,12 +15,12 @@ import {
   tellWaitersThatCannotFit,
 } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { heldPermits, permitsOf, pruneExpiredLeases } from "./lua.js";
+import { loadHolds } from "./lua.js";
 
 /** How a capacity change applies its number. */
 export type CapacityChange = "trySet" | "set" | "add" | "drain";
 
-// KEYS: 1 capacity, 2 leases, 3 counts, 4 operation record, then PERMIT_HAND_OFF_KEYS (fence,
+// KEYS: 1 capacity, 2 holds (SemaphoreKeys.leases), 3 operation record, then PERMIT_HAND_OFF_KEYS (fence,
 //       queue, timeouts, parked waiters, grants, the hand-off channels)
 // ARGV: 1 change ("trySet": set n when no capacity is set, however many permits are available;
 //       "set": set n; "add": add n, no capacity counting as 0; "drain": lower the capacity to
@@ -32,7 +32,7 @@ export type CapacityChange = "trySet" | "set" | "add" | "drain";
 // than it to ask again (tellWaitersThatCannotFit), which fails them at once.
 export const SEMAPHORE_CAPACITY = defineScript({
   name: "semaphore.capacity",
-  keys: ["capacityKey", "leasesKey", "countsKey", "operationKey", ...PERMIT_HAND_OFF_KEYS],
+  keys: ["capacityKey", "leasesKey", "operationKey", ...PERMIT_HAND_OFF_KEYS],
   args: ["change", "n", "operationTtlMs"],
   replies: { 1: [2], 0: [2], [-1]: [2] },
   lua: `local replay = redis.call('GET', operationKey)
@@ -42,7 +42,7 @@ local function answer(status, value)
   redis.call('SET', operationKey, cjson.encode({status, value}), 'PX', operationTtlMs)
   return {status, value}
 end
-${pruneExpiredLeases("leasesKey", "countsKey")}
+${loadHolds("leasesKey", true)}
 local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
 local n = tonumber(n)
 if change == 'trySet' then
@@ -57,7 +57,6 @@ if change == 'add' then
   value = total
 elseif change == 'drain' then
   if capacity < 0 then return answer(1, 0) end
-  ${heldPermits("countsKey")}
   value = math.max(0, capacity - held)
   total = capacity - value
 end
@@ -86,7 +85,6 @@ export async function changeCapacity(
     {
       capacityKey: keys.capacity,
       leasesKey: keys.leases,
-      countsKey: keys.counts,
       operationKey: keys.operation(operationId),
       ...permitHandOffKeys(keys),
     },
@@ -95,19 +93,19 @@ export async function changeCapacity(
   return status === 1 ? { done: true, value: value ?? 0 } : { done: false, capacity: value ?? 0 };
 }
 
-// KEYS: 1 capacity, 2 leases, 3 counts, 4 waiter deadlines. ARGV: none.
+// KEYS: 1 capacity, 2 holds (SemaphoreKeys.leases), 3 waiter deadlines. ARGV: none.
 // Reply: {capacity (-1: none set), permits held by live holds, live holds, live waiters}.
 // Reads only: a hold whose lease has passed is not counted, whether or not it was pruned yet.
 export const SEMAPHORE_STATE = defineScript({
   name: "semaphore.state",
-  keys: ["capacityKey", "leasesKey", "countsKey", "timeoutsKey"],
+  keys: ["capacityKey", "leasesKey", "timeoutsKey"],
   args: [],
   replies: "count",
   lua: `${SERVER_NOW_MS}
-local live = redis.call('ZRANGEBYSCORE', leasesKey, '(' .. now, '+inf')
-local held = 0
-for i = 1, #live do held = held + ${permitsOf("(redis.call('HGET', countsKey, live[i]) or '0')")} end
-return {tonumber(redis.call('GET', capacityKey) or '-1'), held, #live,
+${loadHolds("leasesKey", false)}
+local live = 0
+for _ in pairs(holds) do live = live + 1 end
+return {tonumber(redis.call('GET', capacityKey) or '-1'), held, live,
   redis.call('ZCOUNT', timeoutsKey, now + 1, '+inf')}`,
 });
 
@@ -135,7 +133,6 @@ export async function readSemaphore(
     {
       capacityKey: keys.capacity,
       leasesKey: keys.leases,
-      countsKey: keys.counts,
       timeoutsKey: keys.timeouts,
     },
     {},

@@ -9,38 +9,58 @@ import type { OperationContext } from "../../hold/context.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { expireWithLastLease, pruneExpiredLeases } from "./lua.js";
+import { HOLD_ENTRY } from "./lua.js";
 
-// KEYS: 1 leases, 2 counts. ARGV: 1 the hold (`<owner> <fencing token>`), 2 lease ms, 3 the
-//       claim window a push hand-off granted (0: none), 4 the hold's lease counted from that
-//       grant. While the hold's lease is still within the claim window (nothing re-armed it since
-//       the grant), it grows by (4 - 3), so the hold ends exactly that lease after the grant
-//       however late this request arrives (as lock.extend does); else 2 from now. A claim never
-//       shortens: an extend or a replay re-armed the lease since the grant, and its sender trusts
-//       that (an extend's answer may come after the claim's).
+// KEYS: 1 holds (SemaphoreKeys.leases). ARGV: 1 the hold (`<owner> <fencing token>`), 2 lease
+//       ms, 3 the claim window a push hand-off granted (0: none), 4 the hold's lease counted from
+//       that grant. While the hold's lease is still within the claim window (nothing re-armed it
+//       since the grant), it grows by (4 - 3), so the hold ends exactly that lease after the
+//       grant however late this request arrives (as lock.extend does); else 2 from now. A claim
+//       never shortens: an extend or a replay re-armed the lease since the grant, and its sender
+//       trusts that (an extend's answer may come after the claim's).
 // Reply: {1} re-armed; {0} the hold is gone (released, expired or force-released).
+// The sole hold the fast path took (its entry only its permits) is live while the key is, and its
+// lease is the key's TTL: re-armed without the clock (with a claim, from its TTL; it is no grant). The key outlives every
+// hold: it is lengthened where this lease now ends later.
 export const SEMAPHORE_EXTEND = defineScript({
   name: "semaphore.extend",
-  keys: ["leasesKey", "countsKey"],
+  keys: ["leasesKey"],
   args: ["hold", "leaseMs", "claimMs", "grantLeaseMs"],
   replies: YES_OR_NO,
-  lua: `${SERVER_NOW_MS}
-local expiry = tonumber(redis.call('ZSCORE', leasesKey, hold) or '0')
+  lua: `local entry = redis.call('HGET', leasesKey, hold)
+if not entry then return {0} end
+local permits, since, expiry = string.match(entry, ${HOLD_ENTRY})
+if since == '' and tonumber(claimMs) == 0 then
+  redis.call('PEXPIRE', leasesKey, leaseMs)
+  return {1}
+end
+${SERVER_NOW_MS}
+if since == '' then
+  since, expiry = '-', now + redis.call('PTTL', leasesKey)
+else
+  expiry = tonumber(expiry)
+end
 if expiry <= now then
-  ${pruneExpiredLeases("leasesKey", "countsKey")}
+  redis.call('HDEL', leasesKey, hold)
   return {0}
 end
 local claim, fromGrant = tonumber(claimMs), tonumber(grantLeaseMs)
+local renewed = nil
 if claim > 0 and expiry - now <= claim then
-  if fromGrant > claim then redis.call('ZADD', leasesKey, expiry + fromGrant - claim, hold) end
+  if fromGrant > claim then renewed = expiry + fromGrant - claim end
 elseif claim == 0 or expiry < now + tonumber(leaseMs) then
-  redis.call('ZADD', leasesKey, now + tonumber(leaseMs), hold)
+  renewed = now + tonumber(leaseMs)
 end
-${expireWithLastLease("leasesKey", "countsKey")}
+if renewed then
+  redis.call('HSET', leasesKey, hold, permits .. ' ' .. since .. ' ' .. renewed)
+  if redis.call('PTTL', leasesKey) < renewed - now then
+    redis.call('PEXPIRE', leasesKey, renewed - now)
+  end
+end
 return {1}`,
 });
 
-/** The member naming hold `fencingToken` of `owner` in the leases and counts. */
+/** The field naming hold `fencingToken` of `owner` in the holds (SemaphoreKeys.leases). */
 export function holdMember(owner: string, fencingToken: number): string {
   return `${owner} ${fencingToken}`;
 }
@@ -61,7 +81,7 @@ export async function extendPermits(
   const [held] = await runScript(
     ctx,
     SEMAPHORE_EXTEND,
-    { leasesKey: keys.leases, countsKey: keys.counts },
+    { leasesKey: keys.leases },
     {
       hold: holdMember(owner, fencingToken),
       leaseMs,

@@ -30,7 +30,7 @@ import {
 } from "../../hold/queue/hand-off.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "../../hold/queue/lua.js";
 import type { SemaphoreKeys } from "./keys.js";
-import { expireWithLastLease, heldPermits } from "./lua.js";
+import { expireWithLastLease } from "./lua.js";
 
 /** The keys every script that may grant permits declares, in KEYS order after its own. */
 export const PERMIT_HAND_OFF_KEYS = [
@@ -103,8 +103,8 @@ end`;
  * one that does not fit yet: FIFO, nobody is overtaken by a later waiter for fewer). A waiter
  * that asks more than the capacity (it shrank since it queued) can never fit: it reserves
  * nothing and is told to ask again (its attempt fails it). After a grant, the next waiter is told
- * when the grant lapses where its park would end later (noticeNextWaiter). Needs `now`; expired
- * leases must have been pruned.
+ * when the grant lapses where its park would end later (noticeNextWaiter). Needs `now` and the
+ * live holds (loadHolds, with `write`: expired ones pruned, a sole hold's entry written out).
  *
  * The queue is read from rank `from` in batches: every waiter that can fit asks at least one
  * permit, so past the next (capacity - held - reserved) of them none fits now; a waiter that
@@ -118,17 +118,18 @@ export function grantToParkedWaiters(): string {
     needs: [
       "capacityKey",
       "leasesKey",
-      "countsKey",
       ...PERMIT_HAND_OFF_KEYS,
       "now",
       "operationTtlMs",
+      "holds",
+      "held",
+      "putHold",
     ],
   });
   return `${pruneDeadWaiters("queueKey", "timeoutsKey")}
 ${pruneGrantRecords("parkedKey", "grantsKey")}
 do
   local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
-  ${heldPermits("countsKey")}
   local reserved, grants, shortest = 0, 0, nil
   local from = 0
   while held + reserved < capacity do
@@ -146,15 +147,12 @@ do
       elseif wakeBy == 'sub' and held + reserved + wanted <= capacity then
         lease = math.min(tonumber(claim), tonumber(lease))
         local fence = redis.call('INCR', fenceKey)
-        local hold = ${ownerOfWaiter("member")} .. ' ' .. fence
-        redis.call('ZADD', leasesKey, now + lease, hold)
-        redis.call('HSET', countsKey, hold, wanted .. ' ' .. now)
+        putHold(${ownerOfWaiter("member")} .. ' ' .. fence, wanted, now, now + lease)
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
         from = from - 1
         ${recordAnnouncedGrant("parkedKey", "grantsKey", "member")}
         ${publishOnShard("shard", "id .. ' grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)) .. ' ' .. registration")}
-        held = held + wanted
         grants = grants + 1
         if not shortest or lease < shortest then shortest = lease end
       else
@@ -163,7 +161,7 @@ do
     end
   end
   if grants > 0 then
-    ${expireWithLastLease("leasesKey", "countsKey")}
+    ${expireWithLastLease("leasesKey")}
     ${noticeNextWaiter()}
   end
 end`;

@@ -8,13 +8,14 @@ import { HAND_OFF_SHARDS } from "../../hold/script.js";
 export interface SemaphoreKeys {
   /** String: the capacity (total permits). Set by trySetPermits/setPermits; never expires. */
   readonly capacity: string;
-  /** Sorted set: hold (`<owner> <fencing token>`) → lease expiry (server ms). */
-  readonly leases: string;
   /**
-   * Hash: hold (as in `leases`) → `<permits> <server ms of the grant>`. Kept in step with
-   * `leases`.
+   * Hash: hold (`<owner> <fencing token>`) → `<permits> <server ms of the grant> <server ms its
+   * lease ends>` (the grant `-` where unknown), or `<permits>` alone: the only hold, taken when
+   * nothing else was held or waited for, whose lease is this key's TTL (its taking and its
+   * release read no clock). The key lives until the last lease ends; a script that adds a hold
+   * beside a short entry writes that entry out in full first (see lua.ts).
    */
-  readonly counts: string;
+  readonly leases: string;
   /** Counter of acquisitions: every hold's fencing token. Never expires, so tokens only grow. */
   readonly fence: string;
   /** Sorted set: waiting acquisition (`<owner> <operation id> <permits>`) → ticket (FIFO). */
@@ -49,7 +50,6 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
   return {
     capacity: `${base}:capacity`,
     leases: `${base}:leases`,
-    counts: `${base}:counts`,
     fence: `${base}:fence`,
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,

@@ -35,7 +35,6 @@ export function semaphorePrimitive(
       timeouts: keys.timeouts,
       granted: keys.fence,
       capacity: keys.capacity,
-      counts: keys.counts,
     };
   };
   // Scope siblings ask for one permit each, so that they can still hold together.

@@ -34,7 +34,12 @@ function reading(
   return { sentAt: at, answeredAt: at, states: new Map([["k", state]]) };
 }
 
-const hold = (owner: string, token: number, permits: number, grantedAt: number): PermitHold => ({
+const hold = (
+  owner: string,
+  token: number,
+  permits: number,
+  grantedAt: number | null,
+): PermitHold => ({
   owner,
   token,
   permits,
@@ -83,6 +88,42 @@ describe("chaos capacity changes: holds granted within the capacity of their mom
     );
     expect(result.violations).toBe(1);
     expect(result.examples[0]).toContain("3 permits where the capacity was at most 1");
+  });
+
+  it("places a hold whose grant the server did not record between the readings without and with it", () => {
+    // Token 2's grant time is unknown (taken while nothing else was held: no clock read). Read
+    // first at 2 000, after a reading at 1 900 without it: granted after the shrink, beside
+    // token 1's 2 permits.
+    const late = checkGrantsWithinCapacity(
+      [
+        reading(1_900, 1, [hold("a", 1, 2, 500)]),
+        reading(2_000, 1, [hold("a", 1, 2, 500), hold("b", 2, 1, null)]),
+      ],
+      shrinkTo1,
+      3,
+      5,
+    );
+    expect(late.violations).toBe(1);
+    expect(late.examples[0]).toContain("granted at server 1900–2000");
+    // The reading before it at 900 (before the shrink): it may have been granted then.
+    const early = checkGrantsWithinCapacity(
+      [
+        reading(900, 3, [hold("a", 1, 2, 500)]),
+        reading(2_000, 1, [hold("a", 1, 2, 500), hold("b", 2, 1, null)]),
+      ],
+      shrinkTo1,
+      3,
+      5,
+    );
+    expect(early.violations).toBe(0);
+    // Holds count beside it by token, not by grant time: a later token is not counted.
+    const alone = checkGrantsWithinCapacity(
+      [reading(2_000, 1, [hold("b", 2, 1, null), hold("a", 3, 2, 1_950)])],
+      shrinkTo1,
+      3,
+      5,
+    );
+    expect(alone.examples.join("; ")).not.toContain("token 2)");
   });
 
   it("sees more permits granted than an unchanged capacity", () => {

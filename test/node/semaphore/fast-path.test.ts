@@ -38,27 +38,50 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
     return semaphore;
   }
 
-  it("an uncontended acquire costs 10 billed commands and its release 7, one request each", async () => {
-    const semaphore = await semaphoreOf("idle", 1);
+  it("an uncontended acquire costs 7 billed commands and its release 5, one request each", async () => {
+    const prefix = freshPrefix();
+    const semaphore = await semaphoreOf("idle", 1, prefix);
     const acquired = await costOf(() => semaphore.acquire({ leaseMs: 10_000 }));
-    // One EXISTS, the capacity, the clock, the token, the hold (lease and permits, each key's
-    // expiry), the operation record: plus the EVALSHA itself.
-    expect(acquired).toMatchObject({ billed: 10, requests: 1 });
+    // One EXISTS, the capacity, the token, the hold (its entry and its key's TTL: its lease),
+    // the operation record: plus the EVALSHA itself. No clock.
+    expect(acquired).toMatchObject({ billed: 7, requests: 1 });
+    const keys = semaphoreKeys(prefix, "idle");
+    const member = `${acquired.result.owner} ${acquired.result.fencingToken}`;
+    expect(String(await bed.redis().hget(keys.leases, member))).toBe("1");
+    expect(await bed.redis().pttl(keys.leases)).toBeGreaterThan(9_000);
     const released = await costOf(() => acquired.result.release());
-    // The record claimed (SET NX), the clock, the hold's lease read and dropped, its permits
-    // dropped, one EXISTS over the queue and the parked waiters.
-    expect(released).toMatchObject({ billed: 7, requests: 1 });
+    // The record claimed (SET NX), the hold's entry read, one EXISTS over the queue and the
+    // parked waiters, the key deleted. No clock: the sole hold lives while its key does.
+    expect(released).toMatchObject({ billed: 5, requests: 1 });
+    expect(await bed.redis().exists(keys.leases)).toBe(0);
   });
 
-  it("beside other holds with permits free and nobody queued, an acquire costs 13", async () => {
+  it("beside another hold with permits free and nobody queued, an acquire costs 11 and writes the sole hold out in full", async () => {
     const prefix = freshPrefix();
+    const keys = semaphoreKeys(prefix, "shared");
     const semaphore = await semaphoreOf("shared", 3, prefix);
     const other = await bed.client({ prefix }).semaphore("shared").acquire({ leaseMs: 10_000 });
-    // Also the expired leases, the permits held and the latest lease (for both keys' expiry).
-    const acquired = await costOf(() => semaphore.acquire({ leaseMs: 10_000 }));
-    expect(acquired).toMatchObject({ billed: 13, requests: 1 });
+    const otherMember = `${other.owner} ${other.fencingToken}`;
+    expect(String(await bed.redis().hget(keys.leases, otherMember))).toBe("1");
+    // Also the clock, the holds read, and the sole hold's lease (its key's TTL) written out.
+    const acquired = await costOf(() => semaphore.acquire({ leaseMs: 20_000 }));
+    expect(acquired).toMatchObject({ billed: 11, requests: 1 });
+    const [seconds, micros] = await bed.redis().time();
+    const now = Number(seconds) * 1000 + Number(micros) / 1000;
+    const [permits, grant, end] = String(await bed.redis().hget(keys.leases, otherMember)).split(
+      " ",
+    );
+    expect({ permits, grant }).toEqual({ permits: "1", grant: "-" });
+    // Its lease is still the one it took: 10 s, a little of it gone.
+    expect(Number(end) - now).toBeGreaterThan(8_000);
+    expect(Number(end) - now).toBeLessThanOrEqual(10_000);
+    // The key lives as long as the longer lease.
+    expect(await bed.redis().pttl(keys.leases)).toBeGreaterThan(18_000);
+    // The once sole hold's release, now beside another, reads the clock and all the holds: 7.
+    const released = await costOf(() => other.release());
+    expect(released).toMatchObject({ billed: 7, requests: 1 });
+    expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
     await acquired.result.release();
-    await other.release();
   });
 
   it("a busy single attempt with nobody queued costs 8: it reads no queue and leaves none", async () => {
@@ -72,7 +95,7 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
     await held.release();
   });
 
-  it("an uncontended hold teaches waiters nothing; one released while somebody waits does", async () => {
+  it("a hold whose grant the server did not record teaches waiters nothing; one granted while somebody waited does", async () => {
     const prefix = freshPrefix();
     const redis = bed.redis();
     const keys = semaphoreKeys(prefix, "taught");
@@ -82,23 +105,32 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
     await alone.release();
     // Nobody waited: the release ran no statistics (and no hand-off).
     expect(await redis.hget(keys.pace, "hold")).toBeNull();
-    const held = await semaphore.acquire({ leaseMs: 10_000 });
-    const waiting = bed
-      .client({ prefix })
-      .semaphore("taught")
-      .acquire({ leaseMs: 10_000, waitMs: 10_000, wait: { mode: "poll" } });
-    // The waiter is in the queue before the release.
-    while ((await semaphore.state()).waiters === 0) await sleepMs(10);
+    // Taken by the fast path (no clock): its start is unknown, even to a release with waiters.
+    const first = await semaphore.acquire({ leaseMs: 10_000 });
+    const waiter = (n: number) =>
+      bed
+        .client({ prefix })
+        .semaphore("taught")
+        .acquire({ leaseMs: 10_000, waitMs: 10_000, wait: { mode: "poll" } })
+        .then((handle) => ({ n, handle }));
+    const one = waiter(1);
+    while ((await semaphore.state()).waiters < 1) await sleepMs(10);
+    const two = waiter(2);
+    while ((await semaphore.state()).waiters < 2) await sleepMs(10);
+    await first.release();
+    expect(await redis.hget(keys.pace, "hold")).toBeNull();
+    // The next hold is taken beside a queue, by a script that reads the clock: released while
+    // the other waiter waits, its length (at least the 100 ms slept) is learnt.
+    const next = await Promise.race([one, two]);
     await sleepMs(100);
-    await held.release();
-    // Somebody waited: the hold (at least the 100 ms slept with a waiter queued) is learnt, as
+    await next.handle.release();
     // waiters pace by it.
     expect(Number(await redis.hget(keys.pace, "hold"))).toBeGreaterThanOrEqual(100);
     expect(await redis.pttl(keys.pace)).toBeGreaterThan(PACE_TTL_MS - 60_000);
-    await (await waiting).release();
+    await (await (next.n === 1 ? two : one)).handle.release();
   });
 
-  it("a queued waiter's poll reads the queue once: joining costs 18, each poll after 20", async () => {
+  it("a queued waiter's poll reads the queue once: joining costs 18, each poll after 18", async () => {
     const prefix = freshPrefix();
     const keys = semaphoreKeys(prefix, "queued");
     const held = await (await semaphoreOf("queued", 1, prefix)).acquire({ leaseMs: 10_000 });
@@ -107,7 +139,6 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
       const byName: Record<string, string> = {
         capacityKey: keys.capacity,
         leasesKey: keys.leases,
-        countsKey: keys.counts,
         fenceKey: keys.fence,
         queueKey: keys.queue,
         timeoutsKey: keys.timeouts,
@@ -145,8 +176,9 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
     const again = await poll(first);
     expect(again.result.slice(0, 1).concat(again.result.slice(2, 5))).toEqual([0, 0, 0, 2]);
     // Before the fast path: 23 and 20 (the EXISTS it adds is paid back by one read of the queue
-    // instead of its rank, those ahead and its length).
-    expect({ joined: joined.billed, again: again.billed }).toEqual({ joined: 18, again: 20 });
+    // instead of its rank, those ahead and its length); 18 and 20 before the holds became one
+    // hash (one HGETALL for the leases' pruning, the permits held and the soonest lease end).
+    expect({ joined: joined.billed, again: again.billed }).toEqual({ joined: 18, again: 18 });
     await held.release();
   });
 
@@ -156,7 +188,6 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
       const keys = semaphoreKeys(prefix, name);
       const byName: Record<string, string | undefined> = {
         leasesKey: keys.leases,
-        countsKey: keys.counts,
         operationKey: keys.operation(operationId),
         paceKey: keys.pace,
         capacityKey: keys.capacity,
@@ -178,7 +209,7 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
       const long = await semaphore.acquire({ leaseMs: 10_000 });
       await sleepMs(400);
       const hold = `${short.owner} ${short.fencingToken}`;
-      expect(await bed.redis().zscore(semaphoreKeys(prefix, "lapsed").leases, hold)).not.toBeNull();
+      expect(await bed.redis().hget(semaphoreKeys(prefix, "lapsed").leases, hold)).not.toBeNull();
       const id = newOperationId();
       expect(await release(prefix, "lapsed", hold, id)).toBe(0);
       expect(await release(prefix, "lapsed", hold, id)).toBe(0);

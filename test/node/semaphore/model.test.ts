@@ -287,7 +287,10 @@ describe.each(backendKindsUnderTest())("semaphore against its model on %s", (kin
           waits: Array.from({ length: OWNERS }, () => newOperationId()),
           async expire(member) {
             // Its lease is long past: the next script prunes it, as after a crash.
-            await redis.zadd(keys.leases, { xx: true }, { score: 1, member });
+            const entry = await redis.hget<string>(keys.leases, member);
+            if (entry === null) return;
+            const [permits, since = "-"] = String(entry).split(" ");
+            await redis.hset(keys.leases, { [member]: `${permits} ${since} 1` });
           },
           async killWaiter(member) {
             await redis.zadd(keys.timeouts, { xx: true }, { score: 1, member });

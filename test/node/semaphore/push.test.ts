@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, type PermitHandle, SemaphoreCapacityError } from "../../../src/index.js";
+import { SEMAPHORE_ACQUIRE } from "../../../src/locks/semaphore/acquire.js";
 import { extendPermits } from "../../../src/locks/semaphore/extend.js";
 import { permitParkBoundMs } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
@@ -15,6 +16,7 @@ import { backendKindsUnderTest } from "../../support/backends.js";
 import { scriptContext } from "../../support/model.js";
 import { tapped } from "../../support/tapped-redis.js";
 import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../exclusive/testbed.js";
+import { leaseEndOf } from "./support.js";
 
 /** Waiters registered in the semaphore's parked hash as listening on a channel. */
 async function parkedWaiters(bed: TestBed, prefix: string, name = "pool"): Promise<number> {
@@ -26,8 +28,10 @@ async function parkedWaiters(bed: TestBed, prefix: string, name = "pool"): Promi
 
 /** Acquire scripts a client sent: semaphore.acquire's keys start with the capacity. */
 function acquireScripts(sent: readonly { keys: string[] }[]): number {
-  return sent.filter(({ keys }) => keys[0]?.endsWith(":semaphore:capacity") && keys.length === 9)
-    .length;
+  return sent.filter(
+    ({ keys }) =>
+      keys[0]?.endsWith(":semaphore:capacity") && keys.length === SEMAPHORE_ACQUIRE.keyNames.length,
+  ).length;
 }
 
 describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend) => {
@@ -217,7 +221,13 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     // The next `slowAnswers` acquire scripts run at once but are answered `answerDelayMs` late.
     let slowAnswers = 0;
     const late = <T>(reply: Promise<T>, keys: string[]): Promise<T> => {
-      if (!(keys[0]?.endsWith(":semaphore:capacity") && keys.length === 9) || slowAnswers === 0) {
+      if (
+        !(
+          keys[0]?.endsWith(":semaphore:capacity") &&
+          keys.length === SEMAPHORE_ACQUIRE.keyNames.length
+        ) ||
+        slowAnswers === 0
+      ) {
         return reply;
       }
       slowAnswers -= 1;
@@ -447,7 +457,7 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     // The server's lease does not end before the one the handle trusts.
     const keys = semaphoreKeys(prefix, "pool");
     const member = `${handle.owner} ${handle.fencingToken}`;
-    expect(Number(await bed.redis().zscore(keys.leases, member))).toBeGreaterThan(0);
+    expect(await leaseEndOf(bed.redis(), keys.leases, member)).toBeGreaterThan(0);
     expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1 });
     await handle.release();
   });
@@ -474,7 +484,7 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     expect(handle.signal.aborted).toBe(false);
     const keys = semaphoreKeys(prefix, "pool");
     const serverEnd = Number(
-      await bed.redis().zscore(keys.leases, `${handle.owner} ${handle.fencingToken}`),
+      await leaseEndOf(bed.redis(), keys.leases, `${handle.owner} ${handle.fencingToken}`),
     );
     // The extend re-armed the lease to 3 s from its send: a later claim does not shorten it.
     expect(serverEnd).toBeGreaterThanOrEqual(extendedAt + leaseMs);
@@ -501,7 +511,7 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     await sleepMs(claimMs / 2); // past the claim's confirmation
     const keys = semaphoreKeys(prefix, "pool");
     const serverEnd = Number(
-      await bed.redis().zscore(keys.leases, `${handle.owner} ${handle.fencingToken}`),
+      await leaseEndOf(bed.redis(), keys.leases, `${handle.owner} ${handle.fencingToken}`),
     );
     // Whatever the server keeps now, the handle trusts no moment past it.
     if (serverEnd > 0) expect(serverEnd).toBeGreaterThanOrEqual(handle.expiresAt);
@@ -511,11 +521,13 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
 
   it("semaphore.extend anchors a claim at the grant: the lease ends exactly its length after it", async () => {
     const { prefix, semaphore } = clients(0);
-    await semaphore.trySetPermits(1);
+    await semaphore.trySetPermits(2);
+    // Beside another hold, as a grant is: its entry carries its lease's end.
+    const other = await semaphore.acquire({ leaseMs: 20_000 });
     const held = await semaphore.acquire({ leaseMs: 1_000 }); // as a grant with a 1 s claim
     const keys = semaphoreKeys(prefix, "pool");
     const member = `${held.owner} ${held.fencingToken}`;
-    const granted = Number(await bed.redis().zscore(keys.leases, member));
+    const granted = Number(await leaseEndOf(bed.redis(), keys.leases, member));
     const renewed = await extendPermits(
       scriptContext(bed.redis()),
       keys,
@@ -526,7 +538,8 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     );
     expect(renewed).toBe(true);
     // From the claim's end (grant + 1 s) to grant + 8 s, however late the request came.
-    expect(Number(await bed.redis().zscore(keys.leases, member))).toBe(granted + 7_000);
+    expect(await leaseEndOf(bed.redis(), keys.leases, member)).toBe(granted + 7_000);
     await held.release();
+    await other.release();
   });
 });

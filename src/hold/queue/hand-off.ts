@@ -99,8 +99,9 @@ end)()`;
 
 /**
  * Registers `waiter` (this acquisition) as parked and sets the caller's `parkedNow`, or forgets
- * it (ARGV `claimMs` 0: a polling waiter). The registration records when its park ends at the
- * latest (see parkEndLua). `parkId` is the acquisition's operation id.
+ * it (ARGV `claimMs` 0: a polling waiter) where it was `registered` (takeAnnouncedGrant). The
+ * registration records when its park ends at the latest (see parkEndLua). `parkId` is the
+ * acquisition's operation id.
  */
 export function registerParked(parkedKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
@@ -116,6 +117,7 @@ export function registerParked(parkedKey: string): string {
       "now",
       "timeout",
       "wakeBy",
+      "registered",
     ],
   });
   return `if tonumber(claimMs) > 0 then
@@ -124,7 +126,7 @@ export function registerParked(parkedKey: string): string {
   if string.sub(wakeBy, 1, 3) == 'sub' then registration = registration .. ' ' .. wakeBy end
   redis.call('HSET', ${parkedKey}, waiter, registration)
   if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
-else
+elseif registered then
   redis.call('HDEL', ${parkedKey}, waiter)
 end`;
 }
@@ -385,28 +387,35 @@ end`;
  * semaphore's grantToParkedWaiters) becomes its operation record, so the attempt replays that
  * hold (or finds it gone) instead of taking the lock again. A no-op where the caller never parks
  * (`parkedKey` nil). `waiter`: a local with the acquisition's member in `parkedKey` where it is
- * not the lock's `<owner> <parkId>` (a semaphore's names its permits too).
+ * not the lock's `<owner> <parkId>` (a semaphore's names its permits too). Sets `registered`
+ * (declared here unless `declare` is false) to whether the acquisition has a registration left
+ * to drop: a polling waiter never had one, so its attempts skip the HDEL.
  */
 export function takeAnnouncedGrant(
   parkedKey: string,
   operationKey: string,
   waiter?: string,
+  declare = true,
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "takeAnnouncedGrant",
-    lua: () => takeAnnouncedGrant(parkedKey, operationKey, waiter),
+    lua: () => takeAnnouncedGrant(parkedKey, operationKey, waiter, declare),
     needs: [
       parkedKey,
       operationKey,
       waiter === undefined ? "owner" : waiter,
       waiter === undefined ? "parkId" : undefined,
       "operationTtlMs",
+      declare ? undefined : "registered",
     ],
+    provides: declare ? ["registered"] : [],
   });
-  return `if ${parkedKey} then
+  return `${declare ? "local registered = false\n" : ""}if ${parkedKey} then
   local member = ${waiter ?? "owner .. ' ' .. parkId"}
-  local granted = string.match(redis.call('HGET', ${parkedKey}, member) or '', '^granted (%d+)$')
+  registered = redis.call('HGET', ${parkedKey}, member)
+  local granted = string.match(registered or '', '^granted (%d+)$')
   if granted then
+    registered = false
     redis.call('HDEL', ${parkedKey}, member)
     redis.call('SET', ${operationKey}, granted, 'PX', operationTtlMs)
   end

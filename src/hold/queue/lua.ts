@@ -58,7 +58,8 @@ if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${tim
  * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
  * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
  * ahead of it (`timeout` and `position` are locals of the caller's). `whenFirst` (Lua) runs when
- * the waiter joins an empty queue.
+ * the waiter joins an empty queue. A waiter in place pays one ZRANK; one joining gets the last
+ * rank, its ticket being the highest.
  */
 export function joinQueue(queueKey: string, timeoutsKey: string, whenFirst = ""): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
@@ -67,15 +68,16 @@ export function joinQueue(queueKey: string, timeoutsKey: string, whenFirst = "")
     needs: [queueKey, "now", "waiter", "timeout", "position"],
   });
   const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
-  return `if not redis.call('ZSCORE', ${queueKey}, waiter) then
+  return `position = redis.call('ZRANK', ${queueKey}, waiter)
+if not position then
   local ticket = now
   local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')${first}
   if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
   redis.call('ZADD', ${queueKey}, ticket, waiter)
+  position = redis.call('ZCARD', ${queueKey}) - 1
 end
 if redis.call('PTTL', ${queueKey}) < timeout then redis.call('PEXPIRE', ${queueKey}, timeout) end
-${refreshWaiter(timeoutsKey)}
-position = redis.call('ZRANK', ${queueKey}, waiter)`;
+${refreshWaiter(timeoutsKey)}`;
 }
 
 /** Shortest and longest reservation of a free lock for the next waiters, and the one used

@@ -234,7 +234,7 @@ if not count then
   elseif timeout < 0 then
     redis.call('ZREM', queueKey, waiter)
     redis.call('ZREM', timeoutsKey, waiter)
-    if parkedKey then redis.call('HDEL', parkedKey, waiter) end
+    if registered then redis.call('HDEL', parkedKey, waiter) end
     -- The acquisition ends here: a late copy of one of its attempts takes nothing.
     redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)
   end
@@ -245,7 +245,7 @@ local waited = false
 if queueKey then
   waited = redis.call('ZREM', queueKey, waiter) == 1
   redis.call('ZREM', timeoutsKey, waiter)
-  if parkedKey then redis.call('HDEL', parkedKey, waiter) end
+  if registered then redis.call('HDEL', parkedKey, waiter) end
 end
 ${grantExclusiveHold(`if holdStatsKey then
     ${readPace("holdStatsKey")}

@@ -87,7 +87,7 @@ local function endAcquisition(record)
   redis.call('ZREM', queueKey, waiter)
   redis.call('ZREM', timeoutsKey, waiter)
   redis.call('ZREM', writersKey, waiter)
-  redis.call('HDEL', parkedKey, waiter)
+  if registered then redis.call('HDEL', parkedKey, waiter) end
   redis.call('SET', operationKey, record, 'PX', operationTtlMs)
 end
 local count
@@ -142,7 +142,7 @@ end
 local waited = redis.call('ZREM', queueKey, waiter) == 1
 redis.call('ZREM', timeoutsKey, waiter)
 redis.call('ZREM', writersKey, waiter)
-redis.call('HDEL', parkedKey, waiter)
+if registered then redis.call('HDEL', parkedKey, waiter) end
 ${grantExclusiveHold(`${readPace("holdStatsKey")}
 ${learnHandOff("holdStatsKey", "waited", "fence")}
 ${writePace("holdStatsKey")}`)}`),

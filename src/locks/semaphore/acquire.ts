@@ -97,8 +97,9 @@ if present == 0 and capacity and wanted <= tonumber(capacity) then
 end
 ${SERVER_NOW_MS}
 ${loadHolds("leasesKey", true, "holding")}
+local registered = false
 if not quiet then
-  ${takeAnnouncedGrant("parkedKey", "operationKey", "waiter")}
+  ${takeAnnouncedGrant("parkedKey", "operationKey", "waiter", false)}
   local replay = redis.call('GET', operationKey)
   if replay then
     local hold = owner .. ' ' .. replay
@@ -116,7 +117,7 @@ local function leave()
   if quiet then return end
   redis.call('ZREM', queueKey, waiter)
   redis.call('ZREM', timeoutsKey, waiter)
-  redis.call('HDEL', parkedKey, waiter)
+  if registered then redis.call('HDEL', parkedKey, waiter) end
 end
 if not capacity then
   leave()

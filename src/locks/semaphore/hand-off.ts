@@ -221,8 +221,9 @@ end`;
  * Registers `waiter` as parked on channel shard `wakeBy` (`sub<n>.<k>`) when it listens (ARGV
  * `claimMs` > 0), with what a grant needs and when its park ends at the latest (see
  * SemaphoreKeys.parked and permitParkBoundMs, which this mirrors, capped by its place), or forgets
- * it (a polling waiter). Needs the locals `now`, `timeout` (its place's, which the registration
- * outlives not), `position` and `soonest` (ms until the soonest lease ends, -2: no hold).
+ * it (a polling waiter, where it was `registered`). Needs the locals `now`, `timeout` (its
+ * place's, which the registration outlives not), `position` and `soonest` (ms until the soonest
+ * lease ends, -2: no hold).
  */
 export function registerParkedPermits(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
@@ -239,6 +240,7 @@ export function registerParkedPermits(): string {
       "timeout",
       "position",
       "soonest",
+      "registered",
     ],
   });
   return `if tonumber(claimMs) > 0 and string.sub(wakeBy, 1, 3) == 'sub' then
@@ -250,7 +252,7 @@ export function registerParkedPermits(): string {
   redis.call('HSET', parkedKey, waiter,
     claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. (now + parkFor) .. ' ' .. wakeBy)
   if redis.call('PTTL', parkedKey) < timeout then redis.call('PEXPIRE', parkedKey, timeout) end
-else
+elseif registered then
   redis.call('HDEL', parkedKey, waiter)
 end`;
 }

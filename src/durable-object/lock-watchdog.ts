@@ -322,10 +322,14 @@ export class LockWatchdog {
     if (this.#store.nextWakeAt(ENDING_RETENTION_MS) === null) await this.#clear();
   }
 
+  /**
+   * Both deletions are issued before anything else can run: a registration handled between them
+   * would be wiped by the second (with the schema, failing every later call on the object).
+   * Storage operations apply in the order issued, so one that arrives meanwhile is kept.
+   */
   async #clear(): Promise<void> {
     this.#store.forgetSchema();
-    await this.#storage.deleteAlarm();
-    await this.#storage.deleteAll();
+    await Promise.all([this.#storage.deleteAlarm(), this.#storage.deleteAll()]);
   }
 
   #context(): OperationContext | undefined {

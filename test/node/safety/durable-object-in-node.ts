@@ -26,14 +26,21 @@ afterEach(async () => {
 /**
  * One LockWatchdog on `env` (its default Redis client, built from the env as in a Worker, seen
  * through `observeRedis` when given). `alarms: false`: the alarm is never delivered; the test
- * calls `object.alarm()` by hand.
+ * calls `object.alarm()` by hand. `deletionAnswered`: each `deleteAlarm()` takes effect at once,
+ * in call order as the runtime applies storage operations, and answers once this settles (a slow
+ * storage, for the object's other events to run in between).
  */
 export function objectInNode(
   env: WatchdogEnv,
   {
     alarms = true,
     observeRedis,
-  }: { alarms?: boolean; observeRedis?: (redis: RedisLike) => RedisLike } = {},
+    deletionAnswered,
+  }: {
+    alarms?: boolean;
+    observeRedis?: (redis: RedisLike) => RedisLike;
+    deletionAnswered?: () => Promise<void>;
+  } = {},
 ) {
   let alarm: { at: number; timer: ReturnType<typeof setTimeout> } | null = null;
   const disarm = () => {
@@ -66,7 +73,10 @@ export function objectInNode(
           );
           alarm = { at, timer };
         },
-        deleteAlarm: async () => disarm(),
+        deleteAlarm: async () => {
+          disarm();
+          await deletionAnswered?.();
+        },
         async deleteAll() {
           sql.database.close();
           sql.database = new DatabaseSync(":memory:");

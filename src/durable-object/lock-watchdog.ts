@@ -40,6 +40,14 @@ import {
 } from "./schedule.js";
 import { byHold, type LeaseRecord, LeaseStore, latestDeadline } from "./store.js";
 
+/** A promise that never settles. */
+const NEVER = new Promise<never>(() => {});
+
+/** One hold's identity among the object's registrations. */
+function holdId(lease: LeaseRecord): string {
+  return `${lease.key}\n${lease.owner}\n${lease.fencingToken}`;
+}
+
 /** Re-sends of an ambiguous renewal, as a LockClient does by default. */
 const RENEW_RETRY = { retries: 2, delayMs: 50 } as const;
 
@@ -69,6 +77,8 @@ export class LockWatchdog {
   #ctx: OperationContext | undefined;
   /** Consecutive alarm handlers that threw (in memory: an evicted object starts afresh). */
   #throws = 0;
+  /** Holds with a renewal out (holdId), over every alarm run: never two requests for one. */
+  readonly #renewing = new Set<string>();
 
   constructor(state: WatchdogState, env: WatchdogEnv) {
     this.#storage = state.storage;
@@ -152,11 +162,35 @@ export class LockWatchdog {
 
   /**
    * @internal Renews (or ends) every registration due at `now`, with one request per hold
-   * however many clients registered it; what `alarm()` runs.
+   * however many clients registered it; what `alarm()` runs. While renewals are in flight it
+   * starts the rounds that fall due meanwhile: the next alarm is armed only once this returns, so
+   * a renewal that hangs (up to its call budget) must not hold back a hold registered meanwhile.
    */
   protected async renewDue(now: number): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
+    for (let at = now; ; at = Date.now()) {
+      this.#startRound(at, inFlight);
+      if (inFlight.size === 0) return;
+      const wake = this.#store.nextWakeAt(ENDING_RETENTION_MS);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const due =
+        wake === null
+          ? NEVER
+          : new Promise<void>((resolve) => {
+              timer = setTimeout(resolve, Math.max(0, wake - Date.now()));
+            });
+      await Promise.race([due, ...inFlight]);
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Claims and sends the renewals due at `now`, one per hold (none for a hold whose renewal is
+   * still out), and ends the registrations past their limits. @upstash/redis sends the renewals
+   * issued in one tick as one /pipeline request.
+   */
+  #startRound(now: number, inFlight: Set<Promise<void>>): void {
     const ctx = this.#context();
-    const renewals: Promise<void>[] = [];
     for (const hold of byHold(this.#store.due(now))) {
       const live = hold.filter((lease) => {
         const limit = limitReached(lease, now);
@@ -164,12 +198,18 @@ export class LockWatchdog {
         return limit === null;
       });
       if (live.length === 0) continue;
-      // Claimed before the request goes out: a duplicate alarm finds them no longer due.
+      // Claimed before the request goes out: a duplicate alarm finds them no longer due. A hold
+      // whose renewal is still out is claimed again and sent nothing: its answer reschedules it.
       for (const lease of live) this.#store.reschedule(lease, claimedUntil(now, lease.leaseMs));
-      renewals.push(this.#renew(live, ctx));
+      const id = holdId(live[0]!);
+      if (this.#renewing.has(id)) continue;
+      this.#renewing.add(id);
+      const renewal = this.#renew(live, ctx).finally(() => {
+        this.#renewing.delete(id);
+        inFlight.delete(renewal);
+      });
+      inFlight.add(renewal);
     }
-    // Together: @upstash/redis sends renewals issued in one tick as one /pipeline request.
-    await Promise.all(renewals);
   }
 
   /** One renewal of the hold `leases` (its due registrations) register, then each one's record. */

@@ -1,4 +1,6 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
+
+import { WAITED_PARK_SHARE } from "../../src/wait/push/wake.js";
 import type { CapacityChangeOptions } from "./capacity-changes.js";
 import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
@@ -231,3 +233,13 @@ export const LONG_RUN: ChaosConfig = {
     killRate: 0.05,
   },
 };
+
+/**
+ * The longest one park of a run's push waiters: `parkMs` on a blocking pop; over a subscription
+ * a park may last a share of the time waited (WAITED_PARK_SHARE), and no wait is longer than
+ * `waitMs`.
+ */
+export function longestParkMs(config: ChaosConfig, subscribes: boolean): number {
+  const { parkMs } = config.push;
+  return subscribes ? Math.max(parkMs, Math.floor(WAITED_PARK_SHARE * config.waitMs)) : parkMs;
+}

@@ -25,6 +25,8 @@ export interface SectionContext {
   readonly journal: Journal;
   readonly operations: OperationRunner;
   readonly primitive: ChaosPrimitive;
+  /** The longest one park of its waiters (longestParkMs); 0 where they poll. */
+  readonly longestParkMs: number;
   readonly keys: readonly string[];
   /** Holds in hand now, by workload key (what an administrator would find stuck). */
   readonly held: Map<string, number>;
@@ -314,7 +316,7 @@ function orphanLeaseMs(ctx: SectionContext): number {
   // A late copy of a parking attempt registers a waiter again; a hand-off may reach that
   // registration (kept its park + 1 s) and grant the claim window to nobody.
   return ctx.primitive.parks === true
-    ? Math.max(lease, config.push.parkMs + 1_000 + config.push.claimMs)
+    ? Math.max(lease, ctx.longestParkMs + 1_000 + config.push.claimMs)
     : lease;
 }
 

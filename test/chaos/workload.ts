@@ -20,7 +20,7 @@ import {
   freeForWaiters,
   startCapacityChanges,
 } from "./capacity-changes.js";
-import type { ChaosConfig } from "./config.js";
+import { type ChaosConfig, longestParkMs } from "./config.js";
 import { type DeadHolderWatch, watchDeadHolder } from "./dead-holders.js";
 import {
   type ChaosEnvironment,
@@ -208,11 +208,14 @@ async function runIn(
       ? new ConnectionBudget()
       : undefined;
   const workersClients = new Map<number, readonly [ChaosIsolate, ChaosIsolate]>();
+  const longestPark =
+    primitive.parks === true ? longestParkMs(config, kind.subscribes === true) : 0;
   const context: SectionContext = {
     config,
     journal,
     operations,
     primitive,
+    longestParkMs: longestPark,
     keys,
     held: new Map(),
     heldShared: new Map(),
@@ -321,7 +324,7 @@ async function runIn(
     Math.max(
       config.leaseMs,
       config.watchdogTimeoutMs,
-      primitive.parks === true ? config.push.parkMs + 1_000 + config.push.claimMs : 0,
+      primitive.parks === true ? longestPark + 1_000 + config.push.claimMs : 0,
     ) +
     BOUND_TOLERANCE_MS;
   let leftHeld: { key: string; owners: string[] }[];
@@ -338,6 +341,7 @@ async function runIn(
     env,
     config,
     primitive,
+    longestPark,
     journal,
     isolates,
     spikes.startedAt,
@@ -577,6 +581,7 @@ function livenessOf(
   env: ChaosEnvironment,
   config: ChaosConfig,
   primitive: ChaosPrimitive,
+  longestPark: number,
   journal: Journal,
   isolates: readonly ChaosIsolate[],
   spikes: readonly number[],
@@ -586,10 +591,10 @@ function livenessOf(
 ): { results: InvariantResult[]; figures: LivenessFigures; capacity?: CapacityCounts } | undefined {
   if ((primitive.databases ?? 1) > 1 || primitive.keysOf !== undefined) return undefined;
   const push = primitive.parks === true;
-  const parkMs = config.push.parkMs + config.push.claimMs;
+  const parkMs = longestPark + config.push.claimMs;
   // A registration nobody ends (its waiter dead, its leave lost) keeps its place this long; a
   // polling waiter's place is kept until the waiter timeout prunes it.
-  const orphanMs = push ? config.push.parkMs + PARK_GRACE_MS + config.push.claimMs : 5_000;
+  const orphanMs = push ? longestPark + PARK_GRACE_MS + config.push.claimMs : 5_000;
   const excuses: LivenessExcuse[] = [...journal.excuses];
   for (const fault of env.subscriptions?.parkCosts ?? []) {
     excuses.push({ ...fault, until: fault.at + parkMs });

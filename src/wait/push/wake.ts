@@ -86,6 +86,14 @@ export function parkingFor(
 /** Streams one acquisition may open (the second after the first was lost); then it polls. */
 const STREAMS_PER_ACQUISITION = 2;
 
+/**
+ * A park on a subscription lasts up to this share of the time waited, when that is more than
+ * `parkMs`: the attempts of a long wait grow with the logarithm of its length (a park is no
+ * request here, unlike a pop, so no request timeout bounds it). The price: a word lost, or a
+ * stream whose end went unheard, costs the waiter up to this share of its wait so far.
+ */
+export const WAITED_PARK_SHARE = 0.5;
+
 export class Listening {
   readonly wakeBy = "sub";
   readonly #runtime: LockRuntime;
@@ -111,6 +119,10 @@ export class Listening {
   // A fair waiter parks within its grant wherever it is queued (grantKeepingParkMs): a lost word
   // costs it no turn.
   readonly #keepsTurn: boolean;
+  // The first attempt's send, and the longest park after the attempt in flight (see
+  // WAITED_PARK_SHARE); the place an attempt keeps lasts as long.
+  #firstSentAt: number | undefined;
+  #parkLimitMs: number;
 
   constructor(
     runtime: LockRuntime,
@@ -124,6 +136,7 @@ export class Listening {
     this.#redis = redis;
     this.#keys = keys;
     this.#plan = plan;
+    this.#parkLimitMs = plan.policy.parkMs;
     this.shard = runtime.subscriptions.shard();
   }
 
@@ -138,7 +151,7 @@ export class Listening {
   }
 
   get placeMs(): number {
-    return this.#plan.policy.parkMs + PARK_GRACE_MS;
+    return this.#parkLimitMs + PARK_GRACE_MS;
   }
 
   get registered(): boolean {
@@ -153,6 +166,12 @@ export class Listening {
   beforeAttempt(operationId: string, first: boolean, last: boolean, sentAt: number): boolean {
     this.#attempts += 1;
     this.#listening = false;
+    this.#firstSentAt ??= sentAt;
+    // A fair waiter's parks stay within its grant's window anyway (parkBoundMs).
+    const { parkMs } = this.#plan.policy;
+    this.#parkLimitMs = this.#keepsTurn
+      ? parkMs
+      : Math.max(parkMs, Math.floor(WAITED_PARK_SHARE * (sentAt - this.#firstSentAt)));
     const stream = this.#openStream(first);
     if (stream === undefined || !stream.open || last) return false;
     if (this.#mailbox?.operationId !== operationId) {
@@ -243,8 +262,8 @@ export class Listening {
     // A sibling holding the lock, or the caller's signal, ends the wait early.
     const aborted = abortWatch(this.#plan.signal);
     const interrupted = Promise.race([this.#siblings?.held ?? NEVER, aborted.happened]);
-    // Like a pop, one wait lasts `parkMs` at most: a word lost costs no more than that.
-    const deadline = Math.min(boundAt, Date.now() + this.#plan.policy.parkMs, this.#plan.deadline);
+    // A word lost costs no more than the park's limit (parkMs, or a share of the time waited).
+    const deadline = Math.min(boundAt, Date.now() + this.#parkLimitMs, this.#plan.deadline);
     const word = await mailbox.next(deadline - Date.now(), interrupted).finally(aborted.stop);
     // `opened` is a latch's word: a lock's channel never carries it.
     if (word === undefined || word.kind === "lost" || word.kind === "opened") {

@@ -86,4 +86,45 @@ describe.each(backendKindsUnderTest())("a sole polling waiter behind a long hold
     // An attempt before the stream, then one per park of `parkMs` (5 s): about 5 in 16 s.
     expect(attempts()).toBeLessThanOrEqual(10);
   }, 40_000);
+
+  it("on the defaults behind a long lease, parks grow with the wait: at most 10 requests, served at the release", async () => {
+    // Issue 43's sole waiter (a 60 s lease, waitMs 45 s, released at 44 s) at a fifth of its
+    // scale, `parkMs` included: before parks grew, one attempt per park (11 here, and a
+    // SUBSCRIBE).
+    const parkMs = 1_000;
+    const prefix = freshPrefix();
+    const holder = await bed.client({ prefix }).lock("job").acquire({ leaseMs: 12_000 });
+    let attempts = 0;
+    const client = bed.client({
+      prefix,
+      wait: { parkMs },
+      observer: {
+        onAttempt: (script) => {
+          if (script.name === "lock.acquire") attempts += 1;
+        },
+      },
+    });
+    bed.server.stats.reset();
+    const started = Date.now();
+    let releasedAt = Number.POSITIVE_INFINITY;
+    const releasing = sleepMs(8_800).then(async () => {
+      releasedAt = Date.now();
+      await holder.release();
+    });
+    const handle = await client
+      .lock("job")
+      .acquire({ leaseMs: 10_000, waitMs: 9_000 })
+      .finally(() => releasing);
+    const servedAfterReleaseMs = Date.now() - releasedAt;
+    await handle.release();
+    const { subscriptions } = bed.server.stats.snapshot().streams;
+    expect(servedAfterReleaseMs).toBeGreaterThanOrEqual(0);
+    expect(servedAfterReleaseMs).toBeLessThan(1_000);
+    expect(subscriptions).toBe(1);
+    // Two before the stream is confirmed, one per `parkMs` until the wait is twice as long,
+    // then each park a share of the wait (WAITED_PARK_SHARE): attempts at about 0, 0, 0, 1, 2,
+    // 3, 4.5 and 6.8 s, then the release's word.
+    expect(attempts + subscriptions).toBeLessThanOrEqual(10);
+    expect(Date.now() - started).toBeLessThan(12_000);
+  }, 30_000);
 });

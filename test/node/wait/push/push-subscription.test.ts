@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { LockAbortedError, type LockClient, type LockHandle } from "../../../../src/index.js";
 import { ACQUIRE_ARGS } from "../../../../src/locks/exclusive/lock.js";
 import { FAILED_OPENINGS_TO_GIVE_UP } from "../../../../src/wait/push/client-state.js";
+import { WAITED_PARK_SHARE } from "../../../../src/wait/push/wake.js";
 import { backendKindsUnderTest } from "../../../support/backends.js";
 import { tapped } from "../../../support/tapped-redis.js";
 import { freshPrefix, sleepMs, type TestBed, until, useTestBed } from "../../exclusive/testbed.js";
@@ -161,6 +162,26 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(await holder.lock("job").holdCount(handle.owner)).toBe(1);
     await handle.release();
     expect(await holder.lock("job").isLocked()).toBe(false);
+  });
+
+  it("after a long wait a lost word costs the waiter at most half its wait so far", async () => {
+    // Parks grow with the time waited (WAITED_PARK_SHARE): bounded, not until the lease's end.
+    const { prefix, holder, waiter, tap } = pair({ parkMs: 300, claimMs: 10_000 });
+    const held = await holder.lock("job").acquire({ leaseMs: 20_000 });
+    tap.dropWords = true;
+    const startedAt = Date.now();
+    const waiting = waiter.lock("job").acquire({ leaseMs: 10_000, waitMs: 30_000 });
+    await until(async () => (await subscribedWaiters(bed, prefix)) === 1);
+    await sleepMs(2_400);
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    const waitedMs = releasedAt - startedAt;
+    expect(tap.words).toBeGreaterThanOrEqual(1);
+    expect(Date.now() - releasedAt).toBeLessThan(WAITED_PARK_SHARE * waitedMs + 1_000);
+    // The grant, replayed by its next attempt within the claim window.
+    expect(handle.fencingToken).toBe(held.fencingToken + 1);
+    await handle.release();
   });
 
   it("a waiter that gives up after a grant it never heard passes the lock on", async () => {

@@ -52,7 +52,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",
     worker: `export { LockWatchdog, durableObjectWatchdog } from "edgelock/durable-object";`,
-    limitBytes: 12_300,
+    limitBytes: 12_500,
   },
   {
     name: "`edgelock/inspector` (`inspector` + `inspectorHandler`, the page included)",

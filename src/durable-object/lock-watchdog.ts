@@ -180,7 +180,7 @@ export class LockWatchdog {
               timer = setTimeout(resolve, Math.max(0, wake - Date.now()));
             });
       await Promise.race([due, ...inFlight]);
-      clearTimeout(timer);
+      if (timer !== undefined) clearTimeout(timer);
     }
   }
 

@@ -1,6 +1,6 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
 
-import { WAITED_PARK_SHARE } from "../../src/wait/push/wake.js";
+import { WAITED_PARK_CAP_MS, WAITED_PARK_SHARE } from "../../src/wait/push/wake.js";
 import type { CapacityChangeOptions } from "./capacity-changes.js";
 import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
@@ -241,5 +241,9 @@ export const LONG_RUN: ChaosConfig = {
  */
 export function longestParkMs(config: ChaosConfig, subscribes: boolean): number {
   const { parkMs } = config.push;
-  return subscribes ? Math.max(parkMs, Math.floor(WAITED_PARK_SHARE * config.waitMs)) : parkMs;
+  if (!subscribes) return parkMs;
+  return Math.max(
+    parkMs,
+    Math.min(WAITED_PARK_CAP_MS, Math.floor(WAITED_PARK_SHARE * config.waitMs)),
+  );
 }

@@ -93,6 +93,11 @@ const STREAMS_PER_ACQUISITION = 2;
  * stream whose end went unheard, costs the waiter up to this share of its wait so far.
  */
 export const WAITED_PARK_SHARE = 0.5;
+/**
+ * The longest park drawn from the time waited (`parkMs` may be longer): a dead waiter's
+ * registration, kept as long as its park, is not kept for hours.
+ */
+export const WAITED_PARK_CAP_MS = 30_000;
 
 export class Listening {
   readonly wakeBy = "sub";
@@ -171,7 +176,13 @@ export class Listening {
     const { parkMs } = this.#plan.policy;
     this.#parkLimitMs = this.#keepsTurn
       ? parkMs
-      : Math.max(parkMs, Math.floor(WAITED_PARK_SHARE * (sentAt - this.#firstSentAt)));
+      : Math.max(
+          parkMs,
+          Math.min(
+            WAITED_PARK_CAP_MS,
+            Math.floor(WAITED_PARK_SHARE * (sentAt - this.#firstSentAt)),
+          ),
+        );
     const stream = this.#openStream(first);
     if (stream === undefined || !stream.open || last) return false;
     if (this.#mailbox?.operationId !== operationId) {

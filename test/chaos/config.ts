@@ -1,6 +1,6 @@
 /** The knobs of a chaos run, and the two presets: the short CI run and the long run. */
 
-import { WAITED_PARK_CAP_MS, WAITED_PARK_SHARE } from "../../src/wait/push/wake.js";
+import { subscriptionParkLimitMs } from "../../src/wait/push/wake.js";
 import type { CapacityChangeOptions } from "./capacity-changes.js";
 import type { SubscriptionFaultOptions } from "./subscription-faults.js";
 
@@ -241,9 +241,5 @@ export const LONG_RUN: ChaosConfig = {
  */
 export function longestParkMs(config: ChaosConfig, subscribes: boolean): number {
   const { parkMs } = config.push;
-  if (!subscribes) return parkMs;
-  return Math.max(
-    parkMs,
-    Math.min(WAITED_PARK_CAP_MS, Math.floor(WAITED_PARK_SHARE * config.waitMs)),
-  );
+  return subscribes ? subscriptionParkLimitMs(parkMs, config.waitMs, false) : parkMs;
 }

@@ -99,6 +99,21 @@ export const WAITED_PARK_SHARE = 0.5;
  */
 export const WAITED_PARK_CAP_MS = 30_000;
 
+/**
+ * The longest park over a subscription after `waitedMs` of waiting: `parkMs`, or a share of the
+ * wait when that is longer. A fair waiter's parks stay within its grant's window anyway
+ * (parkBoundMs), so its limit stays `parkMs`.
+ */
+export function subscriptionParkLimitMs(
+  parkMs: number,
+  waitedMs: number,
+  keepsTurn: boolean,
+): number {
+  if (keepsTurn) return parkMs;
+  const drawn = Math.floor(WAITED_PARK_SHARE * Math.max(0, waitedMs));
+  return Math.max(parkMs, Math.min(WAITED_PARK_CAP_MS, drawn));
+}
+
 export class Listening {
   readonly wakeBy = "sub";
   readonly #runtime: LockRuntime;
@@ -172,17 +187,11 @@ export class Listening {
     this.#attempts += 1;
     this.#listening = false;
     this.#firstSentAt ??= sentAt;
-    // A fair waiter's parks stay within its grant's window anyway (parkBoundMs).
-    const { parkMs } = this.#plan.policy;
-    this.#parkLimitMs = this.#keepsTurn
-      ? parkMs
-      : Math.max(
-          parkMs,
-          Math.min(
-            WAITED_PARK_CAP_MS,
-            Math.floor(WAITED_PARK_SHARE * (sentAt - this.#firstSentAt)),
-          ),
-        );
+    this.#parkLimitMs = subscriptionParkLimitMs(
+      this.#plan.policy.parkMs,
+      sentAt - this.#firstSentAt,
+      this.#keepsTurn,
+    );
     const stream = this.#openStream(first);
     if (stream === undefined || !stream.open || last) return false;
     if (this.#mailbox?.operationId !== operationId) {

@@ -268,6 +268,19 @@ export interface LockKeys {
  */
 export const HAND_OFF_SHARDS = 8;
 
+/**
+ * A pub/sub channel name that survives the subscribe URL: `@upstash/redis` puts the channel in
+ * the path (`/subscribe/<channel>`) unescaped, and a `/`, `?`, `#`, `%` or `\` in a lock's name
+ * would subscribe to another channel than the scripts publish on (every word lost). Escaped with
+ * `~` and the character's hex code, so that two names never share a channel.
+ */
+export function subscribableChannel(channel: string): string {
+  return channel.replace(
+    /[~/?#%\\]/g,
+    (char) => `~${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
 /** `prefix` and `name` were validated (no braces). */
 export function lockKeys(prefix: string, name: string): LockKeys {
   const base = `${prefix}:{${name}}`;
@@ -278,9 +291,8 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     queue: `${base}:queue`,
     timeouts: `${base}:timeouts`,
     parked: `${base}:parked`,
-    handOffChannels: Array.from(
-      { length: HAND_OFF_SHARDS },
-      (_, shard) => `${base}:hand-offs:${shard}`,
+    handOffChannels: Array.from({ length: HAND_OFF_SHARDS }, (_, shard) =>
+      subscribableChannel(`${base}:hand-offs:${shard}`),
     ),
     grants: `${base}:grants`,
     operation: (id) => `${base}:op:${id}`,

@@ -1,3 +1,4 @@
+import { subscribableChannel } from "../../hold/script.js";
 /** The keys of count-down latch `name`, under the hash tag `{<name>}`. */
 export interface LatchKeys {
   /** String: the count. Deleted at 0; expires with the latch's TTL if nobody counts it down. */
@@ -13,5 +14,9 @@ export interface LatchKeys {
 
 export function latchKeys(prefix: string, name: string): LatchKeys {
   const base = `${prefix}:{${name}}:latch`;
-  return { count: base, opened: `${base}:opened`, operation: (id) => `${base}:op:${id}` };
+  return {
+    count: base,
+    opened: subscribableChannel(`${base}:opened`),
+    operation: (id) => `${base}:op:${id}`,
+  };
 }

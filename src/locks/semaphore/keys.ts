@@ -3,7 +3,7 @@
  * cluster slot and Upstash's per-key locking sees every key in KEYS. The suffixes keep them apart
  * from a lock of the same name.
  */
-import { HAND_OFF_SHARDS } from "../../hold/script.js";
+import { HAND_OFF_SHARDS, subscribableChannel } from "../../hold/script.js";
 
 export interface SemaphoreKeys {
   /** String: the capacity (total permits). Set by trySetPermits/setPermits; never expires. */
@@ -56,9 +56,8 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
     pace: `${base}:pace`,
     parked: `${base}:parked`,
     grants: `${base}:grants`,
-    handOffChannels: Array.from(
-      { length: HAND_OFF_SHARDS },
-      (_, shard) => `${base}:hand-offs:${shard}`,
+    handOffChannels: Array.from({ length: HAND_OFF_SHARDS }, (_, shard) =>
+      subscribableChannel(`${base}:hand-offs:${shard}`),
     ),
     operation: (id) => `${base}:op:${id}`,
   };

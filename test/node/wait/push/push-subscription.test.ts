@@ -136,6 +136,24 @@ describe.each(backendKindsUnderTest())("push hand-off over a subscription on %s"
     expect(tap.subscribes).toBe(0);
   });
 
+  it.each(["POST /payments:pay-1", "a?b", "a#b", "100%", "a\\b"])(
+    "a lock named %j hears its hand-off (its channel survives the subscribe URL)",
+    async (name) => {
+      // Parks of 10 s: a word lost (a stream on another channel than the release's) shows.
+      const { holder, waiter, tap } = pair({ parkMs: 10_000 });
+      const held = await holder.lock(name).acquire({ leaseMs: 10_000 });
+      const waiting = waiter.lock(name).acquire({ leaseMs: 10_000, waitMs: 20_000 });
+      await until(() => tap.subscribes === 1);
+      await sleepMs(300);
+      const releasedAt = Date.now();
+      await held.release();
+      const handle = await waiting;
+      expect(Date.now() - releasedAt).toBeLessThan(1_000);
+      expect(handle.fencingToken).toBe(held.fencingToken + 1);
+      await handle.release();
+    },
+  );
+
   it("a force release hands the lock over by word", async () => {
     const { prefix, holder, waiter } = pair();
     await holder.lock("job").acquire({ leaseMs: 10_000 });

@@ -38,15 +38,7 @@ import {
   renewalIntervalMs,
   retryDelayMs,
 } from "./schedule.js";
-import { byHold, type LeaseRecord, LeaseStore, latestDeadline } from "./store.js";
-
-/** A promise that never settles. */
-const NEVER = new Promise<never>(() => {});
-
-/** One hold's identity among the object's registrations. */
-function holdId(lease: LeaseRecord): string {
-  return `${lease.key}\n${lease.owner}\n${lease.fencingToken}`;
-}
+import { byHold, holdId, type LeaseRecord, LeaseStore, latestDeadline } from "./store.js";
 
 /** Re-sends of an ambiguous renewal, as a LockClient does by default. */
 const RENEW_RETRY = { retries: 2, delayMs: 50 } as const;
@@ -175,11 +167,13 @@ export class LockWatchdog {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const due =
         wake === null
-          ? NEVER
-          : new Promise<void>((resolve) => {
-              timer = setTimeout(resolve, Math.max(0, wake - Date.now()));
-            });
-      await Promise.race([due, ...inFlight]);
+          ? []
+          : [
+              new Promise<void>((resolve) => {
+                timer = setTimeout(resolve, Math.max(0, wake - Date.now()));
+              }),
+            ];
+      await Promise.race([...due, ...inFlight]);
       if (timer !== undefined) clearTimeout(timer);
     }
   }

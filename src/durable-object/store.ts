@@ -196,11 +196,16 @@ function holdStatusOf(leases: readonly LeaseRecord[]): WatchdogStatus & { state:
   };
 }
 
+/** The hold a registration renews (key, owner, fencing token), as one string. */
+export function holdId(lease: LeaseRecord): string {
+  return `${lease.key}\n${lease.owner}\n${lease.fencingToken}`;
+}
+
 /** `leases` grouped by hold (key, owner, fencing token), in their order. */
 export function byHold(leases: readonly LeaseRecord[]): LeaseRecord[][] {
   const holds = new Map<string, LeaseRecord[]>();
   for (const lease of leases) {
-    const id = `${lease.key}\n${lease.owner}\n${lease.fencingToken}`;
+    const id = holdId(lease);
     const hold = holds.get(id);
     if (hold) hold.push(lease);
     else holds.set(id, [lease]);

@@ -53,13 +53,21 @@ describe.each(backendKindsUnderTest())("Durable Object watchdog rounds on %s", (
 
     const stuck = await client.lock("stuck").acquire();
     await until(() => stuckRenewals > 1);
+    const hungAt = Date.now();
     // Registered while the object's alarm waits on the hung renewal.
     const held = await client.lock("held").acquire();
     const watchedUntil = Date.now() + 3 * LEASE_MS;
+    // Halfway through the hung call's 2 s budget: rounds ran every claim (~150 ms) meanwhile.
+    let stuckRenewalsWhileHung: number | undefined;
     while (Date.now() < watchedUntil) {
       expect(await rival.lock("held").tryAcquire({ leaseMs: 5_000 })).toBeNull();
+      if (stuckRenewalsWhileHung === undefined && Date.now() - hungAt >= 1_000) {
+        stuckRenewalsWhileHung = stuckRenewals;
+      }
       await sleepMs(100);
     }
+    // No second renewal of "stuck" while its renewal is out (the one answered, the one hung).
+    expect(stuckRenewalsWhileHung).toBe(2);
     expect(held.signal.aborted).toBe(false);
     const status = await watchdog.status(held);
     expect(status.state).toBe("renewing");

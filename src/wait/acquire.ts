@@ -544,13 +544,19 @@ export function queuedAttempts<View extends TurnView>(
     // Its reply showed what the server makes of the key-locking flag: the next attempt waits so.
     if (choosing) choose();
     if (outcome.kind !== "busy" || last || timeout === 0) mayBeQueued = false;
+    const registered =
+      waiting?.active === true &&
+      !last &&
+      outcome.kind === "busy" &&
+      !outcome.operationSpent &&
+      outcome.queue.position >= 0;
+    // Its turn times the next park, on the channel chosen just now too; `streamOpening`: a
+    // stream to wait for before asking again (Listening.sawTurn).
+    const streamOpening =
+      outcome.kind === "busy" && plan.mayWait && !last
+        ? parking?.sawTurn(outcome.queue, sentAt, registered)
+        : undefined;
     if (waiting !== undefined) {
-      const registered =
-        waiting.active &&
-        !last &&
-        outcome.kind === "busy" &&
-        !outcome.operationSpent &&
-        outcome.queue.position >= 0;
       if (registered) {
         waiting.registeredBy(outcome.queue, sentAt, owner);
         return { kind: "busy", holderTtlMs: outcome.holderTtlMs, nextPollMs: 0, why: "park" };
@@ -560,6 +566,16 @@ export function queuedAttempts<View extends TurnView>(
     if (outcome.kind === "refused") throw outcome.error;
     if (outcome.kind === "acquired") return outcome;
     const spent = outcome.operationSpent ? { operationSpent: true } : {};
+    if (streamOpening !== undefined && (await openedWithin(streamOpening, roundTripMs, plan))) {
+      // Confirmed: the next attempt, sent at once, registers to be told its turn.
+      return {
+        kind: "busy",
+        holderTtlMs: outcome.holderTtlMs,
+        nextPollMs: 0,
+        why: "park",
+        ...spent,
+      };
+    }
     return {
       kind: "busy",
       holderTtlMs: outcome.holderTtlMs,
@@ -590,6 +606,26 @@ export function queuedAttempts<View extends TurnView>(
       await kind.leave(owner, lastOperationId);
     },
   };
+}
+
+/**
+ * How long a waiter behind the head waits for its stream's confirmation before it polls instead:
+ * a confirmation takes about one round trip (`roundTripMs`, its last attempt's).
+ */
+export function streamConfirmWaitMs(roundTripMs: number): number {
+  return Math.min(STREAM_CONFIRM_WAIT.maxMs, Math.max(STREAM_CONFIRM_WAIT.minMs, 2 * roundTripMs));
+}
+const STREAM_CONFIRM_WAIT = { minMs: 50, maxMs: 1_000 } as const;
+
+/** Whether `opening` said "open" within streamConfirmWaitMs (and the wait's deadline and signal). */
+async function openedWithin(
+  opening: Promise<boolean>,
+  roundTripMs: number,
+  plan: WaitPlan,
+): Promise<boolean> {
+  const budgetMs = streamConfirmWaitMs(roundTripMs);
+  const deadline = Math.min(Date.now() + budgetMs, plan.deadline);
+  return settleBy(opening, deadline, budgetMs, plan.signal).catch(() => false);
 }
 
 /*

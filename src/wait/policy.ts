@@ -69,9 +69,10 @@ export interface WaitOptions {
   /**
    * Push mode: the longest one park (a blocking pop, or a wait for a word on a subscription)
    * lasts, in ms (100 to 60000); woken, or with its turn overdue, the waiter asks again. Over a
-   * subscription a park may also last half the time waited so far (30 s at most), when that is
-   * longer (a long wait costs attempts in the logarithm of its length). Every park counts
-   * against `maxPolls`.
+   * subscription a park may also last half the time waited so far, or until the turn the lock's
+   * statistics expect for a waiter far back in its queue (within half of `waitMs`), 30 s at most,
+   * when that is longer: a long wait costs attempts in the logarithm of its length, a long queue
+   * about one. Every park counts against `maxPolls`.
    * @default 5000
    */
   parkMs?: number;

@@ -236,8 +236,8 @@ export const LONG_RUN: ChaosConfig = {
 
 /**
  * The longest one park of a run's push waiters: `parkMs` on a blocking pop; over a subscription
- * a park may last a share of the time waited (WAITED_PARK_SHARE), and no wait is longer than
- * `waitMs`.
+ * a park may last a share of the time waited, or to an expected turn within the same share of
+ * the whole wait (WAITED_PARK_SHARE), and no wait is longer than `waitMs`.
  */
 export function longestParkMs(config: ChaosConfig, subscribes: boolean): number {
   const { parkMs } = config.push;

@@ -246,6 +246,8 @@ export class HandOffStream {
   readonly #lingerMs: number;
   readonly #ended: (stream: HandOffStream, failedOpening: boolean) => void;
   #state: "opening" | "open" | "lost" = "opening";
+  readonly #settled: Promise<void>;
+  #settle: () => void = () => {};
   #linger: ReturnType<typeof setTimeout> | undefined;
   // Acquisitions using the stream; the last one out ends it (after the linger).
   #users = 0;
@@ -258,10 +260,14 @@ export class HandOffStream {
   ) {
     this.#lingerMs = lingerMs;
     this.#ended = ended;
+    this.#settled = new Promise((resolve) => {
+      this.#settle = resolve;
+    });
     // A stream that ends in any way is lost: one the server ended says nothing otherwise.
     this.#subscription = subscribeHearingEnd(redis, channel, () => this.close(true));
     this.#subscription.on("subscribe", () => {
       if (this.#state === "opening") this.#state = "open";
+      this.#settle();
     });
     this.#subscription.on("message", ({ message }) => this.#deliver(message));
     this.#subscription.on("error", () => this.close(true));
@@ -274,6 +280,11 @@ export class HandOffStream {
 
   get lost(): boolean {
     return this.#state === "lost";
+  }
+
+  /** Settles once the server confirmed the stream, or it was lost. */
+  get settled(): Promise<void> {
+    return this.#settled;
   }
 
   /** An acquisition uses the stream until it calls `leave`. */
@@ -315,6 +326,7 @@ export class HandOffStream {
     if (this.lost) return;
     const failedOpening = failed && this.#state === "opening";
     this.#state = "lost";
+    this.#settle();
     if (this.#linger !== undefined) clearTimeout(this.#linger);
     for (const mailbox of this.#mailboxes.values()) mailbox.deliver({ kind: "lost" });
     this.#subscription.unsubscribe().catch(() => {});

@@ -52,12 +52,19 @@ export function parkBoundMs(
   if (view.holderTtlMs !== null) {
     bound = Math.min(bound, view.holderTtlMs + view.position * claimMs + PARK_PAST_LEASE_MS);
   }
-  if (view.position >= 1 && view.holdMs !== null) {
-    const cycle = view.cycleMs ?? view.holdMs;
-    const current = view.locked ? Math.max(0, view.holdMs - (view.heldForMs ?? 0)) : 0;
-    bound = Math.min(bound, current + view.position * cycle + claimMs);
-  }
-  return bound;
+  return Math.min(bound, expectedTurnMs(view, claimMs) ?? Number.POSITIVE_INFINITY);
+}
+
+/**
+ * A claim window past the turn the lock's statistics expect for a waiter behind the head: the
+ * current hold's rest, then one hold-to-hold cycle per waiter ahead. Null at the head or with no
+ * statistics (the holder's lease bounds that park).
+ */
+export function expectedTurnMs(view: TurnView, claimMs: number): number | null {
+  if (view.position < 1 || view.holdMs === null) return null;
+  const cycle = view.cycleMs ?? view.holdMs;
+  const current = view.locked ? Math.max(0, view.holdMs - (view.heldForMs ?? 0)) : 0;
+  return current + view.position * cycle + claimMs;
 }
 
 /** "behind": the lock was handed to the waiter ahead, with a claim window of `leaseMs`. */
@@ -208,6 +215,14 @@ export class Parking {
     this.#inFlight = undefined;
     this.#contention.saw(this.#keys.lock);
     return grantOutcome(end, operation.firstSentAt);
+  }
+
+  /**
+   * A pop parks no longer for a far turn (each pop is a request, bounded by its timeout), and
+   * needs no stream opened.
+   */
+  sawTurn(_view: TurnView, _sentAt: number, _registered: boolean): undefined {
+    return undefined;
   }
 
   registeredBy(view: TurnView, sentAt: number, owner: string): void {

@@ -19,6 +19,7 @@ import type {
 } from "./client-state.js";
 import {
   behind,
+  expectedTurnMs,
   grantOutcome,
   NEVER,
   PARK_GRACE_MS,
@@ -100,18 +101,25 @@ export const WAITED_PARK_SHARE = 0.5;
 export const WAITED_PARK_CAP_MS = 30_000;
 
 /**
- * The longest park over a subscription after `waitedMs` of waiting: `parkMs`, or a share of the
- * wait when that is longer. A fair waiter's parks stay within its grant's window anyway
- * (parkBoundMs), so its limit stays `parkMs`.
+ * The longest park over a subscription after `waitedMs` of waiting: `parkMs`, or longer where
+ * the wait has earned it: a share of the time waited, or the time to the turn the last answer
+ * expected (`turnInMs`, expectedTurnMs: a waiter far back in a long queue parks to its turn
+ * rather than asking again every `parkMs`), the latter within the same share of the whole wait
+ * (`waitMs`), so a word lost costs at most that share and leaves time to ask again. A fair
+ * waiter's parks stay within its grant's window anyway (parkBoundMs), so its limit stays
+ * `parkMs`.
  */
 export function subscriptionParkLimitMs(
   parkMs: number,
   waitedMs: number,
   keepsTurn: boolean,
+  turnInMs = 0,
+  waitMs = Number.POSITIVE_INFINITY,
 ): number {
   if (keepsTurn) return parkMs;
   const drawn = Math.floor(WAITED_PARK_SHARE * Math.max(0, waitedMs));
-  return Math.max(parkMs, Math.min(WAITED_PARK_CAP_MS, drawn));
+  const toTurn = Math.floor(Math.min(turnInMs, WAITED_PARK_SHARE * waitMs));
+  return Math.max(parkMs, Math.min(WAITED_PARK_CAP_MS, Math.max(drawn, toTurn)));
 }
 
 export class Listening {
@@ -143,6 +151,8 @@ export class Listening {
   // WAITED_PARK_SHARE); the place an attempt keeps lasts as long.
   #firstSentAt: number | undefined;
   #parkLimitMs: number;
+  // When the last busy answer expected this waiter's turn (client clock; expectedTurnMs).
+  #turnAt: number | undefined;
 
   constructor(
     runtime: LockRuntime,
@@ -191,6 +201,8 @@ export class Listening {
       this.#plan.policy.parkMs,
       sentAt - this.#firstSentAt,
       this.#keepsTurn,
+      this.#turnAt === undefined ? 0 : this.#turnAt - sentAt,
+      this.#plan.waitMs,
     );
     const stream = this.#openStream(first);
     if (stream === undefined || !stream.open || last) return false;
@@ -270,6 +282,22 @@ export class Listening {
     if (acquiredAtFirst) this.#runtime.contention.freeAtFirstAsk(this.#keys.lock);
   }
 
+  /**
+   * A busy answer, registering or not: its turn times the next attempt's park (timed from the
+   * attempt's send, as the server's view is a little younger, so the turn comes early rather than
+   * late). One that did not register opens the stream now, not with the next attempt (which would
+   * go out before the server confirmed it, and register nothing); behind the head, the waiter asks
+   * again once it is confirmed (returned: when it settles), as its turn is not next.
+   */
+  sawTurn(view: TurnView, sentAt: number, registered: boolean): Promise<boolean> | undefined {
+    const turnMs = expectedTurnMs(view, this.#plan.policy.claimMs);
+    this.#turnAt = turnMs === null ? undefined : sentAt + turnMs;
+    if (registered || view.position < 0) return undefined;
+    const stream = this.#openStream(false);
+    if (stream === undefined || stream.open || view.position < 1) return undefined;
+    return stream.settled.then(() => stream.open);
+  }
+
   /** Waits for this waiter's word up to its park's bound; then it asks again. */
   async awaitPark(_operationId: string): Promise<AttemptOutcome> {
     const registered = this.#registered;
@@ -282,7 +310,7 @@ export class Listening {
     // A sibling holding the lock, or the caller's signal, ends the wait early.
     const aborted = abortWatch(this.#plan.signal);
     const interrupted = Promise.race([this.#siblings?.held ?? NEVER, aborted.happened]);
-    // A word lost costs no more than the park's limit (parkMs, or a share of the time waited).
+    // A word lost costs no more than the park's limit (subscriptionParkLimitMs).
     const deadline = Math.min(boundAt, Date.now() + this.#parkLimitMs, this.#plan.deadline);
     const word = await mailbox.next(deadline - Date.now(), interrupted).finally(aborted.stop);
     // `opened` is a latch's word: a lock's channel never carries it.

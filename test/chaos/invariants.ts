@@ -217,7 +217,9 @@ export function checkHeldAsBelieved(
   for (const section of sections) {
     for (const sample of samplesFrom(byKey.get(section.key) ?? [], section.start)) {
       if (sample.sentAt >= section.validEnd) break;
-      if (sample.answeredAt > section.validEnd) continue;
+      // Wholly inside [start, validEnd): a reading answered at validEnd may have run at that very
+      // millisecond, when the lease (server: alive while its end > now) has already ended.
+      if (sample.answeredAt >= section.validEnd) continue;
       const mode = sample.states.get(section.key)?.holders.get(section.owner);
       tally.check(
         mode !== undefined && (section.shared || mode === "exclusive"),
@@ -249,7 +251,7 @@ export function checkOwnHold(
     if (section.shared || section.token === undefined) continue;
     for (const sample of samplesFrom(byKey.get(section.key) ?? [], section.start)) {
       if (sample.sentAt >= section.validEnd) break;
-      if (sample.answeredAt > section.validEnd) continue;
+      if (sample.answeredAt >= section.validEnd) continue; // not wholly inside (above)
       const fence = sample.states.get(section.key)?.fence;
       if (fence === undefined) continue;
       tally.check(

@@ -16,6 +16,7 @@ import {
   checkExclusion,
   checkFencing,
   checkGrantsKept,
+  checkHeldAsBelieved,
   checkLiveness,
   checkLostSignals,
   checkOwnHold,
@@ -653,6 +654,23 @@ describe("the chaos checks fail when what they guard is broken", () => {
     const hold = watchedHold(200, 60, Number.POSITIVE_INFINITY);
     expect(checkLostSignals([hold], samples, 10).violations).toBe(1);
     expect(checkLostSignals([watchedHold(200, 60, 65)], samples, 10).violations).toBe(0);
+  });
+
+  it("checks only readings wholly inside a trusted interval, up to its last millisecond", () => {
+    // Owner "a" trusts [0, 100) (a lease sent at 0; the server's lease ends at 100 or later, and
+    // a lease is alive while its end > now). A reading answered at 100 may have run at 100.
+    const trusted = { key: "k", owner: "a", token: 7, start: 0, end: 100, validEnd: 100 };
+    const notHeld = (sentAt: number, answeredAt: number): Sample => ({
+      ...reading(sentAt, null, 7),
+      answeredAt,
+    });
+    expect(checkHeldAsBelieved([trusted], [notHeld(99, 100)]).violations).toBe(0);
+    expect(checkOwnHold([trusted], [{ ...reading(99, "a", 8), answeredAt: 100 }]).violations).toBe(
+      0,
+    );
+    // One answered at 99 ran by 99, inside: the hold must be there, and be this one.
+    expect(checkHeldAsBelieved([trusted], [notHeld(98, 99)]).violations).toBe(1);
+    expect(checkOwnHold([trusted], [reading(98, "a", 8)]).violations).toBe(1);
   });
 
   it("excuses a late signal by the loop's measured lateness, and by no more", () => {

@@ -15,6 +15,35 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`;
 });
 
 /**
+ * Lua: lengthens `key`'s TTL to `ms` (a Lua expression) where it is shorter, and gives a key
+ * without one that TTL; never shortens it: `if PTTL < ms then PEXPIRE`. Written as `PEXPIRE … GT`
+ * (Redis 7, Upstash), then `NX` where that set nothing (GT treats a key without a TTL as
+ * infinite): one billed command where the TTL was shorter, as it is once time has passed since
+ * it was set, two otherwise. With `usuallyLonger` (a key that another write keeps longer, such as
+ * the parked hash that grant records keep `operationTtlMs`), the read comes first: one command.
+ */
+export function lengthenTtl(key: string, ms: string, usuallyLonger = false): string {
+  return usuallyLonger
+    ? `if redis.call('PTTL', ${key}) < ${ms} then redis.call('PEXPIRE', ${key}, ${ms}) end`
+    : `if redis.call('PEXPIRE', ${key}, ${ms}, 'GT') == 0 then redis.call('PEXPIRE', ${key}, ${ms}, 'NX') end`;
+}
+
+/**
+ * Lua: lengthenTtl for a key that has a TTL (a lock's), leaving its PTTL after in `pttlName`, a
+ * local that holds `ms` as a number: read only where the lengthening did not set it (a key
+ * without a TTL still gets one).
+ */
+export function lengthenTtlInto(key: string, ms: string, pttlName: string): string {
+  return `if redis.call('PEXPIRE', ${key}, ${ms}, 'GT') == 0 then
+  ${pttlName} = redis.call('PTTL', ${key})
+  if ${pttlName} == -1 then
+    redis.call('PEXPIRE', ${key}, ${ms})
+    ${pttlName} = tonumber(${ms})
+  end
+end`;
+}
+
+/**
  * The first lines of an exclusive acquire script (`lockKey` is the hash of owner → holds). If
  * operation record `operationKey` exists, this request is a re-send of an attempt that acquired (or
  * was handed the lock): answer {1, fence, holds, pttl} again while the hold it recorded is still
@@ -41,16 +70,17 @@ export function replayAcquisition(
   if replay == '${refusedRecord}' then return {-2} end`;
   // A later attempt sharing the id: its lease counts from its own send, so the lease is re-armed
   // to at least `rearmTo` ms (only ever lengthened).
-  const rearm =
+  const answer =
     rearmTo === undefined
-      ? ""
-      : `
-    if redis.call('PTTL', lockKey) < tonumber(${rearmTo}) then redis.call('PEXPIRE', lockKey, ${rearmTo}) end`;
+      ? "return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)}"
+      : `local pttl = tonumber(${rearmTo})
+${lengthenTtlInto("lockKey", rearmTo, "pttl")}
+return {1, tonumber(replay), tonumber(held), pttl}`;
   return `local replay = redis.call('GET', ${operationKey})
 if replay then${refused}
   local held = redis.call('HGET', lockKey, owner)
-  if held and ${fenceStillAt("fenceKey", "tonumber(replay)")} then${rearm}
-    return {1, tonumber(replay), tonumber(held), redis.call('PTTL', lockKey)}
+  if held and ${fenceStillAt("fenceKey", "tonumber(replay)")} then
+    ${answer.replaceAll("\n", "\n    ")}
   end
   return {-1}
 end`;
@@ -129,8 +159,9 @@ return {1, left, othersWaiting}`;
 
 /**
  * The end of an exclusive acquire script once `count` holds this owner's hold count (1: a first
- * hold). A first hold draws the next fencing token and runs `onFirstHold`; a re-entry keeps the
- * current token. The lease only lengthens (holds of one owner share the key). The result is
+ * hold, on a key this script made). A first hold draws the next fencing token and runs
+ * `onFirstHold`; a re-entry keeps the current token. The lease only lengthens (holds of one owner
+ * share the key). The result is
  * recorded under `operationKey` for re-sends, and the answer is {1, fence, holds, pttl}.
  */
 export function grantExclusiveHold(onFirstHold = ""): string {
@@ -139,16 +170,18 @@ export function grantExclusiveHold(onFirstHold = ""): string {
     lua: () => grantExclusiveHold(onFirstHold),
     needs: ["count", "fenceKey", "lockKey", "leaseMs", "operationKey", "operationTtlMs"],
   });
+  // A first hold made the key (every acquire script takes one only where the key was absent):
+  // its lease is leaseMs. A re-entry's lease only lengthens.
   return `local fence
+local pttl = tonumber(leaseMs)
 if count == 1 then
   fence = redis.call('INCR', fenceKey)
   ${onFirstHold}
+  redis.call('PEXPIRE', lockKey, leaseMs)
 else
   fence = tonumber(redis.call('GET', fenceKey) or '0')
-end
-if redis.call('PTTL', lockKey) < tonumber(leaseMs) then
-  redis.call('PEXPIRE', lockKey, leaseMs)
+  ${lengthenTtlInto("lockKey", "leaseMs", "pttl").replaceAll("\n", "\n  ")}
 end
 redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
-return {1, fence, count, redis.call('PTTL', lockKey)}`;
+return {1, fence, count, pttl}`;
 }

@@ -90,16 +90,17 @@ export function timeHandedOffHold(statsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "timeHandedOffHold",
     lua: () => timeHandedOffHold(statsKey),
-    needs: ["handedOff", statsKey, "fenceKey", "now", "paceTtlMs"],
+    needs: ["handedOff", statsKey, "now", "paceTtlMs"],
   });
   return `if handedOff then
-  redis.call('HSET', ${statsKey}, 'at', now, '${TIMED_FIELD}', redis.call('GET', fenceKey))
+  redis.call('HSET', ${statsKey}, 'at', now, '${TIMED_FIELD}', handedOff)
   redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
 end`;
 }
 
 /**
- * Reads the pace hash once (`pace`: at, hold, dev, cycle, rtt) for what a script then learns
+ * Reads the pace hash once (`pace`: at, hold, dev, cycle, rtt, and `for`, set while the free lock
+ * is reserved for the queue's head; reserveForHead) for what a script then learns
  * (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites` (`paceWrite(field,
  * value, …)`) and writes once (writePace): every HGET and HSET of the hash is a billed command
  * (issue 42).
@@ -111,7 +112,7 @@ export function readPace(statsKey: string): string {
     needs: [statsKey],
     provides: ["pace", "paceWrites", "paceWrite"],
   });
-  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt')
+  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt', 'for')
 local paceWrites = {}
 local function paceWrite(...)
   for _, each in ipairs({...}) do paceWrites[#paceWrites + 1] = each end
@@ -137,7 +138,8 @@ end`;
 /**
  * At a first acquisition (or the release that hands the lock over): when the new holder had
  * waited in the queue (`waited`, a Lua expression), the time since the previous holder took the
- * lock is one hand-off cycle; then the current hold starts now and any reservation is spent.
+ * lock is one hand-off cycle; then the current hold starts now and any reservation is spent
+ * (its three fields are written and deleted together, so `for` read by readPace tells).
  * With `fence` (a Lua expression: the new hold's token; the plain, fair and write lock, whose
  * uncontended holds take a fast path that times nothing), the hold is also marked as timed (see
  * TIMED_FIELD).
@@ -156,7 +158,7 @@ export function learnHandOff(statsKey: string, waited: string, fence?: string): 
   paceWrite('cycle', math.max(1, average))
 end
 paceWrite('at', now${timed})
-redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until')`;
+if pace[6] then redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until') end`;
 }
 
 /** What a script gathered in `paceWrites` (see readPace): one HSET, one PEXPIRE. */

@@ -9,6 +9,7 @@
  */
 import { withoutKeyLocking } from "../../transport/call.js";
 import { LUA_FRAGMENTS } from "../fragment.js";
+import { lengthenTtl } from "../lua.js";
 import type { LockKeys } from "../script.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "./lua.js";
 
@@ -125,7 +126,7 @@ export function registerParked(parkedKey: string): string {
   local registration = claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. ${parkEndLua()}
   if string.sub(wakeBy, 1, 3) == 'sub' then registration = registration .. ' ' .. wakeBy end
   redis.call('HSET', ${parkedKey}, waiter, registration)
-  if redis.call('PTTL', ${parkedKey}) < timeout then redis.call('PEXPIRE', ${parkedKey}, timeout) end
+  ${lengthenTtl(parkedKey, "timeout", true)}
 elseif registered then
   redis.call('HDEL', ${parkedKey}, waiter)
 end`;
@@ -168,7 +169,8 @@ export function noticeBehind(queueKey: string, parkedKey: string): string {
 /**
  * After the lock was freed (a release, or a force release of the lock or of its read holds): prunes
  * dead waiters and, when the live head of the queue is parked, hands it the lock (see
- * handOffToParkedHead); declares the local `handedOff`. The write lock passes its read holds
+ * handOffToParkedHead); declares the local `handedOff` (false, or the fencing token of the hold
+ * handed over). The write lock passes its read holds
  * (`readsKey`, a Lua variable that may be nil): none may be live for a hand-off; and its waiting
  * writers (`writersKey`, likewise).
  */
@@ -209,7 +211,7 @@ end`
  * (hold count 1, lease min(its lease, its claim window), the next fencing token), takes it out of
  * the queue (and, with `writersKey`, out of a read-write lock's waiting writers: its wait is over,
  * so readers no longer defer to it), tells it `grant <fence> <lease> <ms since its latest
- * registration>`, and sets `handedOff` (a local of the caller's) to true. How it is told depends
+ * registration>`, and sets `handedOff` (a local of the caller's) to its fencing token. How it is told depends
  * on how the waiter waits (its registration, see registerParked):
  * - on a blocking pop: the grant is pushed to its wake list (twice, so that a pop re-sent after a
  *   lost answer finds it) and its operation record says it holds the lock. Both keys are named
@@ -287,7 +289,7 @@ if canTell then
     -- The copy is of use only within the claim window; then the list goes.
     redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   end`)}
-  handedOff = true
+  handedOff = fence
   ${noticeBehind(queueKey, parkedKey)}
 end`;
 }
@@ -359,7 +361,7 @@ export function recordAnnouncedGrant(parkedKey: string, grantsKey: string, membe
   return `local ttl = tonumber(operationTtlMs)
 redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence)
 redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. ${member})
-if redis.call('PTTL', ${parkedKey}) < ttl then redis.call('PEXPIRE', ${parkedKey}, ttl) end
+${lengthenTtl(parkedKey, "ttl")}
 redis.call('PEXPIRE', ${grantsKey}, ttl)`;
 }
 

@@ -5,6 +5,7 @@
  * hold a place each, and one leaving never takes the other's.
  */
 import { LUA_FRAGMENTS } from "../fragment.js";
+import { lengthenTtl } from "../lua.js";
 
 /**
  * Declares `waiter`, the queue member of this acquisition: the owner and `parkId` (absent where
@@ -51,7 +52,7 @@ export function refreshWaiter(timeoutsKey: string): string {
     needs: [timeoutsKey, "now", "waiter", "timeout"],
   });
   return `redis.call('ZADD', ${timeoutsKey}, now + timeout, waiter)
-if redis.call('PTTL', ${timeoutsKey}) < timeout then redis.call('PEXPIRE', ${timeoutsKey}, timeout) end`;
+${lengthenTtl(timeoutsKey, "timeout")}`;
 }
 
 /**
@@ -76,7 +77,7 @@ if not position then
   redis.call('ZADD', ${queueKey}, ticket, waiter)
   position = redis.call('ZCARD', ${queueKey}) - 1
 end
-if redis.call('PTTL', ${queueKey}) < timeout then redis.call('PEXPIRE', ${queueKey}, timeout) end
+${lengthenTtl(queueKey, "timeout")}
 ${refreshWaiter(timeoutsKey)}`;
 }
 

@@ -67,7 +67,7 @@ export const RELEASE = defineScript({
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
-      ${learnHandOff("holdStatsKey", "true", "redis.call('GET', fenceKey)")}
+      ${learnHandOff("holdStatsKey", "true", "handedOff")}
     else
       if redis.call('EXISTS', queueKey) == 1 then othersWaiting = 1 end
       ${reserveForHead("queueKey")}

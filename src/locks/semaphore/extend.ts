@@ -6,7 +6,7 @@
  * needs no operation id.
  */
 import type { OperationContext } from "../../hold/context.js";
-import { SERVER_NOW_MS } from "../../hold/lua.js";
+import { lengthenTtl, SERVER_NOW_MS } from "../../hold/lua.js";
 import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { HOLD_ENTRY } from "./lua.js";
@@ -53,9 +53,7 @@ elseif claim == 0 or expiry < now + tonumber(leaseMs) then
 end
 if renewed then
   redis.call('HSET', leasesKey, hold, permits .. ' ' .. since .. ' ' .. renewed)
-  if redis.call('PTTL', leasesKey) < renewed - now then
-    redis.call('PEXPIRE', leasesKey, renewed - now)
-  end
+  ${lengthenTtl("leasesKey", "renewed - now")}
 end
 return {1}`,
 });

@@ -16,6 +16,7 @@
  * no more than the grant's lease.
  */
 import { LUA_FRAGMENTS } from "../../hold/fragment.js";
+import { lengthenTtl } from "../../hold/lua.js";
 import {
   BEHIND_NOTICE_MS,
   GRANT_PARK_SHARE,
@@ -251,7 +252,7 @@ export function registerParkedPermits(): string {
   end
   redis.call('HSET', parkedKey, waiter,
     claimMs .. ' ' .. leaseMs .. ' ' .. parkId .. ' ' .. now .. ' ' .. (now + parkFor) .. ' ' .. wakeBy)
-  if redis.call('PTTL', parkedKey) < timeout then redis.call('PEXPIRE', parkedKey, timeout) end
+  ${lengthenTtl("parkedKey", "timeout", true)}
 elseif registered then
   redis.call('HDEL', parkedKey, waiter)
 end`;

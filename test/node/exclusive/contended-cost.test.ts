@@ -1,0 +1,107 @@
+/**
+ * What one contended cycle of a lock bills, step by step, with the scripts sent as the library
+ * sends them (Upstash's key-locking form) over a subscription: a waiter joins the queue and parks,
+ * polls again in place, the holder's release hands it the lock, and its next attempt takes the
+ * announced grant. Counted in billed commands (the EVALSHA and every command its script ran), the
+ * figure issue 42 holds down: a change that makes a step dearer fails here, and one that makes it
+ * cheaper updates the figure with the reason (a comment per step).
+ */
+import { describe, expect, it } from "vitest";
+import { PACE_TTL_MS } from "../../../src/hold/pace.js";
+import { handOffChannelKeys } from "../../../src/hold/queue/hand-off.js";
+import { lockKeys } from "../../../src/hold/script.js";
+import { ACQUIRE } from "../../../src/locks/exclusive/lock.js";
+import { RELEASE } from "../../../src/locks/exclusive/release.js";
+import { newOperationId } from "../../../src/platform.js";
+import { backendKindsUnderTest } from "../../support/backends.js";
+import { freshPrefix, useTestBed } from "./testbed.js";
+
+describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) => {
+  const bed = useTestBed(kind);
+
+  /** Billed commands of one script run (its EVAL included), and its reply. */
+  async function run(
+    script: typeof ACQUIRE | typeof RELEASE,
+    byName: Record<string, string | undefined>,
+    args: Record<string, string>,
+  ) {
+    const before = bed.server.stats.snapshot().billedCommands;
+    const reply = (await bed.redis().eval(
+      script.keyLocking.source,
+      script.keyNames.map((key) => byName[key] ?? ""),
+      script.argNames.map((arg) => args[arg] ?? ""),
+    )) as number[];
+    return {
+      reply: reply.map(Number),
+      billed: bed.server.stats.snapshot().billedCommands - before,
+    };
+  }
+
+  it("joining 29, a poll in place 19, a hand-off 27, taking the grant 9", async () => {
+    const keys = lockKeys(freshPrefix(), "contended");
+    const byName = (operationId: string): Record<string, string | undefined> => ({
+      lockKey: keys.lock,
+      fenceKey: keys.fence,
+      operationKey: keys.operation(operationId),
+      holdStatsKey: keys.holdStats,
+      queueKey: keys.queue,
+      timeoutsKey: keys.timeouts,
+      parkedKey: keys.parked,
+      grantsKey: keys.grants,
+      ...handOffChannelKeys(keys),
+    });
+    const acquire = (owner: string, operationId: string, attempt: number) =>
+      run(ACQUIRE, byName(operationId), {
+        owner,
+        leaseMs: "10000",
+        operationTtlMs: "60000",
+        paceTtlMs: String(PACE_TTL_MS),
+        waiterTimeoutMs: "5000",
+        roundTripMs: "20",
+        claimMs: "2000",
+        parkId: operationId,
+        parkBeside: "0",
+        wakeBy: `sub${attempt}.0`,
+      });
+
+    const holding = await acquire("holder", newOperationId(), 1);
+    expect(holding.reply[0]).toBe(1); // the fast path: free, nobody queued
+    const fence = holding.reply[1]!;
+    const waiting = newOperationId();
+
+    // Busy: the replay check, the clock, the queue's dead pruned, the holder's TTL, its place (the
+    // queue and its deadline made, each given its TTL), the hold marked as timed, the statistics
+    // read and the round trip written, its parked registration. Every key it makes is new: its
+    // TTL costs GT then NX, as the read then the PEXPIRE did before.
+    const joined = await acquire("waiter", waiting, 1);
+    expect([joined.reply[0], joined.reply[2]]).toEqual([0, 0]); // busy, at the head
+    // In place: its rank, and one PEXPIRE GT for the queue and for the deadlines (PTTL then
+    // PEXPIRE before: 21); the parked hash, which grant records keep longer, is read first.
+    const again = await acquire("waiter", waiting, 2);
+    expect(again.reply[0]).toBe(0);
+
+    // The release hands the lock to the parked head: the hold's statistics learned, the dead and
+    // the expired grant records pruned, the head's hold, lease and token, its grant recorded and
+    // published; the token handed over is the one it timed (no GET of the counter), and no
+    // reservation to drop (read with the statistics, not deleted blindly); the parked hash's TTL
+    // lengthened by one PEXPIRE GT (30 before the three).
+    const released = await run(RELEASE, byName(newOperationId()), {
+      owner: "holder",
+      operationTtlMs: "60000",
+      paceTtlMs: String(PACE_TTL_MS),
+      fencingToken: String(fence),
+    });
+    expect(released.reply).toEqual([1, 0, 1]);
+    // Its next attempt takes the grant: the record read and dropped, the operation recorded, the
+    // replay answers with the lease lengthened by one PEXPIRE GT (11 before: two PTTL reads).
+    const took = await acquire("waiter", waiting, 3);
+    expect(took.reply.slice(0, 2)).toEqual([1, fence + 1]);
+
+    expect({
+      joined: joined.billed,
+      again: again.billed,
+      released: released.billed,
+      took: took.billed,
+    }).toEqual({ joined: 29, again: 19, released: 27, took: 9 });
+  });
+});

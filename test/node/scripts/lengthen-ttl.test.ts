@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { lengthenTtl, lengthenTtlInto } from "../../../src/hold/lua.js";
+import { KEY_LOCKING_SHEBANG } from "../../../src/transport/call.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, useTestBed } from "../exclusive/testbed.js";
 
@@ -17,7 +18,10 @@ const ASKED_MS = 5_000;
 describe.each(backendKindsUnderTest())("lengthening a key's TTL on %s", (kind) => {
   const bed = useTestBed(kind);
 
-  /** Runs `lua` (with KEYS[1] and ARGV[1] = 5000) on a key set up as `before`. */
+  /**
+   * Runs `lua` (with KEYS[1] and ARGV[1] = 5000) on a key set up as `before`, under per-key
+   * locking as the library's scripts run on Upstash.
+   */
   async function run(lua: string, before: Before) {
     const redis = bed.redis();
     const key = `${freshPrefix()}:k`;
@@ -25,7 +29,7 @@ describe.each(backendKindsUnderTest())("lengthening a key's TTL on %s", (kind) =
     if (before === "1 s") await redis.pexpire(key, 1_000);
     if (before === "60 s") await redis.pexpire(key, 60_000);
     const start = bed.server.stats.snapshot().billedCommands;
-    const reply = await redis.eval(lua, [key], [String(ASKED_MS)]);
+    const reply = await redis.eval(`${KEY_LOCKING_SHEBANG}\n${lua}`, [key], [String(ASKED_MS)]);
     const billed = bed.server.stats.snapshot().billedCommands - start - 1; // less the EVAL
     return { reply, billed, pttl: await redis.pttl(key) };
   }

@@ -420,6 +420,7 @@ export function checkCapacityErrors(
         (request) =>
           request.copy !== true &&
           request.leave !== true &&
+          request.park !== true &&
           request.sentAt >= seenAt &&
           request.sentAt <= wait.endedAt,
       );
@@ -440,7 +441,9 @@ export function checkCapacityErrors(
       seenAt,
       ...options
         .requestsOf(wait)
-        .filter((request) => request.copy !== true && request.sentAt < seenAt)
+        .filter(
+          (request) => request.copy !== true && request.park !== true && request.sentAt < seenAt,
+        )
         .map((request) => request.settledAt ?? Number.POSITIVE_INFINITY),
     );
     const quietUntil =

@@ -287,7 +287,7 @@ export function createIsolate(
 type OwnerRequests = Map<string, ArmingRequest[]>;
 
 /** What an isolate's transport reports to, and consults. */
-interface TransportHooks {
+export interface TransportHooks {
   readonly counts: ParkCounts;
   /** Owners whose process crashed: nothing naming them leaves any more. */
   readonly crashed: ReadonlySet<string>;
@@ -343,7 +343,7 @@ const OPERATION_ID = /^[0-9a-f]{24}$/;
  * Where the isolates subscribe, `subscribe` is the Redis client's with the run's faults on the
  * stream (subscription-faults.ts), and an attempt sent listening counts as a park.
  */
-function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
+export function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
   const { counts, crashed, requests, lateCopies, operationOwners, subscriptions } = hooks;
   const timed = async <T>(
     scriptOrSha: string,
@@ -400,9 +400,11 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
     async exec(command) {
       const parking = command[0] === "BLPOP";
       let settled = false;
+      const sentAt = Date.now();
+      let owner: string | undefined;
       if (parking) {
         const key = String(command[1]);
-        const owner = operationOwners.get(key.slice(key.lastIndexOf(":") + 1));
+        owner = operationOwners.get(key.slice(key.lastIndexOf(":") + 1));
         if (owner !== undefined) hooks.parked(owner);
         lateCopies.maybeCopy({
           park: true,
@@ -414,6 +416,21 @@ function isolateTransport(redis: Redis, hooks: TransportHooks): RedisLike {
         const reply = await redis.exec(command);
         if (parking && reply !== null) counts.woken += 1;
         return reply;
+      } catch (error) {
+        // A pop that hung or failed may have taken the word of a hand-off with it (its grant
+        // then lapses unclaimed): the waiter's request failed, as an attempt's may.
+        if (owner !== undefined && requests.has(owner)) {
+          requests.get(owner)!.push({
+            sentAt,
+            settledAt: Date.now(),
+            leaseMs: 0,
+            confirmed: false,
+            failed: true,
+            park: true,
+            trace: `BLPOP → ${error instanceof Error ? error.name : "error"}`,
+          });
+        }
+        throw error;
       } finally {
         settled = true;
         if (parking) counts.settled += 1;

@@ -28,6 +28,11 @@ export interface ArmingRequest {
   readonly copy?: boolean;
   /** A waiter's leave (queue.leave, semaphore.abandon, readWriteLock.abandonRead). */
   leave?: boolean;
+  /**
+   * A waiter's blocking pop (its park) that failed: recorded only then, as a request of its
+   * owner that failed (the word it waited for may have been lost with it). It arms nothing.
+   */
+  readonly park?: boolean;
 }
 
 /**

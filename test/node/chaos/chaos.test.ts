@@ -2,6 +2,7 @@
  * The short seeded chaos run (the long one is `npm run chaos`), and proof that its checks fail
  * when the thing they guard is broken: each sabotaged primitive below must produce violations.
  */
+import type { Redis } from "@upstash/redis";
 import type { Context, MiddlewareHandler } from "hono";
 import { describe, expect, it } from "vitest";
 import { type ConcurrencyLimitOptions, concurrencyLimit } from "../../../src/hono/index.js";
@@ -10,7 +11,7 @@ import { latchKeys } from "../../../src/locks/count-down-latch/keys.js";
 import { sleep as sleepMs } from "../../../src/platform.js";
 import { runConcurrencyLimitChaos } from "../../chaos/concurrency-limit.js";
 import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
-import type { ChaosEnvironment } from "../../chaos/environment.js";
+import { type ChaosEnvironment, isolateTransport } from "../../chaos/environment.js";
 import { runIdempotencyChaos } from "../../chaos/idempotency.js";
 import {
   checkExclusion,
@@ -24,8 +25,10 @@ import {
   type InvariantResult,
   idleStretches,
 } from "../../chaos/invariants.js";
+import type { ArmingRequest } from "../../chaos/killable-renewer.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
 import { type LatchUnderTest, runLatchChaos } from "../../chaos/latch.js";
+import { LateCopies } from "../../chaos/late-copies.js";
 import { LoopLag } from "../../chaos/loop-lag.js";
 import type { ChaosHold, ChaosIsolate, ChaosPrimitive } from "../../chaos/primitive.js";
 import { reentrantLockPrimitive } from "../../chaos/primitives/lock.js";
@@ -878,5 +881,34 @@ describe("the connection budget of a request (nested scopes, two Workers clients
       budget.stop();
       globalThis.fetch = original;
     }
+  });
+});
+
+describe("the chaos transport's record of a waiter's requests", () => {
+  it("counts a blocking pop that failed as a failed request of its waiter (its word may be lost)", async () => {
+    const owner = "a".repeat(32);
+    const operationId = "0123456789abcdef01234567";
+    const requests = new Map<string, ArmingRequest[]>([[owner, []]]);
+    const failing = {
+      exec: async () => {
+        throw new DOMException("The operation timed out.", "TimeoutError");
+      },
+    } as unknown as Redis;
+    const transport = isolateTransport(failing, {
+      counts: { settled: 0, woken: 0 },
+      crashed: new Set(),
+      requests,
+      lateCopies: new LateCopies({ rate: 0, minDelayMs: 0, maxDelayMs: 0 }, 1),
+      operationOwners: new Map([[operationId, owner]]),
+      parked: () => {},
+      subscriptions: undefined,
+    });
+    // A pop on another acquisition's list names nobody tracked: nothing is recorded for it.
+    await expect(transport.exec?.(["BLPOP", `{k}:wake:${"f".repeat(24)}`, "1"])).rejects.toThrow();
+    expect(requests.get(owner)).toEqual([]);
+    await expect(transport.exec?.(["BLPOP", `{k}:wake:${operationId}`, "1"])).rejects.toThrow();
+    expect(requests.get(owner)).toEqual([
+      expect.objectContaining({ failed: true, park: true, leaseMs: 0, confirmed: false }),
+    ]);
   });
 });

@@ -118,19 +118,21 @@ end`;
  * delete the owner's field at zero, record the result under `operationKey` and answer {1, holds
  * left, others waiting (1/0)}, or {0} when the owner holds nothing (then no record stays). A
  * re-send replays the recorded answer as {1, holds left}. When the last hold goes, `whenFreed`
- * runs if `freedSlowly` (a Lua expression that may read `fence`, the fence counter as a string)
- * holds: e.g. to learn how long the hold lasted and hand the lock over; it may set
- * `othersWaiting` to 1. Else the release costs 5 commands: the record is claimed first (SET NX,
- * which is also the replay check) and holds the answer of a last hold's release, 0.
+ * runs if `freedSlowly` (a Lua expression that may read `fence`, the fence counter as a string,
+ * and what `readFirst` read) holds: e.g. to learn how long the hold lasted and hand the lock
+ * over; it may set `othersWaiting` to 1. `readFirst` (Lua, run once the last hold went) reads
+ * what both need in one command. Else the release costs 5 commands: the record is claimed first
+ * (SET NX, which is also the replay check) and holds the answer of a last hold's release, 0.
  */
 export function releaseOneHold(
   operationKey: string,
   whenFreed: string,
   freedSlowly: string,
+  readFirst = "",
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "releaseOneHold",
-    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly),
+    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly, readFirst),
     needs: [operationKey, "lockKey", "owner", "operationTtlMs", "fenceKey", "fencingToken"],
   });
   return `if not redis.call('SET', ${operationKey}, 0, 'NX', 'PX', operationTtlMs) then
@@ -150,6 +152,7 @@ if left > 0 then
 else
   redis.call('HDEL', lockKey, owner)
   left = 0
+  ${readFirst}
   if ${freedSlowly} then
 ${whenFreed}
   end

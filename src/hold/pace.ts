@@ -99,20 +99,22 @@ end`;
 }
 
 /**
- * Reads the pace hash once (`pace`: at, hold, dev, cycle, rtt, and `for`, set while the free lock
- * is reserved for the queue's head; reserveForHead) for what a script then learns
- * (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites` (`paceWrite(field,
- * value, …)`) and writes once (writePace): every HGET and HSET of the hash is a billed command
- * (issue 42).
+ * Reads the pace hash once (`pace`: at, hold, dev, cycle, rtt, `for`, set while the free lock
+ * is reserved for the queue's head (reserveForHead), and TIMED_FIELD) for what a script then
+ * learns (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites`
+ * (`paceWrite(field, value, …)`) and writes once (writePace): every HGET and HSET of the hash is
+ * a billed command (issue 42). With `mayBeNil` (`statsKey` an optional key), `pace` is empty
+ * where it is nil.
  */
-export function readPace(statsKey: string): string {
+export function readPace(statsKey: string, mayBeNil = false): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "readPace",
-    lua: () => readPace(statsKey),
+    lua: () => readPace(statsKey, mayBeNil),
     needs: [statsKey],
     provides: ["pace", "paceWrites", "paceWrite"],
   });
-  return `local pace = redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt', 'for')
+  const read = `redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt', 'for', '${TIMED_FIELD}')`;
+  return `local pace = ${mayBeNil ? `${statsKey} and ${read} or {}` : read}
 local paceWrites = {}
 local function paceWrite(...)
   for _, each in ipairs({...}) do paceWrites[#paceWrites + 1] = each end
@@ -175,7 +177,17 @@ export function writePace(statsKey: string): string {
 end`;
 }
 
-/** At a waiter's busy poll: folds its reported round trip (ARGV `roundTripMs`, 0: unknown) in. */
+/**
+ * A round trip within this share of the average (either way) leaves it as it is: only the
+ * reservation window (reserveForHead, between 10 and 500 ms) reads it, and a write of the pace
+ * hash at every busy poll costs two billed commands (issue 42).
+ */
+export const ROUND_TRIP_KEPT_WITHIN = 0.25;
+
+/**
+ * At a waiter's busy poll: folds its reported round trip (ARGV `roundTripMs`, 0: unknown) in,
+ * unless it is within ROUND_TRIP_KEPT_WITHIN of the average.
+ */
 export function learnRoundTrip(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnRoundTrip",
@@ -185,25 +197,28 @@ export function learnRoundTrip(): string {
   return `if tonumber(roundTripMs) > 0 then
   local sample = math.max(1, tonumber(roundTripMs))
   local average = tonumber(pace[5] or '0')
+  if math.abs(sample - average) > ${ROUND_TRIP_KEPT_WITHIN} * average then
   ${foldSample()}
   paceWrite('rtt', math.max(1, average))
+  end
 end`;
 }
 
 /**
  * The busy reply every queued kind answers: {0, holder pttl (-2: free), position (-1: not
  * queued), average hold, hold deviation, average cycle, ms the holder has held, waiters queued}
- * (-1: unknown; the averages rounded to whole ms), from the caller's locals `pttl` and `position`
- * and the pace hash as read by readPace.
+ * (-1: unknown; the averages rounded to whole ms), from the caller's locals `pttl`, `position`
+ * and `queueLength` (the queue's length where joinQueue just counted it, else nil) and the pace hash
+ * as read by readPace.
  */
 export function busyTurnReply(queueKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "busyTurnReply",
     lua: () => busyTurnReply(queueKey),
-    needs: [queueKey, "now", "pttl", "position", "pace"],
+    needs: [queueKey, "now", "pttl", "position", "queueLength", "pace"],
   });
   return `local heldFor = -1
 if pttl ~= -2 and pace[1] then heldFor = math.max(0, now - tonumber(pace[1])) end
 local function ms(value) if value then return math.floor(tonumber(value) + 0.5) end return -1 end
-return {0, pttl, position, ms(pace[2]), ms(pace[3]), ms(pace[4]), heldFor, redis.call('ZCARD', ${queueKey})}`;
+return {0, pttl, position, ms(pace[2]), ms(pace[3]), ms(pace[4]), heldFor, queueLength or redis.call('ZCARD', ${queueKey})}`;
 }

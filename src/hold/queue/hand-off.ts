@@ -141,15 +141,23 @@ end`;
  *   be a whole holder's lease later, after an early release);
  * - after a read release that moved the last read lease end earlier (a write lock's parked
  *   writer, whose park was bounded by the later end): it asks again just after the new end.
- * The word is of use only within that lease, and expires with it.
+ * The word is of use only within that lease, and expires with it. `head` (a Lua expression): the
+ * queue's head where the caller already read it.
  */
-export function noticeBehind(queueKey: string, parkedKey: string): string {
+export function noticeBehind(queueKey: string, parkedKey: string, head?: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "noticeBehind",
-    lua: () => noticeBehind(queueKey, parkedKey),
-    needs: [queueKey, parkedKey, ...HAND_OFF_CHANNEL_KEYS, "now", "lockKey", "lease"],
+    lua: () => noticeBehind(queueKey, parkedKey, head),
+    needs: [
+      head === undefined ? queueKey : undefined,
+      parkedKey,
+      ...HAND_OFF_CHANNEL_KEYS,
+      "now",
+      "lockKey",
+      "lease",
+    ],
   });
-  return `local behind = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+  return `local behind = ${head ?? `redis.call('ZRANGE', ${queueKey}, 0, 0)[1]`}
   local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
   if behindParked then
     local behindId, parkEnd, behindWakeBy, behindShard =
@@ -169,8 +177,9 @@ export function noticeBehind(queueKey: string, parkedKey: string): string {
 /**
  * After the lock was freed (a release, or a force release of the lock or of its read holds): prunes
  * dead waiters and, when the live head of the queue is parked, hands it the lock (see
- * handOffToParkedHead); declares the local `handedOff` (false, or the fencing token of the hold
- * handed over). The write lock passes its read holds
+ * handOffToParkedHead); declares the locals `handedOff` (false, or the fencing token of the hold
+ * handed over) and `heads` (the first two live waiters, read before any hand-off; where none
+ * took place, reserveForHead reserves the lock for them). The write lock passes its read holds
  * (`readsKey`, a Lua variable that may be nil): none may be live for a hand-off; and its waiting
  * writers (`writersKey`, likewise).
  */
@@ -193,9 +202,10 @@ export function handOffFreedLock(
     name: "handOffFreedLock",
     lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, announce, readWrite),
     needs: [readsKey, "now"],
-    provides: ["handedOff"],
+    provides: ["handedOff", "heads"],
   });
   return `${pruneDeadWaiters(queueKey, timeoutsKey)}
+local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
 local handedOff = false
 ${
   readsKey === undefined
@@ -250,6 +260,7 @@ export function handOffToParkedHead(
       "operationTtlMs",
       "now",
       "handedOff",
+      "heads",
     ],
   });
   const leaveWriters =
@@ -259,7 +270,7 @@ export function handOffToParkedHead(
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
   // Under key locking only a subscribed waiter can be told (canTell).
   return `${pruneGrantRecords(parkedKey, grantsKey)}
-local head = redis.call('ZRANGE', ${queueKey}, 0, 0)[1]
+local head = heads[1]
 local parked = head and redis.call('HGET', ${parkedKey}, head)
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then
@@ -290,7 +301,7 @@ if canTell then
     redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   end`)}
   handedOff = fence
-  ${noticeBehind(queueKey, parkedKey)}
+  ${noticeBehind(queueKey, parkedKey, "heads[2]")}
 end`;
 }
 

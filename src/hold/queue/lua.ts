@@ -58,15 +58,16 @@ ${lengthenTtl(timeoutsKey, "timeout")}`;
 /**
  * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
  * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
- * ahead of it (`timeout` and `position` are locals of the caller's). `whenFirst` (Lua) runs when
- * the waiter joins an empty queue. A waiter in place pays one ZRANK; one joining gets the last
- * rank, its ticket being the highest.
+ * ahead of it (`timeout`, `position` and `queueLength` are locals of the caller's). `whenFirst` (Lua)
+ * runs when the waiter joins an empty queue. A waiter in place pays one ZRANK; one joining gets
+ * the last rank, its ticket being the highest, and sets `queueLength` to the queue's length, which a
+ * busy reply then need not count again (busyTurnReply).
  */
 export function joinQueue(queueKey: string, timeoutsKey: string, whenFirst = ""): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "joinQueue",
     lua: () => joinQueue(queueKey, timeoutsKey, whenFirst),
-    needs: [queueKey, "now", "waiter", "timeout", "position"],
+    needs: [queueKey, "now", "waiter", "timeout", "position", "queueLength"],
   });
   const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
   return `position = redis.call('ZRANK', ${queueKey}, waiter)
@@ -75,7 +76,8 @@ if not position then
   local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')${first}
   if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
   redis.call('ZADD', ${queueKey}, ticket, waiter)
-  position = redis.call('ZCARD', ${queueKey}) - 1
+  queueLength = redis.call('ZCARD', ${queueKey})
+  position = queueLength - 1
 end
 ${lengthenTtl(queueKey, "timeout")}
 ${refreshWaiter(timeoutsKey)}`;
@@ -90,17 +92,16 @@ export const RESERVATION_MS = { min: 10, max: 500, unknown: 50 } as const;
  * if any, for about a round trip of theirs (the `rtt` average of the pace hash, as learnHold read
  * it into `pace`), so that nobody else barges into the gap between the release and their polls.
  * Two, because both aim at this release (see src/wait/poll.ts): one a little early, one a little
- * late. Dead waiters must have been pruned. Written with the release's other pace fields
- * (`paceWrite`, see writePace in pace.ts).
+ * late. The two are the local `heads`, read once dead waiters were pruned (handOffFreedLock).
+ * Written with the release's other pace fields (`paceWrite`, see writePace in pace.ts).
  */
-export function reserveForHead(queueKey: string): string {
+export function reserveForHead(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "reserveForHead",
-    lua: () => reserveForHead(queueKey),
-    needs: [queueKey, "now", "pace", "paceWrite"],
+    lua: () => reserveForHead(),
+    needs: ["heads", "now", "pace", "paceWrite"],
   });
-  return `local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
-if heads[1] then
+  return `if heads[1] then
   local rtt = tonumber(pace[5] or '0')
   local window = ${RESERVATION_MS.unknown}
   if rtt > 0 then window = math.floor(math.min(${RESERVATION_MS.max}, math.max(${RESERVATION_MS.min}, rtt))) end

@@ -220,7 +220,7 @@ if not count then
     redis.call('SET', operationKey, 0, 'PX', operationTtlMs)
     return {0, pttl}
   end
-  local position = -1
+  local position, queueLength = -1, nil
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
     ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"))}

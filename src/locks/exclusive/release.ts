@@ -5,14 +5,7 @@
 
 import type { OperationContext } from "../../hold/context.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../../hold/lua.js";
-import {
-  learnHandOff,
-  learnHold,
-  PACE_TTL_MS,
-  readPace,
-  TIMED_FIELD,
-  writePace,
-} from "../../hold/pace.js";
+import { learnHandOff, learnHold, PACE_TTL_MS, readPace, writePace } from "../../hold/pace.js";
 import {
   ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
@@ -37,7 +30,7 @@ import { newOperationId } from "../../platform.js";
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
 // The release that frees a hold somebody queued behind (the others take the fast path, see
-// releaseOneHold and TIMED_FIELD) folds its length into the average hold and its mean
+// releaseOneHold and TIMED_FIELD in pace.ts) folds its length into the average hold and its mean
 // deviation (weight 1/4, a sample counted as at most twice the average), then hands the lock to
 // the head waiter if it is parked (push mode, queue/hand-off.ts), else reserves the lock for the
 // head waiters for about a round trip (see reserveForHead).
@@ -61,7 +54,6 @@ export const RELEASE = defineScript({
   lua: releaseOneHold(
     "operationKey",
     `${SERVER_NOW_MS}
-  ${readPace("holdStatsKey")}
   ${learnHold()}
   if queueKey then
     ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
@@ -69,15 +61,17 @@ export const RELEASE = defineScript({
       othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true", "handedOff")}
     else
-      if redis.call('EXISTS', queueKey) == 1 then othersWaiting = 1 end
-      ${reserveForHead("queueKey")}
+      if heads[1] then othersWaiting = 1 end
+      ${reserveForHead()}
     end
   end
   ${writePace("holdStatsKey")}`,
     // A hold that nobody queued behind (the acquire scripts mark one that somebody did, see
     // markContendedHold) frees on the fast path: no waiter to hand it to or reserve it for,
-    // nothing to learn. (The write lock's readers never queue: they poll.)
-    `holdStatsKey and redis.call('HGET', holdStatsKey, '${TIMED_FIELD}') == fence`,
+    // nothing to learn. (The write lock's readers never queue: they poll.) One read of the pace
+    // hash tells which, and serves the slow path too.
+    `pace[7] == fence`,
+    readPace("holdStatsKey", true),
   ),
 });
 

@@ -114,7 +114,7 @@ end
 if not count then
   local reading = pttl == -2 and readsEnd ~= nil
   if reading then pttl = tonumber(readsEnd) - now end
-  local position = -1
+  local position, queueLength = -1, nil
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
     if writerPreference == '1' then
@@ -136,7 +136,7 @@ end`,
     endAcquisition('left')
   end
   ${writePace("holdStatsKey")}
-  if reading then return {0, pttl, position, -1, -1, -1, -1, redis.call('ZCARD', queueKey)} end
+  if reading then return {0, pttl, position, -1, -1, -1, -1, queueLength or redis.call('ZCARD', queueKey)} end
   ${busyTurnReply("queueKey")}
 end
 local waited = redis.call('ZREM', queueKey, waiter) == 1

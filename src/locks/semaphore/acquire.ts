@@ -148,7 +148,7 @@ if held + reserved + wanted <= capacity then
   redis.call('SET', operationKey, fence, 'PX', operationTtlMs)
   return {1, fence}
 end
-local position = -1
+local position, queueLength = -1, nil
 local timeout = tonumber(waiterTimeoutMs)
 ${SOONEST_LEASE_END}
 if timeout > 0 then

@@ -107,6 +107,20 @@ describe.each(
     await taken?.release();
   });
 
+  it("learns a round trip a quarter or more away from the average, and writes no other", async () => {
+    const prefix = freshPrefix();
+    const { held } = await heldWithWaiter(prefix, "slow-waiter-00000000");
+    const learnt = async () => Number(await bed.redis().hget(`${prefix}:{gap}:holds`, "rtt"));
+    expect(await learnt()).toBe(RESERVATION_MS.max);
+    // Within a quarter of the average: kept as it is (no write of the statistics).
+    await attempt(prefix, "slow-waiter-00000000", RESERVATION_MS.max * 1.2);
+    expect(await learnt()).toBe(RESERVATION_MS.max);
+    // Twice the average: folded in (weight 1/4), as every round trip was before.
+    await attempt(prefix, "slow-waiter-00000000", RESERVATION_MS.max * 2);
+    expect(await learnt()).toBe(RESERVATION_MS.max * 1.25);
+    await held.release();
+  });
+
   it("lets a waiting owner through once the window lapses, within one window", async () => {
     const prefix = freshPrefix();
     const { client, held } = await heldWithWaiter(prefix, "dead-waiter-00000001");

@@ -626,8 +626,9 @@ function livenessOf(
       if (request.sentAt < wait.startedAt || request.sentAt > wait.endedAt) continue;
       const settledAt = request.settledAt ?? Number.POSITIVE_INFINITY;
       // A failure the waiter rides out costs it its next attempt (push: the park it was part
-      // of; a failed blocking pop, the word of a hand-off it may have taken); one it does not outlive (it gave up, was killed), or a late copy that registers it
-      // again, leaves its place and registration to time out.
+      // of; a failed blocking pop, the word of a hand-off it may have taken); one it does not
+      // outlive (it gave up, was killed), or a late copy that registers it again, leaves its
+      // place and registration to time out.
       const orphaned = request.copy === true || settledAt >= wait.liveUntil;
       excuses.push({
         key: wait.key,

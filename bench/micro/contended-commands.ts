@@ -14,6 +14,7 @@ import { Redis } from "@upstash/redis";
 import { startDevServer } from "../../dev/index.js";
 import { LockClient } from "../../src/index.js";
 import { sleep } from "../../src/platform.js";
+import { STREAM_LINGER_MS } from "../../src/wait/push/client-state.js";
 
 const { values } = parseArgs({
   options: {
@@ -61,6 +62,9 @@ await Promise.all(
 );
 const stats = server.stats.snapshot();
 const after = await commandStats();
+// The clients' streams end STREAM_LINGER_MS after their last waiter; closing the server under
+// them would fail them ("Stream reading error" from @upstash/redis).
+await sleep(STREAM_LINGER_MS + 250);
 await server.close();
 
 const acquisitions = contenders * sections;

@@ -11,6 +11,8 @@ import { parseArgs } from "node:util";
 import { Redis } from "@upstash/redis";
 import { startDevServer } from "../../dev/index.js";
 import { LockClient, type LockClientOptions } from "../../src/index.js";
+import { sleep } from "../../src/platform.js";
+import { STREAM_LINGER_MS } from "../../src/wait/push/client-state.js";
 
 const { values } = parseArgs({
   options: {
@@ -70,5 +72,8 @@ console.log(
     servedAfterReleaseMs: servedAfterMs,
   }),
 );
+// The clients' streams end STREAM_LINGER_MS after their last waiter; closing the server under
+// them would fail them ("Stream reading error" from @upstash/redis).
+await sleep(STREAM_LINGER_MS + 250);
 await server.close();
 process.exit(0);

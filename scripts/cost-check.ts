@@ -46,7 +46,7 @@ const BUDGETS: Readonly<Record<string, number>> = {
   "write lock: acquire": 6,
   "write lock: release": 6,
   "write lock: extend": 5,
-  "write lock: busy attempt": 13,
+  "write lock: busy attempt": 12,
   // The semaphore's fast path: an acquire with nobody queued or parked, a release nobody waits
   // behind, a busy attempt that reads no queue (21, 16, 17 before); its extend no longer prunes
   // every lease first (8 before). Then its holds in one hash, the sole hold's lease its key's TTL

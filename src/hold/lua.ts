@@ -51,7 +51,9 @@ end`;
  * later hold (another task of its scope took it fresh: a new token), which the replay must not
  * attach to. Nothing is applied twice. With `rearmTo` (the name of a lease in ms), a replay also
  * re-arms the lease: for scripts whose attempts share one id. With `refusedRecord`, a record of
- * that value is a refusal (the write lock's upgrade), answered {-2} again.
+ * that value is a refusal (the write lock's upgrade), answered {-2} again. `announced` (declared
+ * by takeAnnouncedGrant, which runs first): a grant's token just written into the record, which
+ * then need not be read back.
  */
 export function replayAcquisition(
   operationKey: string,
@@ -61,7 +63,7 @@ export function replayAcquisition(
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "replayAcquisition",
     lua: () => replayAcquisition(operationKey, rearmTo, refusedRecord),
-    needs: ["lockKey", "owner", "fenceKey", operationKey, rearmTo],
+    needs: ["lockKey", "owner", "fenceKey", operationKey, rearmTo, "announced"],
   });
   const refused =
     refusedRecord === undefined
@@ -76,7 +78,7 @@ export function replayAcquisition(
       : `local pttl = tonumber(${rearmTo})
 ${lengthenTtlInto("lockKey", rearmTo, "pttl")}
 return {1, tonumber(replay), tonumber(held), pttl}`;
-  return `local replay = redis.call('GET', ${operationKey})
+  return `local replay = announced or redis.call('GET', ${operationKey})
 if replay then${refused}
   local held = redis.call('HGET', lockKey, owner)
   if held and ${fenceStillAt("fenceKey", "tonumber(replay)")} then

@@ -6,8 +6,19 @@
  */
 import { LUA_FRAGMENTS } from "./fragment.js";
 
-/** How long the statistics outlive the last acquisition or release: one hour. */
+/**
+ * How long the statistics outlive the last acquisition or release that wrote them: one hour at
+ * most, half an hour at least (writePace re-arms the TTL only once half of it has passed).
+ */
 export const PACE_TTL_MS = 3_600_000;
+
+/**
+ * The pace hash's field that says when its TTL was last set (server ms): a write re-arms the TTL
+ * only when that is more than half the TTL ago, which saves a PEXPIRE, a billed command, at nearly
+ * every contended release (issue 42). The field lives and dies with the hash, so a hash made anew
+ * (after it expired) has none and gets its TTL at its first write.
+ */
+export const PACE_RENEWED_FIELD = "renewed";
 
 /**
  * Folds `sample` (a Lua expression, ms) into the moving average `field` of hash `statsKey`, by
@@ -103,7 +114,7 @@ end`;
  * is reserved for the queue's head (reserveForHead), and TIMED_FIELD) for what a script then
  * learns (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites`
  * (`paceWrite(field, value, …)`) and writes once (writePace): every HGET and HSET of the hash is
- * a billed command (issue 42). With `mayBeNil` (`statsKey` an optional key), `pace` is empty
+ * a billed command (issue 42). `pace[8]` is PACE_RENEWED_FIELD, for writePace. With `mayBeNil` (`statsKey` an optional key), `pace` is empty
  * where it is nil.
  */
 export function readPace(statsKey: string, mayBeNil = false): string {
@@ -113,7 +124,7 @@ export function readPace(statsKey: string, mayBeNil = false): string {
     needs: [statsKey],
     provides: ["pace", "paceWrites", "paceWrite"],
   });
-  const read = `redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt', 'for', '${TIMED_FIELD}')`;
+  const read = `redis.call('HMGET', ${statsKey}, 'at', 'hold', 'dev', 'cycle', 'rtt', 'for', '${TIMED_FIELD}', '${PACE_RENEWED_FIELD}')`;
   return `local pace = ${mayBeNil ? `${statsKey} and ${read} or {}` : read}
 local paceWrites = {}
 local function paceWrite(...)
@@ -163,17 +174,23 @@ paceWrite('at', now${timed})
 if pace[6] then redis.call('HDEL', ${statsKey}, 'for', 'for2', 'until') end`;
 }
 
-/** What a script gathered in `paceWrites` (see readPace): one HSET, one PEXPIRE. */
+/**
+ * What a script gathered in `paceWrites` (see readPace): one HSET, and a PEXPIRE only where the
+ * TTL was last set more than half of it ago (PACE_RENEWED_FIELD, as readPace read it).
+ */
 export function writePace(statsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "writePace",
     lua: () => writePace(statsKey),
-    needs: [statsKey, "paceWrites", "paceTtlMs"],
+    needs: [statsKey, "pace", "paceWrites", "paceTtlMs", "now"],
   });
   // unpack: Lua 5.1's, as Redis and Upstash run it (the embedded engine provides it too).
   return `if #paceWrites > 0 then
+  local renewed = tonumber(pace[8])
+  local rearm = not renewed or now - renewed > tonumber(paceTtlMs) / 2
+  if rearm then paceWrite('${PACE_RENEWED_FIELD}', now) end
   redis.call('HSET', ${statsKey}, unpack(paceWrites))
-  redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+  if rearm then redis.call('PEXPIRE', ${statsKey}, paceTtlMs) end
 end`;
 }
 

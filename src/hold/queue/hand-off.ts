@@ -99,6 +99,13 @@ end)()`;
 }
 
 /**
+ * A Lua expression for joinQueue's `likelyNew`: a waiter that parks (ARGV `claimMs` > 0, beside
+ * `parkedKey`) registers at every busy attempt, so one without a registration (`registered`,
+ * takeAnnouncedGrant) is most likely at its first attempt, with no place in the queue yet.
+ */
+export const PARKING_FIRST_ATTEMPT = "parkedKey and not registered and tonumber(claimMs) > 0";
+
+/**
  * Registers `waiter` (this acquisition) as parked and sets the caller's `parkedNow`, or forgets
  * it (ARGV `claimMs` 0: a polling waiter) where it was `registered` (takeAnnouncedGrant). The
  * registration records when its park ends at the latest (see parkEndLua). `parkId` is the
@@ -141,24 +148,28 @@ end`;
  *   be a whole holder's lease later, after an early release);
  * - after a read release that moved the last read lease end earlier (a write lock's parked
  *   writer, whose park was bounded by the later end): it asks again just after the new end.
- * The word is of use only within that lease, and expires with it. `head` (a Lua expression): the
- * queue's head where the caller already read it.
+ * The word is of use only within that lease, and expires with it. `read` (Lua expressions): the
+ * queue's head and its registration where the caller already read them.
  */
-export function noticeBehind(queueKey: string, parkedKey: string, head?: string): string {
+export function noticeBehind(
+  queueKey: string,
+  parkedKey: string,
+  read?: { readonly head: string; readonly registration: string },
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "noticeBehind",
-    lua: () => noticeBehind(queueKey, parkedKey, head),
+    lua: () => noticeBehind(queueKey, parkedKey, read),
     needs: [
-      head === undefined ? queueKey : undefined,
-      parkedKey,
+      read === undefined ? queueKey : undefined,
+      read === undefined ? parkedKey : undefined,
       ...HAND_OFF_CHANNEL_KEYS,
       "now",
       "lockKey",
       "lease",
     ],
   });
-  return `local behind = ${head ?? `redis.call('ZRANGE', ${queueKey}, 0, 0)[1]`}
-  local behindParked = behind and redis.call('HGET', ${parkedKey}, behind)
+  return `local behind = ${read?.head ?? `redis.call('ZRANGE', ${queueKey}, 0, 0)[1]`}
+  local behindParked = behind and ${read?.registration ?? `redis.call('HGET', ${parkedKey}, behind)`}
   if behindParked then
     local behindId, parkEnd, behindWakeBy, behindShard =
       string.match(behindParked, '^%d+ %d+ (%S+) %d+ (%d+) ?(%a*)%d*%.?(%d*)$')
@@ -271,7 +282,9 @@ export function handOffToParkedHead(
   // Under key locking only a subscribed waiter can be told (canTell).
   return `${pruneGrantRecords(parkedKey, grantsKey)}
 local head = heads[1]
-local parked = head and redis.call('HGET', ${parkedKey}, head)
+-- The head's registration and the one of the waiter behind it (noticeBehind), in one read.
+local registrations = head and redis.call('HMGET', ${parkedKey}, head, heads[2] or head) or {}
+local parked = registrations[1]
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then
   claim, lease, id, since, wakeBy, registration, shard =
@@ -301,7 +314,7 @@ if canTell then
     redis.call('PEXPIRE', lockKey .. ':wake:' .. id, lease)
   end`)}
   handedOff = fence
-  ${noticeBehind(queueKey, parkedKey, "heads[2]")}
+  ${noticeBehind(queueKey, parkedKey, { head: "heads[2]", registration: "registrations[2]" })}
 end`;
 }
 
@@ -402,7 +415,8 @@ end`;
  * (`parkedKey` nil). `waiter`: a local with the acquisition's member in `parkedKey` where it is
  * not the lock's `<owner> <parkId>` (a semaphore's names its permits too). Sets `registered`
  * (declared here unless `declare` is false) to whether the acquisition has a registration left
- * to drop: a polling waiter never had one, so its attempts skip the HDEL.
+ * to drop: a polling waiter never had one, so its attempts skip the HDEL. Declares `announced`:
+ * the grant's token it took (a string), else false, which the replay then need not read back.
  */
 export function takeAnnouncedGrant(
   parkedKey: string,
@@ -421,14 +435,16 @@ export function takeAnnouncedGrant(
       "operationTtlMs",
       declare ? undefined : "registered",
     ],
-    provides: declare ? ["registered"] : [],
+    provides: declare ? ["registered", "announced"] : ["announced"],
   });
-  return `${declare ? "local registered = false\n" : ""}if ${parkedKey} then
+  return `${declare ? "local registered = false\n" : ""}local announced = false
+if ${parkedKey} then
   local member = ${waiter ?? "owner .. ' ' .. parkId"}
   registered = redis.call('HGET', ${parkedKey}, member)
   local granted = string.match(registered or '', '^granted (%d+)$')
   if granted then
     registered = false
+    announced = granted
     redis.call('HDEL', ${parkedKey}, member)
     redis.call('SET', ${operationKey}, granted, 'PX', operationTtlMs)
   end

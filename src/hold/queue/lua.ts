@@ -61,23 +61,38 @@ ${lengthenTtl(timeoutsKey, "timeout")}`;
  * ahead of it (`timeout`, `position` and `queueLength` are locals of the caller's). `whenFirst` (Lua)
  * runs when the waiter joins an empty queue. A waiter in place pays one ZRANK; one joining gets
  * the last rank, its ticket being the highest, and sets `queueLength` to the queue's length, which a
- * busy reply then need not count again (busyTurnReply).
+ * busy reply then need not count again (busyTurnReply). `likelyNew` (a Lua expression): true where
+ * the waiter has most likely no place yet (a parking waiter not registered: its first attempt), so
+ * that it joins by ZADD NX without the ZRANK first, and pays the ZRANK only if it was in place after
+ * all (a copy of the attempt ran before).
  */
-export function joinQueue(queueKey: string, timeoutsKey: string, whenFirst = ""): string {
+export function joinQueue(
+  queueKey: string,
+  timeoutsKey: string,
+  whenFirst = "",
+  likelyNew = "false",
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "joinQueue",
-    lua: () => joinQueue(queueKey, timeoutsKey, whenFirst),
+    lua: () => joinQueue(queueKey, timeoutsKey, whenFirst, likelyNew),
     needs: [queueKey, "now", "waiter", "timeout", "position", "queueLength"],
   });
   const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
-  return `position = redis.call('ZRANK', ${queueKey}, waiter)
+  const inPlace =
+    likelyNew === "false"
+      ? `position = redis.call('ZRANK', ${queueKey}, waiter)`
+      : `if not (${likelyNew}) then position = redis.call('ZRANK', ${queueKey}, waiter) else position = nil end`;
+  return `${inPlace}
 if not position then
   local ticket = now
   local tail = redis.call('ZRANGE', ${queueKey}, -1, -1, 'WITHSCORES')${first}
   if tail[2] and tonumber(tail[2]) >= ticket then ticket = tonumber(tail[2]) + 1 end
-  redis.call('ZADD', ${queueKey}, ticket, waiter)
-  queueLength = redis.call('ZCARD', ${queueKey})
-  position = queueLength - 1
+  if redis.call('ZADD', ${queueKey}, 'NX', ticket, waiter) == 1 then
+    queueLength = redis.call('ZCARD', ${queueKey})
+    position = queueLength - 1
+  else
+    position = redis.call('ZRANK', ${queueKey}, waiter)
+  end
 end
 ${lengthenTtl(queueKey, "timeout")}
 ${refreshWaiter(timeoutsKey)}`;

@@ -15,7 +15,12 @@ import {
   readPace,
   writePace,
 } from "../../hold/pace.js";
-import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
+import {
+  endingParkBeside,
+  PARKING_FIRST_ATTEMPT,
+  registerParked,
+  takeAnnouncedGrant,
+} from "../../hold/queue/hand-off.js";
 import { leaveParkedQueue } from "../../hold/queue/leave.js";
 import {
   joinQueue,
@@ -223,7 +228,7 @@ if not count then
   local position, queueLength = -1, nil
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
-    ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"))}
+    ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"), PARKING_FIRST_ATTEMPT)}
   end
   ${readPace("holdStatsKey")}
   if timeout > 0 then

@@ -17,7 +17,12 @@ import {
   readPace,
   writePace,
 } from "../../hold/pace.js";
-import { endingParkBeside, registerParked, takeAnnouncedGrant } from "../../hold/queue/hand-off.js";
+import {
+  endingParkBeside,
+  PARKING_FIRST_ATTEMPT,
+  registerParked,
+  takeAnnouncedGrant,
+} from "../../hold/queue/hand-off.js";
 import {
   joinQueue,
   pruneDeadWaiters,
@@ -34,7 +39,7 @@ import {
   queuedAttemptOutcome,
   waiterArgs,
 } from "../exclusive/lock.js";
-import { ownerReadHolds, pruneExpiredReads } from "./lua.js";
+import { ownerReadHolds } from "./lua.js";
 import { acquireKeys } from "./script-keys.js";
 
 // KEYS: 1 write hash (owner -> write holds), 2 fence, 3 reads, 4 waiting writers, 5 operation
@@ -80,7 +85,6 @@ ${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs", UPGRADE_REFUSED)}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
-${pruneExpiredReads("readsKey")}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
 ${pruneDeadWaiters("queueKey", "timeoutsKey")}
 local function endAcquisition(record)
@@ -96,15 +100,19 @@ local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then
   count = redis.call('HINCRBY', lockKey, owner, 1)
 else
-  ${ownerReadHolds("readsKey", "owner")}
+  ${ownerReadHolds("readsKey", "owner", true)}
   if ownerReads > 0 then
     endAcquisition('${UPGRADE_REFUSED}')
     return {-2}
   end
   -- pttl -2: no writer; read once, as a busy reply answers it too. The read holds matter only
-  -- then.
+  -- then. Those whose lease has passed are not pruned here (readers prune them; the key expires
+  -- with the last one): only live ones count.
   pttl = redis.call('PTTL', lockKey)
-  if pttl == -2 then readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2] end
+  if pttl == -2 then
+    readsEnd = redis.call('ZRANGE', readsKey, -1, -1, 'WITHSCORES')[2]
+    if readsEnd and tonumber(readsEnd) <= now then readsEnd = nil end
+  end
   if pttl == -2 and not readsEnd
       and not ${reservedForAnother("holdStatsKey", "queueKey")} then
     count = 1
@@ -126,6 +134,7 @@ if not count then
       `if not reading then
 ${markContendedHold("holdStatsKey", "fenceKey")}
 end`,
+      PARKING_FIRST_ATTEMPT,
     )}
   end
   ${readPace("holdStatsKey")}

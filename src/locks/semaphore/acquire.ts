@@ -100,7 +100,7 @@ ${loadHolds("leasesKey", true, "holding")}
 local registered = false
 if not quiet then
   ${takeAnnouncedGrant("parkedKey", "operationKey", "waiter", false)}
-  local replay = redis.call('GET', operationKey)
+  local replay = announced or redis.call('GET', operationKey)
   if replay then
     local hold = owner .. ' ' .. replay
     local live = holds[hold]

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { PACE_TTL_MS } from "../../../src/hold/pace.js";
 import { handOffChannelKeys } from "../../../src/hold/queue/hand-off.js";
-import { lockKeys } from "../../../src/hold/script.js";
+import { type LockKeys, lockKeys } from "../../../src/hold/script.js";
 import { ACQUIRE } from "../../../src/locks/exclusive/lock.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { newOperationId } from "../../../src/platform.js";
@@ -37,9 +37,10 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     };
   }
 
-  it("joining 28, a poll in place 17, a hand-off 25, taking the grant 9", async () => {
-    const keys = lockKeys(freshPrefix(), "contended");
-    const byName = (operationId: string): Record<string, string | undefined> => ({
+  /** The lock's script keys, the operation record being `operationId`'s. */
+  const byName =
+    (keys: LockKeys) =>
+    (operationId: string): Record<string, string | undefined> => ({
       lockKey: keys.lock,
       fenceKey: keys.fence,
       operationKey: keys.operation(operationId),
@@ -50,19 +51,32 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       grantsKey: keys.grants,
       ...handOffChannelKeys(keys),
     });
-    const acquire = (owner: string, operationId: string, attempt: number) =>
-      run(ACQUIRE, byName(operationId), {
-        owner,
-        leaseMs: "10000",
-        operationTtlMs: "60000",
-        paceTtlMs: String(PACE_TTL_MS),
-        waiterTimeoutMs: "5000",
-        roundTripMs: "20",
-        claimMs: "2000",
-        parkId: operationId,
-        parkBeside: "0",
-        wakeBy: `sub${attempt}.0`,
-      });
+
+  /** One acquire attempt of `owner`'s acquisition `operationId` (claimMs 0: a polling one). */
+  function attempt(
+    keys: LockKeys,
+    owner: string,
+    operationId: string,
+    { claimMs = 2000, attempt = 1 }: { claimMs?: number; attempt?: number } = {},
+  ) {
+    return run(ACQUIRE, byName(keys)(operationId), {
+      owner,
+      leaseMs: "10000",
+      operationTtlMs: "60000",
+      paceTtlMs: String(PACE_TTL_MS),
+      waiterTimeoutMs: "5000",
+      roundTripMs: "20",
+      claimMs: String(claimMs),
+      parkId: operationId,
+      parkBeside: "0",
+      wakeBy: `sub${attempt}.0`,
+    });
+  }
+
+  it("joining 27, a poll in place 17, a hand-off 24, taking the grant 8", async () => {
+    const keys = lockKeys(freshPrefix(), "contended");
+    const acquire = (owner: string, operationId: string, attemptNumber: number) =>
+      attempt(keys, owner, operationId, { attempt: attemptNumber });
 
     const holding = await acquire("holder", newOperationId(), 1);
     expect(holding.reply[0]).toBe(1); // the fast path: free, nobody queued
@@ -73,7 +87,8 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     // queue and its deadline made, each given its TTL), the hold marked as timed, the statistics
     // read and the round trip written, its parked registration. Every key it makes is new: its
     // TTL costs GT then NX, as the read then the PEXPIRE did before. The queue's length, counted
-    // for its place, is not counted again for the reply (29 before).
+    // for its place, is not counted again for the reply (29 before). A parking waiter with no
+    // registration is at its first attempt: it joins by ZADD NX, without a ZRANK first (28 before).
     const joined = await acquire("waiter", waiting, 1);
     expect([joined.reply[0], joined.reply[2]]).toEqual([0, 0]); // busy, at the head
     // In place: its rank, and one PEXPIRE GT for the queue and for the deadlines (PTTL then
@@ -88,8 +103,10 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     // reservation to drop (read with the statistics, not deleted blindly); the parked hash's TTL
     // lengthened by one PEXPIRE GT (30 before the three). One read of the statistics tells the
     // hold was timed and serves the learning; one read of the queue finds the head and the waiter
-    // behind it (27 before the two).
-    const released = await run(RELEASE, byName(newOperationId()), {
+    // behind it (27 before the two), and one HMGET their registrations (25 before). The statistics'
+    // TTL is set here, the hash's first write to record when; a later release within half of it
+    // leaves it (see hold-statistics.test.ts).
+    const released = await run(RELEASE, byName(keys)(newOperationId()), {
       owner: "holder",
       operationTtlMs: "60000",
       paceTtlMs: String(PACE_TTL_MS),
@@ -97,7 +114,8 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     });
     expect(released.reply).toEqual([1, 0, 1]);
     // Its next attempt takes the grant: the record read and dropped, the operation recorded, the
-    // replay answers with the lease lengthened by one PEXPIRE GT (11 before: two PTTL reads).
+    // replay answers with the lease lengthened by one PEXPIRE GT (11 before: two PTTL reads); the
+    // record just written is not read back (9 before).
     const took = await acquire("waiter", waiting, 3);
     expect(took.reply.slice(0, 2)).toEqual([1, fence + 1]);
 
@@ -106,6 +124,19 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       again: again.billed,
       released: released.billed,
       took: took.billed,
-    }).toEqual({ joined: 28, again: 17, released: 25, took: 9 });
+    }).toEqual({ joined: 27, again: 17, released: 24, took: 8 });
+  });
+
+  it("a parking waiter in place without a registration keeps its place (ZADD NX, then ZRANK)", async () => {
+    const keys = lockKeys(freshPrefix(), "in-place");
+    expect((await attempt(keys, "holder", newOperationId())).reply[0]).toBe(1);
+    const [first, second] = [newOperationId(), newOperationId()];
+    // Two waiters join polling (no registration), then the first one parks.
+    expect((await attempt(keys, "first", first, { claimMs: 0 })).reply[2]).toBe(0);
+    expect((await attempt(keys, "second", second, { claimMs: 0 })).reply[2]).toBe(1);
+    const parked = await attempt(keys, "first", first, { attempt: 2 });
+    expect(parked.reply[2]).toBe(0); // still at the head, ahead of the second
+    expect(parked.reply[7]).toBe(2); // and in the queue once
+    expect(await bed.redis().zcard(keys.queue)).toBe(2);
   });
 });

@@ -23,6 +23,18 @@ end
 local stats = redis.call('HMGET', KEYS[1], 'hold', 'dev')
 return {math.floor(tonumber(stats[1]) * 100 + 0.5), math.floor(tonumber(stats[2]) * 100 + 0.5)}`;
 
+/**
+ * Writes one field of the pace hash KEYS[1] as a script does, at server time ARGV[1] with a TTL of
+ * ARGV[2] ms; answers the hash's PTTL after (ARGV[3] '1': the TTL is first cut to 1 s, as if time
+ * had passed since it was set).
+ */
+const WRITE_AT = `local now, paceTtlMs = tonumber(ARGV[1]), ARGV[2]
+if ARGV[3] == '1' then redis.call('PEXPIRE', KEYS[1], 1000) end
+${readPace("KEYS[1]")}
+paceWrite('hold', 25)
+${writePace("KEYS[1]")}
+return redis.call('PTTL', KEYS[1])`;
+
 const FOLD_AVERAGE = `for i = 1, #ARGV do
   local sample = tonumber(ARGV[i])
   ${learnAverage("KEYS[1]", "avg", "sample")}
@@ -62,5 +74,19 @@ describe.each(backendKindsUnderTest())("hold statistics on %s", (kind) => {
   it("one unusually long hold counts as at most twice the average", async () => {
     const [average] = (await fold(FOLD_SAMPLES, [20, 10_000])) as [number, number];
     expect(average).toBe(2500); // 20 + (40 − 20) / 4
+  });
+
+  it("sets the TTL at the first write, and again only once half of it has passed", async () => {
+    const key = `${freshPrefix()}:holds`;
+    const write = async (now: number, cut: boolean) =>
+      Number(await bed.redis().eval(WRITE_AT, [key], [String(now), "600000", cut ? "1" : "0"]));
+    expect(await write(1_000, false)).toBeGreaterThan(590_000);
+    // Within half the TTL of the last time it was set: left as it is (one PEXPIRE fewer).
+    expect(await write(300_000, true)).toBeLessThanOrEqual(1_000);
+    // Past half of it: set again.
+    expect(await write(301_001, true)).toBeGreaterThan(590_000);
+    // A hash made anew (the old one expired) has no record of it: set at its first write.
+    await bed.redis().del(key);
+    expect(await write(301_002, false)).toBeGreaterThan(590_000);
   });
 });

@@ -186,8 +186,7 @@ export function writePace(statsKey: string): string {
   });
   // unpack: Lua 5.1's, as Redis and Upstash run it (the embedded engine provides it too).
   return `if #paceWrites > 0 then
-  local renewed = tonumber(pace[8])
-  local rearm = not renewed or now - renewed > tonumber(paceTtlMs) / 2
+  local rearm = not pace[8] or now - pace[8] > paceTtlMs / 2
   if rearm then paceWrite('${PACE_RENEWED_FIELD}', now) end
   redis.call('HSET', ${statsKey}, unpack(paceWrites))
   if rearm then redis.call('PEXPIRE', ${statsKey}, paceTtlMs) end

@@ -279,10 +279,10 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  // Under key locking only a subscribed waiter can be told (canTell).
+  // Under key locking only a subscribed waiter can be told (canTell). One HMGET reads the head's
+  // registration and that of the waiter behind it (for noticeBehind).
   return `${pruneGrantRecords(parkedKey, grantsKey)}
 local head = heads[1]
--- The head's registration and the one of the waiter behind it (noticeBehind), in one read.
 local registrations = head and redis.call('HMGET', ${parkedKey}, head, heads[2] or head) or {}
 local parked = registrations[1]
 local claim, lease, id, since, wakeBy, registration, shard

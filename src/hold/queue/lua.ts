@@ -78,10 +78,9 @@ export function joinQueue(
     needs: [queueKey, "now", "waiter", "timeout", "position", "queueLength"],
   });
   const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
+  const rank = `redis.call('ZRANK', ${queueKey}, waiter)`;
   const inPlace =
-    likelyNew === "false"
-      ? `position = redis.call('ZRANK', ${queueKey}, waiter)`
-      : `if not (${likelyNew}) then position = redis.call('ZRANK', ${queueKey}, waiter) else position = nil end`;
+    likelyNew === "false" ? `position = ${rank}` : `position = not (${likelyNew}) and ${rank} or nil`;
   return `${inPlace}
 if not position then
   local ticket = now
@@ -90,9 +89,7 @@ if not position then
   if redis.call('ZADD', ${queueKey}, 'NX', ticket, waiter) == 1 then
     queueLength = redis.call('ZCARD', ${queueKey})
     position = queueLength - 1
-  else
-    position = redis.call('ZRANK', ${queueKey}, waiter)
-  end
+  else position = ${rank} end
 end
 ${lengthenTtl(queueKey, "timeout")}
 ${refreshWaiter(timeoutsKey)}`;

@@ -2,9 +2,10 @@
  * Where the billed commands of a contended run go: N contenders × K sections of one lock on the
  * local server (`upstash` profile, redis-server behind it), then the billed commands per
  * acquisition (the server's own count) and, from redis-server's `INFO commandstats`, every
- * command the scripts ran, by name, per acquisition. Needs `redis-server` on the PATH.
+ * command the scripts ran, by name, per acquisition. Needs `redis-server` on the PATH. The
+ * semaphore has 2 permits, each contender asking one.
  *
- *   npx tsx bench/micro/contended-commands.ts [--kind lock|fair|write] [--n 8] [--k 10]
+ *   npx tsx bench/micro/contended-commands.ts [--kind lock|fair|write|semaphore] [--n 8] [--k 10]
  *     [--hold 5] [--mode auto|poll]
  *
  * `info`, `multi` and `exec` are the server's own metering around each script, not billed.
@@ -52,7 +53,9 @@ await Promise.all(
         ? client.fairLock("contended")
         : values.kind === "write"
           ? client.readWriteLock("contended").writeLock()
-          : client.lock("contended");
+          : values.kind === "semaphore"
+            ? client.semaphore("contended", { initialPermits: 2 })
+            : client.lock("contended");
     for (let i = 0; i < sections; i++) {
       const held = await lock.acquire({ leaseMs: 10_000, waitMs: 60_000 });
       await sleep(holdMs);

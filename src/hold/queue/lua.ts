@@ -55,32 +55,43 @@ export function refreshWaiter(timeoutsKey: string): string {
 ${lengthenTtl(timeoutsKey, "timeout")}`;
 }
 
+/** How joinQueue finds and makes a waiter's place (Lua expressions where not said otherwise). */
+export interface JoinQueueOptions {
+  /** Runs (Lua) when the waiter joins an empty queue. */
+  readonly whenFirst?: string;
+  /**
+   * True where the waiter has most likely no place yet (a parking waiter not registered: its
+   * first attempt): it joins by ZADD NX without a ZRANK first, and pays the ZRANK only if it was in
+   * place after all (a copy of the attempt ran before).
+   */
+  readonly likelyNew?: string;
+}
+
 /**
  * Gives `waiter` a ticket in `queueKey` unless it has one (a re-sent or repeated attempt keeps
  * its place), keeps its place alive `timeout` ms, and sets `position` to the number of waiters
- * ahead of it (`timeout`, `position` and `queueLength` are locals of the caller's). `whenFirst` (Lua)
- * runs when the waiter joins an empty queue. A waiter in place pays one ZRANK; one joining gets
- * the last rank, its ticket being the highest, and sets `queueLength` to the queue's length, which a
- * busy reply then need not count again (busyTurnReply). `likelyNew` (a Lua expression): true where
- * the waiter has most likely no place yet (a parking waiter not registered: its first attempt), so
- * that it joins by ZADD NX without the ZRANK first, and pays the ZRANK only if it was in place after
- * all (a copy of the attempt ran before).
+ * ahead of it (`timeout`, `position` and `queueLength` are locals of the caller's). A waiter in
+ * place pays one ZRANK; one joining gets the last rank, its ticket being the highest, and sets
+ * `queueLength` to the queue's length, which a busy reply then need not count again
+ * (busyTurnReply). See JoinQueueOptions.
  */
 export function joinQueue(
   queueKey: string,
   timeoutsKey: string,
-  whenFirst = "",
-  likelyNew = "false",
+  options: JoinQueueOptions = {},
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "joinQueue",
-    lua: () => joinQueue(queueKey, timeoutsKey, whenFirst, likelyNew),
+    lua: () => joinQueue(queueKey, timeoutsKey, options),
     needs: [queueKey, "now", "waiter", "timeout", "position", "queueLength"],
   });
+  const { whenFirst = "", likelyNew } = options;
   const first = whenFirst === "" ? "" : `\n  if not tail[1] then\n${whenFirst}\n  end`;
   const rank = `redis.call('ZRANK', ${queueKey}, waiter)`;
   const inPlace =
-    likelyNew === "false" ? `position = ${rank}` : `position = not (${likelyNew}) and ${rank} or nil`;
+    likelyNew === undefined
+      ? `position = ${rank}`
+      : `position = not (${likelyNew}) and ${rank} or nil`;
   return `${inPlace}
 if not position then
   local ticket = now

@@ -228,7 +228,7 @@ if not count then
   local position, queueLength = -1, nil
   local timeout = tonumber(waiterTimeoutMs)
   if timeout > 0 then
-    ${joinQueue("queueKey", "timeoutsKey", markContendedHold("holdStatsKey", "fenceKey"), PARKING_FIRST_ATTEMPT)}
+    ${joinQueue("queueKey", "timeoutsKey", { whenFirst: markContendedHold("holdStatsKey", "fenceKey"), likelyNew: PARKING_FIRST_ATTEMPT })}
   end
   ${readPace("holdStatsKey")}
   if timeout > 0 then

@@ -128,14 +128,12 @@ if not count then
     if writerPreference == '1' then
       ${refreshWaiter("writersKey")}
     end
-    ${joinQueue(
-      "queueKey",
-      "timeoutsKey",
-      `if not reading then
+    ${joinQueue("queueKey", "timeoutsKey", {
+      whenFirst: `if not reading then
 ${markContendedHold("holdStatsKey", "fenceKey")}
 end`,
-      PARKING_FIRST_ATTEMPT,
-    )}
+      likelyNew: PARKING_FIRST_ATTEMPT,
+    })}
   end
   ${readPace("holdStatsKey")}
   if timeout > 0 then

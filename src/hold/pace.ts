@@ -114,8 +114,8 @@ end`;
  * is reserved for the queue's head (reserveForHead), and TIMED_FIELD) for what a script then
  * learns (learnHold, learnHandOff, reserveForHead), which it gathers in `paceWrites`
  * (`paceWrite(field, value, …)`) and writes once (writePace): every HGET and HSET of the hash is
- * a billed command (issue 42). `pace[8]` is PACE_RENEWED_FIELD, for writePace. With `mayBeNil` (`statsKey` an optional key), `pace` is empty
- * where it is nil.
+ * a billed command (issue 42). `pace[8]` is PACE_RENEWED_FIELD, for writePace. With `mayBeNil`
+ * (`statsKey` an optional key), `pace` is empty where it is nil.
  */
 export function readPace(statsKey: string, mayBeNil = false): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({

@@ -4,7 +4,7 @@
  * hold only.
  */
 import { describe, expect, it } from "vitest";
-import { LockNotHeldError } from "../../../src/index.js";
+import { LockClient, LockNotHeldError } from "../../../src/index.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, sleepMs, until, useTestBed } from "../exclusive/testbed.js";
 
@@ -83,6 +83,39 @@ describe.each(backendKindsUnderTest())("per-hold read expiry on %s", (kind) => {
     const { rw, ended } = await endedHoldAlone("ended-owner");
     await expect(rw.readLock().release({ owner: ended.owner })).rejects.toThrow(LockNotHeldError);
     expect(await rw.readLock().isLocked()).toBe(false);
+  });
+
+  /**
+   * A read hold whose lease has ended but whose entry is still in the set (the set lives on, as
+   * while a later hold's end keeps it): a write attempt does not prune such entries, it counts the
+   * live ones only (issue 42), so the entry neither keeps the writer out nor refuses its owner
+   * as an upgrade.
+   */
+  it("a write attempt counts only live read holds: an ended one neither blocks nor refuses", async () => {
+    const prefix = freshPrefix();
+    const client = bed.client({ prefix });
+    const reads = `${prefix}:{ended-entry}:reads`;
+    const [seconds, micros] = (await bed.redis().time()).map(Number) as [number, number];
+    const now = seconds * 1000 + Math.floor(micros / 1000);
+    const writer = LockClient.newOwner();
+    // Another owner's ended hold, the set's last: the writer is not kept out by it.
+    await bed.redis().zadd(reads, { score: now - 1_000, member: `${LockClient.newOwner()} a` });
+    await bed.redis().pexpire(reads, 10_000);
+    const first = await client.readWriteLock("ended-entry").writeLock().tryAcquire({
+      leaseMs: 10_000,
+      owner: writer,
+    });
+    expect(first).not.toBeNull();
+    await first?.release();
+    // The writer's own ended hold: no upgrade to refuse.
+    await bed.redis().zadd(reads, { score: now - 500, member: `${writer} b` });
+    await bed.redis().pexpire(reads, 10_000);
+    const second = await client.readWriteLock("ended-entry").writeLock().tryAcquire({
+      leaseMs: 10_000,
+      owner: writer,
+    });
+    expect(second).not.toBeNull();
+    await second?.release();
   });
 
   it("renews each read hold in watchdog mode, and extend() moves one hold only", async () => {

@@ -6,7 +6,11 @@
  * semaphore has 2 permits, each contender asking one.
  *
  *   npx tsx bench/micro/contended-commands.ts [--kind lock|fair|write|semaphore] [--n 8] [--k 10]
- *     [--hold 5] [--mode auto|poll]
+ *     [--hold 5] [--mode auto|poll] [--operation-ttl 60000]
+ *
+ * A run shorter than the clients' `operationTtlMs` (60 s by default) never sees a record of it
+ * expire; a lower `--operation-ttl` (at least 10 000) and more sections show the steady state of a
+ * lock contended for longer (e.g. `--k 150 --operation-ttl 10000`).
  *
  * `info`, `multi` and `exec` are the server's own metering around each script, not billed.
  */
@@ -24,6 +28,7 @@ const { values } = parseArgs({
     k: { type: "string", default: "10" },
     hold: { type: "string", default: "5" },
     mode: { type: "string", default: "auto" },
+    "operation-ttl": { type: "string", default: "60000" },
   },
 });
 const contenders = Number(values.n);
@@ -47,6 +52,7 @@ await Promise.all(
     const client = new LockClient({
       redis: new Redis({ url: server.url, token: server.token, enableTelemetry: false }),
       wait: { mode },
+      operationTtlMs: Number(values["operation-ttl"]),
     });
     const lock =
       values.kind === "fair"

@@ -123,18 +123,20 @@ end`;
  * runs if `freedSlowly` (a Lua expression that may read `fence`, the fence counter as a string,
  * and what `readFirst` read) holds: e.g. to learn how long the hold lasted and hand the lock
  * over; it may set `othersWaiting` to 1. `readFirst` (Lua, run once the last hold went) reads
- * what both need in one command. Else the release costs 5 commands: the record is claimed first
- * (SET NX, which is also the replay check) and holds the answer of a last hold's release, 0.
+ * what both need in one command. `whenFound` runs once the hold meant was found, before any of
+ * it is dropped. Else the release costs 5 commands: the record is claimed first (SET NX, which is
+ * also the replay check) and holds the answer of a last hold's release, 0.
  */
 export function releaseOneHold(
   operationKey: string,
   whenFreed: string,
   freedSlowly: string,
   readFirst = "",
+  whenFound = "",
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "releaseOneHold",
-    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly, readFirst),
+    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly, readFirst, whenFound),
     needs: [operationKey, "lockKey", "owner", "operationTtlMs", "fenceKey", "fencingToken"],
   });
   return `if not redis.call('SET', ${operationKey}, 0, 'NX', 'PX', operationTtlMs) then
@@ -146,6 +148,7 @@ if not holds or (tonumber(fencingToken) > 0 and tonumber(fence) ~= tonumber(fenc
   redis.call('DEL', ${operationKey})
   return {0}
 end
+${whenFound}
 local left = holds - 1
 local othersWaiting = 0
 if left > 0 then

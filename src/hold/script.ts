@@ -234,8 +234,9 @@ export interface LockKeys {
    * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
    * of its latest registration> <server ms its park ends by>[ sub<n>.<k>]`: what a release needs
    * to hand it the lock (` sub<n>.<k>`: it listens on `handOffChannels[k]`, registered by its
-   * attempt number n); after a hand-off announced there, `granted <fence>` until its next attempt
-   * takes it or it expires (see `grants`).
+   * attempt number n); after a hand-off announced there, `granted <fence>` until its next
+   * attempt takes it or its hold's release clears it, and the field `lastGrant` naming that
+   * waiter (recordAnnouncedGrant in queue/hand-off.ts).
    */
   readonly parked: string;
   /**
@@ -245,11 +246,6 @@ export interface LockKeys {
    * one shard of the waiters, not all of them.
    */
   readonly handOffChannels: readonly string[];
-  /**
-   * List of `<server ms it expires> <waiter>`, oldest first: the announced grants whose
-   * `granted <fence>` records in `parked` are kept as long as an operation record.
-   */
-  readonly grants: string;
   /** One mutating operation's result, kept briefly to answer re-sent requests. */
   operation(id: string): string;
   /**
@@ -294,7 +290,6 @@ export function lockKeys(prefix: string, name: string): LockKeys {
     handOffChannels: Array.from({ length: HAND_OFF_SHARDS }, (_, shard) =>
       subscribableChannel(`${base}:hand-offs:${shard}`),
     ),
-    grants: `${base}:grants`,
     operation: (id) => `${base}:op:${id}`,
     wake: (id) => `${base}:wake:${id}`,
   };

@@ -108,7 +108,11 @@ export interface AcquisitionSpec {
    * that resolve unknown outcomes themselves (rollback, undo) ignore it.
    */
   attempt(owner: string, leaseMs: number, operationId: string): Promise<AttemptOutcome>;
-  control(owner: string, fencingToken: number): HoldControl;
+  /**
+   * `grantOf`: the acquisition's operation id where its hold was granted by word and the grant's
+   * record waits for the release (HandOff.recorded).
+   */
+  control(owner: string, fencingToken: number, grantOf?: string): HoldControl;
   /**
    * Re-arms hold `hold.fencingToken` (watchdog, claim confirmation); false when it is gone (a
    * later hold of the owner is left alone). With `hold.claim` the server counts the lease from
@@ -223,7 +227,7 @@ export async function acquireHold(
       spec,
       result.value,
       acquiredAt,
-      spec.control(owner, result.value),
+      spec.control(owner, result.value, handOff?.recorded ? operationId : undefined),
       forgetLocalHold,
     ),
     reportLost: (reason, cause) => emitLost(spec, owner, reason, cause),

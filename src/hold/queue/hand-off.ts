@@ -198,20 +198,13 @@ export function handOffFreedLock(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
-  announce: Announcement,
   readWrite: { readonly readsKey?: string; readonly writersKey?: string } = {},
 ): string {
-  const handOff = handOffToParkedHead(
-    queueKey,
-    timeoutsKey,
-    parkedKey,
-    announce,
-    readWrite.writersKey,
-  );
+  const handOff = handOffToParkedHead(queueKey, timeoutsKey, parkedKey, readWrite.writersKey);
   const { readsKey } = readWrite;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffFreedLock",
-    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, announce, readWrite),
+    lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, readWrite),
     needs: [readsKey, "now"],
     provides: ["handedOff", "heads"],
   });
@@ -242,29 +235,27 @@ end`
  *   published there, prefixed with the waiter's operation id, and recorded as `granted <fence>`
  *   in its parked registration (a key every script of the lock declares), which its next
  *   attempt, or a copy of an earlier one, replays (takeAnnouncedGrant) instead of taking the lock
- *   again. The record lasts as long as an operation record (`operationTtlMs`): `grantsKey` lists
- *   the records by expiry, and each hand-off prunes the expired ones (pruneGrantRecords). The
- *   word ends with the number of the registering attempt the grant counts from (ARGV `wakeBy`
- *   `sub<n>`, see registerParked), so that the waiter times the grant from that attempt's send.
+ *   again. The record stays until the hold's release, which turns it into the acquisition's
+ *   operation record (clearGrantRecord); the record of a grantee that never released is dropped
+ *   by the next grant (`LAST_GRANT_FIELD` names it). The word ends with the number of the
+ *   registering attempt the grant counts from (ARGV `wakeBy` `sub<n>`, see registerParked), so
+ *   that the waiter times the grant from that attempt's send.
  * Dead waiters must have been pruned.
  */
 export function handOffToParkedHead(
   queueKey: string,
   timeoutsKey: string,
   parkedKey: string,
-  announce: Announcement,
   writersKey?: string,
 ): string {
-  const { grantsKey } = announce;
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffToParkedHead",
-    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, announce, writersKey),
+    lua: () => handOffToParkedHead(queueKey, timeoutsKey, parkedKey, writersKey),
     needs: [
       queueKey,
       timeoutsKey,
       parkedKey,
       ...HAND_OFF_CHANNEL_KEYS,
-      grantsKey,
       writersKey,
       "lockKey",
       "fenceKey",
@@ -280,10 +271,12 @@ export function handOffToParkedHead(
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
   // Under key locking only a subscribed waiter can be told (canTell). One HMGET reads the head's
-  // registration and that of the waiter behind it (for noticeBehind).
-  return `${pruneGrantRecords(parkedKey, grantsKey)}
-local head = heads[1]
-local registrations = head and redis.call('HMGET', ${parkedKey}, head, heads[2] or head) or {}
+  // registration, that of the waiter behind it (for noticeBehind) and the last grantee by word:
+  // still named, that grantee never released (its release drops the name with its record), and
+  // as the lock was free its hold is over, so its record goes before this grant's is named.
+  return `local head = heads[1]
+local registrations = head
+  and redis.call('HMGET', ${parkedKey}, head, heads[2] or head, ${LAST_GRANT_FIELD}) or {}
 local parked = registrations[1]
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then
@@ -301,7 +294,10 @@ if canTell then
   redis.call('ZREM', ${timeoutsKey}, head)${leaveWriters}
   local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
   if wakeBy == 'sub' then
-    ${recordAnnouncedGrant(parkedKey, grantsKey, "head")}
+    if registrations[3] and registrations[3] ~= head then
+      redis.call('HDEL', ${parkedKey}, registrations[3])
+    end
+    ${recordAnnouncedGrant(parkedKey, "head")}
     ${publishOnShard("shard", "id .. ' ' .. grant .. ' ' .. registration")}
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
@@ -318,13 +314,12 @@ if canTell then
 end`;
 }
 
-/** The list of a hand-off's grants' records (LockKeys.grants); the channels are HAND_OFF_CHANNEL_KEYS. */
-export interface Announcement {
-  readonly grantsKey: string;
-}
-
-/** Names of the scripts' keys for an Announcement. */
-export const ANNOUNCEMENT: Announcement = { grantsKey: "grantsKey" };
+/**
+ * The field of a lock's parked hash that names the waiter whose grant by word was recorded last,
+ * until its hold's release drops both (clearGrantRecord). No waiter's member (`<owner> <id>`) is
+ * a single word, so it cannot collide with one.
+ */
+export const LAST_GRANT_FIELD = "'lastGrant'";
 
 /**
  * Names, in the scripts that may hand off, of the lock's hand-off channels (in KEYS, in order),
@@ -373,15 +368,27 @@ export const PARKED_REGISTRATION = "'^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?
 
 /**
  * Records grant `fence` (a local) announced to parked waiter `member` (a Lua expression) as
- * `granted <fence>` in `parkedKey`, kept as long as an operation record (listed in `grantsKey`
- * for pruneGrantRecords), for its next attempt to replay.
+ * `granted <fence>` in `parkedKey`, for its next attempt, or a late copy of an earlier one, to
+ * replay (takeAnnouncedGrant), and keeps the hash at least as long as an operation record.
+ * A lock names the grantee in LAST_GRANT_FIELD: its release clears the record
+ * (clearGrantRecord), and the next grant drops one never released. A semaphore grants several
+ * waiters per walk, so it lists its records by expiry in `grantsKey` instead, and each of its
+ * hand-offs prunes the expired ones (pruneGrantRecords).
  */
-export function recordAnnouncedGrant(parkedKey: string, grantsKey: string, member: string): string {
+export function recordAnnouncedGrant(
+  parkedKey: string,
+  member: string,
+  grantsKey?: string,
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "recordAnnouncedGrant",
-    lua: () => recordAnnouncedGrant(parkedKey, grantsKey, member),
-    needs: [parkedKey, grantsKey, member, "fence", "now", "operationTtlMs"],
+    lua: () => recordAnnouncedGrant(parkedKey, member, grantsKey),
+    needs: [parkedKey, member, "fence", "operationTtlMs", ...(grantsKey ? [grantsKey, "now"] : [])],
   });
+  if (grantsKey === undefined) {
+    return `redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence, ${LAST_GRANT_FIELD}, ${member})
+${lengthenTtl(parkedKey, "tonumber(operationTtlMs)")}`;
+  }
   return `local ttl = tonumber(operationTtlMs)
 redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence)
 redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. ${member})
@@ -389,7 +396,29 @@ ${lengthenTtl(parkedKey, "ttl")}
 redis.call('PEXPIRE', ${grantsKey}, ttl)`;
 }
 
-/** Drops the records of announced grants whose time is up (a few per call: one is added per call). */
+/**
+ * In a lock's release of a hold granted by word (ARGV `grantOf`: its acquisition's operation id,
+ * else empty): the grant's record (see recordAnnouncedGrant) becomes the acquisition's operation
+ * record (`grantOperationKey`), which a late copy of one of its attempts replays as the hold, or
+ * finds gone, as it replayed the record; and the record goes. Run once the release found the
+ * hold by its token: no grant has been made since that hold's, so LAST_GRANT_FIELD names it.
+ */
+export function clearGrantRecord(parkedKey: string, grantOperationKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "clearGrantRecord",
+    lua: () => clearGrantRecord(parkedKey, grantOperationKey),
+    needs: [parkedKey, grantOperationKey, "grantOf", "owner", "fence", "operationTtlMs"],
+  });
+  return `if grantOf ~= '' then
+  redis.call('HDEL', ${parkedKey}, owner .. ' ' .. grantOf, ${LAST_GRANT_FIELD})
+  redis.call('SET', ${grantOperationKey}, fence, 'PX', operationTtlMs)
+end`;
+}
+
+/**
+ * Drops a semaphore's records of announced grants whose time is up (a few per call: one is added
+ * per grant).
+ */
 export function pruneGrantRecords(parkedKey: string, grantsKey: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "pruneGrantRecords",

@@ -4,7 +4,6 @@ import type { OperationContext } from "../../hold/context.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
 import {
-  ANNOUNCEMENT,
   HAND_OFF_CHANNEL_KEYS,
   handOffChannelKeys,
   handOffFreedLock,
@@ -14,9 +13,9 @@ import { defineScript, runScript, YES_OR_NO } from "../../hold/script.js";
 import { newOperationId } from "../../platform.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (a hand-off's token), 4 queue,
-//       5 timeouts, 6 parked waiters, 7 the hand-off channel, 8 the announced grants' records,
-//       9 the pace hash (a handed-off hold is timed, see timeHandedOffHold); optional, the write
-//       lock's: 10 read holds (no hand-off while any is live), 11 waiting writers.
+//       5 timeouts, 6 parked waiters, 7–14 the hand-off channels, 15 the pace hash (a
+//       handed-off hold is timed, see timeHandedOffHold); optional, the write lock's: 16 read
+//       holds (no hand-off while any is live), 17 waiting writers.
 // ARGV: 1 operation record ttl ms, 2 pace ttl ms
 // Reply: {1} deleted; {0} was not locked. A re-send replays the first answer instead of
 // deleting a lock someone acquired in between.
@@ -33,7 +32,6 @@ export const FORCE_RELEASE = defineScript({
     "timeoutsKey",
     "parkedKey",
     ...HAND_OFF_CHANNEL_KEYS,
-    "grantsKey",
     "holdStatsKey",
     ...OPTIONAL_FORCE_RELEASE_KEYS,
   ],
@@ -44,7 +42,7 @@ export const FORCE_RELEASE = defineScript({
 if replay then return {tonumber(replay)} end
 ${SERVER_NOW_MS}
 local deleted = redis.call('DEL', lockKey)
-${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
+${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
 ${timeHandedOffHold("holdStatsKey")}
 redis.call('SET', operationKey, deleted, 'PX', operationTtlMs)
 return {deleted}`,
@@ -67,7 +65,6 @@ export async function forceRelease(
       timeoutsKey: keys.timeouts,
       parkedKey: keys.parked,
       ...handOffChannelKeys(keys),
-      grantsKey: keys.grants,
       holdStatsKey: keys.holdStats,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,

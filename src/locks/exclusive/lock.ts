@@ -115,13 +115,14 @@ export function exclusiveOperations(
       DEFAULT_WAITER_TIMEOUT_MS,
     ),
     // By token: a handle whose hold ended must not extend or release a later hold of the owner.
-    control: (owner, fencingToken) => ({
+    control: (owner, fencingToken, grantOf) => ({
       extend: (ms) => extendLease(ctx, keys, owner, ms, { fencingToken }),
       release: async (operationId) => {
         const result = await releaseHold(ctx, keys, owner, {
           operationId,
           readWrite,
           fencingToken,
+          ...(grantOf === undefined ? {} : { grantOf }),
         });
         // This client's next acquisition here parks beside its first attempt.
         if (result.released && result.othersWaiting === true) runtime.contention.saw(keys.lock);

@@ -7,7 +7,7 @@ import type { OperationContext } from "../../hold/context.js";
 import { releaseOneHold, SERVER_NOW_MS } from "../../hold/lua.js";
 import { learnHandOff, learnHold, PACE_TTL_MS, readPace, writePace } from "../../hold/pace.js";
 import {
-  ANNOUNCEMENT,
+  clearGrantRecord,
   HAND_OFF_CHANNEL_KEYS,
   handOffChannelKeys,
   handOffFreedLock,
@@ -19,14 +19,16 @@ import type { ReleaseResult } from "../../hold/state.js";
 import { newOperationId } from "../../platform.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
-//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8 the hand-off channel, 9 the
-//       announced grants' records, 10 a read-write lock's read holds (the write lock: no
-//       hand-off while any is live), 11 its waiting writers (a writer handed the lock stops
-//       waiting). 4–11 are optional, each only with the ones before it (see
+//       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8–15 the hand-off channels, 16 the
+//       operation record of the acquisition whose grant by word this hold is (ARGV 5; else this
+//       release's own record, unused), 17 a read-write lock's read holds (the write lock: no
+//       hand-off while any is live), 18 its waiting writers (a writer handed the lock stops
+//       waiting). 4–18 are optional, each only with the ones before it (see
 //       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
 //       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
-//       see refuseLaterHold)
+//       see refuseLaterHold), 5 the operation id of the acquisition that this hold was granted
+//       to by word (its grant's record is cleared, see clearGrantRecord), else empty
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
 // The release that frees a hold somebody queued behind (the others take the fast path, see
@@ -40,7 +42,7 @@ const OPTIONAL_RELEASE_KEYS = [
   "timeoutsKey",
   "parkedKey",
   ...HAND_OFF_CHANNEL_KEYS,
-  "grantsKey",
+  "grantOperationKey",
   "readsKey",
   "writersKey",
 ] as const;
@@ -49,14 +51,14 @@ export const RELEASE = defineScript({
   name: "lock.release",
   keys: ["lockKey", "operationKey", "fenceKey", ...OPTIONAL_RELEASE_KEYS],
   optionalKeys: OPTIONAL_RELEASE_KEYS,
-  args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken"],
+  args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken", "grantOf"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
     `${SERVER_NOW_MS}
   ${learnHold()}
   if queueKey then
-    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { readsKey: "readsKey", writersKey: "writersKey" })}
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { readsKey: "readsKey", writersKey: "writersKey" })}
     if handedOff then
       othersWaiting = 1
       ${learnHandOff("holdStatsKey", "true", "handedOff")}
@@ -72,6 +74,7 @@ export const RELEASE = defineScript({
     // hash tells which, and serves the slow path too.
     `pace[7] == fence`,
     readPace("holdStatsKey", true),
+    clearGrantRecord("parkedKey", "grantOperationKey"),
   ),
 });
 
@@ -86,6 +89,11 @@ export interface ReleaseTarget {
   readonly readWrite?: Pick<ReadWriteLockKeys, "reads" | "writers">;
   /** The token of the hold meant (a handle's): a later hold of the same owner is left alone. */
   readonly fencingToken?: number;
+  /**
+   * The operation id of the acquisition this hold was granted to by word (with `fencingToken`):
+   * the release clears the grant's record (clearGrantRecord in queue/hand-off.ts).
+   */
+  readonly grantOf?: string;
 }
 
 /** Releases one hold; `othersWaiting`: the release handed the lock over or others still wait. */
@@ -93,25 +101,38 @@ export async function releaseHold(
   ctx: OperationContext,
   keys: LockKeys,
   owner: string,
-  { operationId = newOperationId(), readWrite, fencingToken = 0 }: ReleaseTarget = {},
+  { operationId = newOperationId(), readWrite, fencingToken = 0, grantOf }: ReleaseTarget = {},
 ): Promise<ReleaseResult & { readonly othersWaiting?: boolean }> {
+  const operationKey = keys.operation(operationId);
   const reply = await runScript(
     ctx,
     RELEASE,
     {
       lockKey: keys.lock,
-      operationKey: keys.operation(operationId),
+      operationKey,
       holdStatsKey: keys.holdStats,
       queueKey: keys.queue,
       timeoutsKey: keys.timeouts,
       fenceKey: keys.fence,
       parkedKey: keys.parked,
       ...handOffChannelKeys(keys),
-      grantsKey: keys.grants,
+      // Sent where the read-write keys follow, or where the hold's grant has a record to clear.
+      grantOperationKey:
+        grantOf !== undefined && fencingToken > 0
+          ? keys.operation(grantOf)
+          : readWrite === undefined
+            ? undefined
+            : operationKey,
       readsKey: readWrite?.reads,
       writersKey: readWrite?.writers,
     },
-    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS, fencingToken },
+    {
+      owner,
+      operationTtlMs: ctx.operationTtlMs,
+      paceTtlMs: PACE_TTL_MS,
+      fencingToken,
+      grantOf: grantOf !== undefined && fencingToken > 0 ? grantOf : "",
+    },
   );
   const [status, left, othersWaiting] = reply;
   if (status !== 1) return { released: false };

@@ -82,11 +82,17 @@ async function releaseOn(
       fenceKey: keys.fence,
       parkedKey: undefined,
       ...handOffChannelKeys(undefined),
-      grantsKey: undefined,
+      grantOperationKey: undefined,
       readsKey: undefined,
       writersKey: undefined,
     },
-    { owner, operationTtlMs: ctx.operationTtlMs, paceTtlMs: PACE_TTL_MS, fencingToken },
+    {
+      owner,
+      operationTtlMs: ctx.operationTtlMs,
+      paceTtlMs: PACE_TTL_MS,
+      fencingToken,
+      grantOf: "",
+    },
   );
   return status === 1;
 }

@@ -7,7 +7,7 @@ import type { OperationContext } from "../../hold/context.js";
 import { LUA_FRAGMENTS } from "../../hold/fragment.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { PACE_TTL_MS, timeHandedOffHold } from "../../hold/pace.js";
-import { ANNOUNCEMENT, handOffFreedLock, noticeBehind } from "../../hold/queue/hand-off.js";
+import { handOffFreedLock, noticeBehind } from "../../hold/queue/hand-off.js";
 import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
@@ -38,9 +38,8 @@ end`;
 });
 
 // KEYS: 1 reads, 2 operation record, 3 write hash, 4 fence, 5 the queue of waiting writers,
-//       6 their deadlines, 7 parked waiters, 8 the hand-off channel, 9 the announced grants'
-//       records, 10 waiting writers (writer preference), 11 the pace hash (a handed-off writer's
-//       hold is timed)
+//       6 their deadlines, 7 parked waiters, 8–15 the hand-off channels, 16 waiting writers
+//       (writer preference), 17 the pace hash (a handed-off writer's hold is timed)
 // ARGV: 1 owner, 2 hold id ('' for the owner's hold that expires first), 3 operation ttl ms,
 //       4 pace ttl ms
 // Reply: {1, read holds left to the owner} released; {0} no such live hold.
@@ -81,7 +80,7 @@ local endedEarlier = lastEnd and tonumber(lastEnd) < tonumber(releasedEnd)
 if endedEarlier then redis.call('PEXPIRE', readsKey, math.max(1, tonumber(lastEnd) - now)) end
 if redis.call('EXISTS', lockKey) == 0 then
   if not lastEnd then
-    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", ANNOUNCEMENT, { writersKey: "writersKey" })}
+    ${handOffFreedLock("queueKey", "timeoutsKey", "parkedKey", { writersKey: "writersKey" })}
     ${timeHandedOffHold("holdStatsKey")}
   elseif endedEarlier then
     -- The last read end moved earlier: re-time the parked writer.

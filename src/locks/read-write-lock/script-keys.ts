@@ -30,7 +30,6 @@ export const READ_ENDING_KEYS = [
   "timeoutsKey",
   "parkedKey",
   ...HAND_OFF_CHANNEL_KEYS,
-  "grantsKey",
   "writersKey",
   "holdStatsKey",
 ] as const;
@@ -46,7 +45,6 @@ export function readEndingKeys(keys: ReadWriteLockKeys, operationId: string) {
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
     ...handOffChannelKeys(keys),
-    grantsKey: keys.grants,
     writersKey: keys.writers,
     holdStatsKey: keys.holdStats,
   } as const;

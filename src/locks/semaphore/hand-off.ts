@@ -152,7 +152,7 @@ do
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
         from = from - 1
-        ${recordAnnouncedGrant("parkedKey", "grantsKey", "member")}
+        ${recordAnnouncedGrant("parkedKey", "member", "grantsKey")}
         ${publishOnShard("shard", "id .. ' grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)) .. ' ' .. registration")}
         grants = grants + 1
         if not shortest or lease < shortest then shortest = lease end

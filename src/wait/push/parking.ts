@@ -357,7 +357,7 @@ export function behind(
 }
 
 /** A grant to a waiter registered by a request sent at `sentAt` (client clock). */
-export function grantOutcome(grant: Grant, sentAt: number): AttemptOutcome {
+export function grantOutcome(grant: Grant, sentAt: number, byWord = false): AttemptOutcome {
   const grantedAt = grantedAtOrBefore(sentAt, grant);
   if (grantedAt + grant.leaseMs <= Date.now()) {
     // The claim window may have run out (a slow answer, a late word): the next attempt, same
@@ -367,7 +367,7 @@ export function grantOutcome(grant: Grant, sentAt: number): AttemptOutcome {
   return {
     kind: "acquired",
     fencingToken: grant.fencingToken,
-    handOff: { leaseMs: grant.leaseMs, grantedAt },
+    handOff: { leaseMs: grant.leaseMs, grantedAt, ...(byWord ? { recorded: true } : {}) },
   };
 }
 

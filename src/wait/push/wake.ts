@@ -225,7 +225,7 @@ export class Listening {
     const sentAt = this.#sentAt.get(word.registration ?? -1);
     // Unknown: not a registration of this acquisition's; its next attempt asks Redis instead.
     if (sentAt === undefined) return { kind: "busy", holderTtlMs: null, nextPollMs: 0 };
-    return grantOutcome(word, sentAt);
+    return grantOutcome(word, sentAt, true);
   }
 
   #openStream(first: boolean): HandOffStream | undefined {

@@ -71,8 +71,11 @@ export function defineScript<K extends string, A extends string, R extends Repli
   return new LockScript(spec);
 }
 
-/** `local a`, `local a, b = …`, `local function f(…)`: where a text declares which names. */
-const LOCAL = /\blocal[ \t]+(?:function[ \t]+)?(\w+(?:[ \t]*,[ \t]*\w+)*)/g;
+/**
+ * `local a`, `local a, b = …`, `local function f(…)`, and a loop's `for i = …`, `for k, v in …`:
+ * where a text declares which names.
+ */
+const LOCAL = /\b(?:local[ \t]+(?:function[ \t]+)?|for[ \t]+)(\w+(?:[ \t]*,[ \t]*\w+)*)/g;
 
 function localsDeclared(text: string): { readonly at: number; readonly name: string }[] {
   return [...text.matchAll(LOCAL)].flatMap((match) =>

@@ -297,7 +297,7 @@ if canTell then
     if registrations[3] and registrations[3] ~= head then
       redis.call('HDEL', ${parkedKey}, registrations[3])
     end
-    ${recordAnnouncedGrant(parkedKey, "head")}
+    ${recordAnnouncedGrant(parkedKey, "head", true)}
     ${publishOnShard("shard", "id .. ' ' .. grant .. ' ' .. registration")}
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
@@ -369,70 +369,44 @@ export const PARKED_REGISTRATION = "'^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?
 /**
  * Records grant `fence` (a local) announced to parked waiter `member` (a Lua expression) as
  * `granted <fence>` in `parkedKey`, for its next attempt, or a late copy of an earlier one, to
- * replay (takeAnnouncedGrant), and keeps the hash at least as long as an operation record.
- * A lock names the grantee in LAST_GRANT_FIELD: its release clears the record
- * (clearGrantRecord), and the next grant drops one never released. A semaphore grants several
- * waiters per walk, so it lists its records by expiry in `grantsKey` instead, and each of its
- * hand-offs prunes the expired ones (pruneGrantRecords).
+ * replay (takeAnnouncedGrant), and keeps the hash at least as long as an operation record. The
+ * hold's release clears the record (clearGrantRecord). Where the hold ends unreleased, a lock
+ * (`nameLast`) drops the record at its next grant, as LAST_GRANT_FIELD names its grantee; a
+ * semaphore, which grants several waiters in one walk, when it drops the hold's lapsed entry
+ * (loadHolds in locks/semaphore/lua.ts).
  */
-export function recordAnnouncedGrant(
-  parkedKey: string,
-  member: string,
-  grantsKey?: string,
-): string {
+export function recordAnnouncedGrant(parkedKey: string, member: string, nameLast: boolean): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "recordAnnouncedGrant",
-    lua: () => recordAnnouncedGrant(parkedKey, member, grantsKey),
-    needs: [parkedKey, member, "fence", "operationTtlMs", ...(grantsKey ? [grantsKey, "now"] : [])],
+    lua: () => recordAnnouncedGrant(parkedKey, member, nameLast),
+    needs: [parkedKey, member, "fence", "operationTtlMs"],
   });
-  if (grantsKey === undefined) {
-    return `redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence, ${LAST_GRANT_FIELD}, ${member})
-${lengthenTtl(parkedKey, "tonumber(operationTtlMs)")}`;
-  }
-  return `local ttl = tonumber(operationTtlMs)
-redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence)
-redis.call('RPUSH', ${grantsKey}, (now + ttl) .. ' ' .. ${member})
-${lengthenTtl(parkedKey, "ttl")}
-redis.call('PEXPIRE', ${grantsKey}, ttl)`;
+  const name = nameLast ? `, ${LAST_GRANT_FIELD}, ${member}` : "";
+  return `redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence${name})
+${lengthenTtl(parkedKey, "operationTtlMs")}`;
 }
 
 /**
- * In a lock's release of a hold granted by word (ARGV `grantOf`: its acquisition's operation id,
- * else empty): the grant's record (see recordAnnouncedGrant) becomes the acquisition's operation
- * record (`grantOperationKey`), which a late copy of one of its attempts replays as the hold, or
- * finds gone, as it replayed the record; and the record goes. Run once the release found the
- * hold by its token: no grant has been made since that hold's, so LAST_GRANT_FIELD names it.
+ * In the release of a hold granted by word (ARGV `grantOf`: its acquisition's operation id, else
+ * empty): the grant's record `member` (a Lua expression, the waiter's member in `parkedKey`; see
+ * recordAnnouncedGrant) becomes the acquisition's operation record (`grantOperationKey`, the hold's
+ * token `token`), which a late copy of one of its attempts replays as the hold, or finds gone, as
+ * it replayed the record; and the record goes. Run once the release found the hold: a lock's
+ * (`nameLast`) has had no grant since its own, so LAST_GRANT_FIELD names it and goes too.
  */
-export function clearGrantRecord(parkedKey: string, grantOperationKey: string): string {
+export function clearGrantRecord(
+  parkedKey: string,
+  grantOperationKey: string,
+  { member, token, nameLast }: { member: string; token: string; nameLast: boolean },
+): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "clearGrantRecord",
-    lua: () => clearGrantRecord(parkedKey, grantOperationKey),
-    needs: [parkedKey, grantOperationKey, "grantOf", "owner", "fence", "operationTtlMs"],
+    lua: () => clearGrantRecord(parkedKey, grantOperationKey, { member, token, nameLast }),
+    needs: [parkedKey, grantOperationKey, "grantOf", "operationTtlMs"],
   });
   return `if grantOf ~= '' then
-  redis.call('HDEL', ${parkedKey}, owner .. ' ' .. grantOf, ${LAST_GRANT_FIELD})
-  redis.call('SET', ${grantOperationKey}, fence, 'PX', operationTtlMs)
-end`;
-}
-
-/**
- * Drops a semaphore's records of announced grants whose time is up (a few per call: one is added
- * per grant).
- */
-export function pruneGrantRecords(parkedKey: string, grantsKey: string): string {
-  /* @__PURE__ */ LUA_FRAGMENTS.push({
-    name: "pruneGrantRecords",
-    lua: () => pruneGrantRecords(parkedKey, grantsKey),
-    needs: [parkedKey, grantsKey, "now"],
-  });
-  return `for _ = 1, 4 do
-  local oldest = redis.call('LINDEX', ${grantsKey}, 0)
-  local expiresAt, member = string.match(oldest or '', '^(%d+) (.+)$')
-  if not expiresAt or tonumber(expiresAt) > now then break end
-  redis.call('LPOP', ${grantsKey})
-  if string.match(redis.call('HGET', ${parkedKey}, member) or '', '^granted ') then
-    redis.call('HDEL', ${parkedKey}, member)
-  end
+  redis.call('HDEL', ${parkedKey}, ${member}${nameLast ? `, ${LAST_GRANT_FIELD}` : ""})
+  redis.call('SET', ${grantOperationKey}, ${token}, 'PX', operationTtlMs)
 end`;
 }
 

@@ -74,7 +74,11 @@ export const RELEASE = defineScript({
     // hash tells which, and serves the slow path too.
     `pace[7] == fence`,
     readPace("holdStatsKey", true),
-    clearGrantRecord("parkedKey", "grantOperationKey"),
+    clearGrantRecord("parkedKey", "grantOperationKey", {
+      member: "owner .. ' ' .. grantOf",
+      token: "fence",
+      nameLast: true,
+    }),
   ),
 });
 

@@ -14,7 +14,7 @@ import type { SemaphoreKeys } from "./keys.js";
 import { loadHolds } from "./lua.js";
 
 // KEYS: 1 operation record, 2 holds (SemaphoreKeys.leases), 3 capacity, then PERMIT_HAND_OFF_KEYS (fence,
-//       queue, timeouts, parked waiters, grants, the hand-off channels)
+//       queue, timeouts, parked waiters, the hand-off channels)
 // ARGV: 1 owner, 2 the waiter's queue member, 3 operation record ttl ms
 // Reply: {1} closed, nothing was held; {0} closed, and the permits a copy took (or a hand-off
 // announced to it) were returned. Either way what it reserved or returned goes to the parked

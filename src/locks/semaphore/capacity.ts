@@ -21,7 +21,7 @@ import { loadHolds } from "./lua.js";
 export type CapacityChange = "trySet" | "set" | "add" | "drain";
 
 // KEYS: 1 capacity, 2 holds (SemaphoreKeys.leases), 3 operation record, then PERMIT_HAND_OFF_KEYS (fence,
-//       queue, timeouts, parked waiters, grants, the hand-off channels)
+//       queue, timeouts, parked waiters, the hand-off channels)
 // ARGV: 1 change ("trySet": set n when no capacity is set, however many permits are available;
 //       "set": set n; "add": add n, no capacity counting as 0; "drain": lower the capacity to
 //       what live holds have, taking every available permit), 2 n, 3 operation record ttl ms

@@ -25,7 +25,6 @@ import {
   handOffChannelKeys,
   PARK_PAST_LEASE_MS,
   PARKED_REGISTRATION,
-  pruneGrantRecords,
   publishOnShard,
   recordAnnouncedGrant,
 } from "../../hold/queue/hand-off.js";
@@ -39,7 +38,6 @@ export const PERMIT_HAND_OFF_KEYS = [
   "queueKey",
   "timeoutsKey",
   "parkedKey",
-  "grantsKey",
   ...HAND_OFF_CHANNEL_KEYS,
 ] as const;
 
@@ -52,7 +50,6 @@ export function permitHandOffKeys(
     queueKey: keys.queue,
     timeoutsKey: keys.timeouts,
     parkedKey: keys.parked,
-    grantsKey: keys.grants,
     ...handOffChannelKeys(keys),
   };
 }
@@ -98,7 +95,7 @@ end`;
 }
 
 /**
- * After permits came back: prunes dead waiters and expired grant records, then walks the queue
+ * After permits came back: prunes dead waiters, then walks the queue
  * from its head while permits are left, granting each parked waiter whose permits fit beside the
  * holds and what the waiters ahead of it reserve (a polling waiter reserves its permits; so does
  * one that does not fit yet: FIFO, nobody is overtaken by a later waiter for fewer). A waiter
@@ -128,7 +125,6 @@ export function grantToParkedWaiters(): string {
     ],
   });
   return `${pruneDeadWaiters("queueKey", "timeoutsKey")}
-${pruneGrantRecords("parkedKey", "grantsKey")}
 do
   local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
   local reserved, grants, shortest = 0, 0, nil
@@ -148,11 +144,11 @@ do
       elseif wakeBy == 'sub' and held + reserved + wanted <= capacity then
         lease = math.min(tonumber(claim), tonumber(lease))
         local fence = redis.call('INCR', fenceKey)
-        putHold(${ownerOfWaiter("member")} .. ' ' .. fence, wanted, now, now + lease)
+        putHold(${ownerOfWaiter("member")} .. ' ' .. fence, wanted, now, now + lease, id)
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
         from = from - 1
-        ${recordAnnouncedGrant("parkedKey", "member", "grantsKey")}
+        ${recordAnnouncedGrant("parkedKey", "member", false)}
         ${publishOnShard("shard", "id .. ' grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)) .. ' ' .. registration")}
         grants = grants + 1
         if not shortest or lease < shortest then shortest = lease end

@@ -10,7 +10,8 @@ export interface SemaphoreKeys {
   readonly capacity: string;
   /**
    * Hash: hold (`<owner> <fencing token>`) → `<permits> <server ms of the grant> <server ms its
-   * lease ends>` (the grant `-` where unknown), or `<permits>` alone: the only hold, taken when
+   * lease ends>[ <operation id>]` (the grant `-` where unknown; the operation id of the
+   * acquisition a hand-off granted it to by word), or `<permits>` alone: the only hold, taken when
    * nothing else was held or waited for, whose lease is this key's TTL (its taking and its
    * release read no clock). The key lives until the last lease ends; a script that adds a hold
    * beside a short entry writes that entry out in full first (see lua.ts).
@@ -31,11 +32,10 @@ export interface SemaphoreKeys {
    * Hash: waiter (as in `queue`) parked on a hand-off channel → its registration, as a lock's
    * (LockKeys.parked): `<claim ms> <lease ms> <operation id> <server ms of the registration>
    * <server ms its park ends by> sub<n>.<k>` (see permitParkBoundMs); after a hand-off,
-   * `granted <fence>` until its next attempt takes it or it expires (see `grants`).
+   * `granted <fence>` until its next attempt takes it, or the hold's release or lapse drops it
+   * (the hold's entry in `leases` names the acquisition; see locks/semaphore/lua.ts).
    */
   readonly parked: string;
-  /** List of `<server ms it expires> <waiter>`: the grants recorded in `parked`, oldest first. */
-  readonly grants: string;
   /**
    * Pub/sub channels, HAND_OFF_SHARDS of them, declared in KEYS like keys: a release that grants
    * permits to a parked waiter announces it on the channel of the waiter's shard.
@@ -55,7 +55,6 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
     timeouts: `${base}:timeouts`,
     pace: `${base}:pace`,
     parked: `${base}:parked`,
-    grants: `${base}:grants`,
     handOffChannels: Array.from({ length: HAND_OFF_SHARDS }, (_, shard) =>
       subscribableChannel(`${base}:hand-offs:${shard}`),
     ),

@@ -5,6 +5,7 @@
 import type { OperationContext } from "../../hold/context.js";
 import { SERVER_NOW_MS } from "../../hold/lua.js";
 import { learnAverage, PACE_TTL_MS } from "../../hold/pace.js";
+import { clearGrantRecord } from "../../hold/queue/hand-off.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
 import { holdMember } from "./extend.js";
@@ -14,8 +15,11 @@ import { loadHolds } from "./lua.js";
 
 // KEYS: 1 holds (SemaphoreKeys.leases), 2 operation record, 3 pace hash (see
 //       SemaphoreKeys.pace), 4 capacity, then PERMIT_HAND_OFF_KEYS (fence, queue, timeouts,
-//       parked waiters, grants, the hand-off channels)
-// ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms
+//       parked waiters, the hand-off channels), then (optional) the operation record of the
+//       acquisition that ARGV 4 names
+// ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms, 4 the operation id of the
+//       acquisition the hold was granted to by word (its grant's record is cleared, see
+//       clearGrantRecord), else empty
 // Reply: {1} released (or a re-send of a release that did); {0} the hold was gone.
 // The operation record is claimed first (SET NX: also the replay check) and dropped again when
 // the hold was gone. The sole hold the fast path took (its entry only its permits) is live while
@@ -26,8 +30,16 @@ import { loadHolds } from "./lua.js";
 // returned) to parked waiters (grantToParkedWaiters).
 export const SEMAPHORE_RELEASE = defineScript({
   name: "semaphore.release",
-  keys: ["leasesKey", "operationKey", "paceKey", "capacityKey", ...PERMIT_HAND_OFF_KEYS],
-  args: ["hold", "operationTtlMs", "paceTtlMs"],
+  keys: [
+    "leasesKey",
+    "operationKey",
+    "paceKey",
+    "capacityKey",
+    ...PERMIT_HAND_OFF_KEYS,
+    "grantOperationKey",
+  ],
+  optionalKeys: ["grantOperationKey"],
+  args: ["hold", "operationTtlMs", "paceTtlMs", "grantOf"],
   replies: { 1: [1], 0: [1] },
   lua: `if not redis.call('SET', operationKey, 1, 'NX', 'PX', operationTtlMs) then return {1} end
 local sole = string.match(redis.call('HGET', leasesKey, hold) or '', '^%d+$')
@@ -45,6 +57,11 @@ local released = 0
 local mine = holds[hold]
 if mine then
   released = 1
+  ${clearGrantRecord("parkedKey", "grantOperationKey", {
+    member: "string.match(hold, '^(%S+)') .. ' ' .. grantOf .. ' ' .. mine[1]",
+    token: "string.match(hold, ' (%d+)$')",
+    nameLast: false,
+  })}
   dropHold(hold)
   if waited == nil then waited = redis.call('EXISTS', queueKey, parkedKey) > 0 end
   if not waited then return {1} end
@@ -65,6 +82,8 @@ export async function releasePermits(
   owner: string,
   fencingToken: number,
   operationId: string,
+  /** The acquisition's operation id where a hand-off granted the hold by word. */
+  grantOf?: string,
 ): Promise<ReleaseResult> {
   const [released] = await runScript(
     ctx,
@@ -75,11 +94,13 @@ export async function releasePermits(
       paceKey: keys.pace,
       capacityKey: keys.capacity,
       ...permitHandOffKeys(keys),
+      grantOperationKey: grantOf === undefined ? undefined : keys.operation(grantOf),
     },
     {
       hold: holdMember(owner, fencingToken),
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
+      grantOf: grantOf ?? "",
     },
   );
   return released === 1 ? { released: true, holdsLeft: 0 } : { released: false };

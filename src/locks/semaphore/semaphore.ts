@@ -244,10 +244,10 @@ export class Semaphore {
         plan,
         waiterTimeoutMs,
       ),
-      control: (owner, fencingToken) => ({
+      control: (owner, fencingToken, grantOf) => ({
         extend: (ms) => extendPermits(ctx, keys, owner, fencingToken, ms),
         release: async (operationId) => {
-          const sent = releasePermits(ctx, keys, owner, fencingToken, operationId);
+          const sent = releasePermits(ctx, keys, owner, fencingToken, operationId, grantOf);
           releasing.set(fencingToken, sent);
           try {
             return await sent;

@@ -72,8 +72,15 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     // Told, not polled: no attempt after the registering one; the word brought the permits.
     expect(acquireScripts(waiter!.tap.sent)).toBe(attemptsBefore);
     expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1, waiters: 0 });
+    const keys = semaphoreKeys(prefix, "pool");
+    expect(Object.values((await bed.redis().hgetall(keys.parked)) ?? {})).toEqual([
+      `granted ${handle.fencingToken}`,
+    ]);
     await handle.release();
     expect(await semaphore.availablePermits()).toBe(2);
+    // The release cleared the grant's record: the acquisition's operation record answers a late
+    // copy of its attempts now.
+    expect(await bed.redis().exists(keys.parked)).toBe(0);
   });
 
   it("one release grants as many queued waiters as its permits cover, first come first served", async () => {
@@ -433,9 +440,13 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     const releasedAt = Date.now();
     await held.release();
     expect(await semaphore.availablePermits()).toBe(0); // granted, for the claim window only
+    const keys = semaphoreKeys(prefix, "pool");
+    expect(Object.values((await bed.redis().hgetall(keys.parked)) ?? {})).toHaveLength(1);
     const next = await semaphore.acquire({ leaseMs: 10_000, waitMs: 10_000 });
     expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(claimMs - 50);
     expect(Date.now() - releasedAt).toBeLessThan(claimMs + 3_000);
+    // The attempt that took the permits dropped the lapsed hold, and its grant's record with it.
+    expect(await bed.redis().exists(keys.parked)).toBe(0);
     await next.release();
   });
 

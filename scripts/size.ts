@@ -36,7 +36,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/lock`: `client.lock()` only",
     worker: PLAIN_LOCK_WORKER("edgelock/lock"),
-    limitBytes: 23_800,
+    limitBytes: 24_000,
   },
   {
     name: "`edgelock`: `client.lock()` only",
@@ -47,7 +47,7 @@ const CASES: readonly Case[] = [
   {
     name: "`edgelock/hono` (`withLock` + `idempotency`)",
     worker: `export { withLock, idempotency } from "edgelock/hono";`,
-    limitBytes: 28_200,
+    limitBytes: 28_400,
   },
   {
     name: "`edgelock/durable-object` (`LockWatchdog` + `durableObjectWatchdog`)",

@@ -123,8 +123,8 @@ end`;
  * runs if `freedSlowly` (a Lua expression that may read `fence`, the fence counter as a string,
  * and what `readFirst` read) holds: e.g. to learn how long the hold lasted and hand the lock
  * over; it may set `othersWaiting` to 1. `readFirst` (Lua, run once the last hold went) reads
- * what both need in one command. `whenFound` runs once the hold meant was found, before any of
- * it is dropped. Else the release costs 5 commands: the record is claimed first (SET NX, which is
+ * what both need in one command. `whenClaimed` runs once the record is claimed, before the hold
+ * is looked for. Else the release costs 5 commands: the record is claimed first (SET NX, which is
  * also the replay check) and holds the answer of a last hold's release, 0.
  */
 export function releaseOneHold(
@@ -132,23 +132,23 @@ export function releaseOneHold(
   whenFreed: string,
   freedSlowly: string,
   readFirst = "",
-  whenFound = "",
+  whenClaimed = "",
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "releaseOneHold",
-    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly, readFirst, whenFound),
+    lua: () => releaseOneHold(operationKey, whenFreed, freedSlowly, readFirst, whenClaimed),
     needs: [operationKey, "lockKey", "owner", "operationTtlMs", "fenceKey", "fencingToken"],
   });
   return `if not redis.call('SET', ${operationKey}, 0, 'NX', 'PX', operationTtlMs) then
   return {1, tonumber(redis.call('GET', ${operationKey}))}
 end
+${whenClaimed}
 local holds = tonumber(redis.call('HGET', lockKey, owner))
 local fence = holds and redis.call('GET', fenceKey) or '0'
 if not holds or (tonumber(fencingToken) > 0 and tonumber(fence) ~= tonumber(fencingToken)) then
   redis.call('DEL', ${operationKey})
   return {0}
 end
-${whenFound}
 local left = holds - 1
 local othersWaiting = 0
 if left > 0 then

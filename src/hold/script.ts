@@ -237,9 +237,9 @@ export interface LockKeys {
    * Hash: parked acquisition (as in `queue`) → `<claim ms> <lease ms> <operation id> <server ms
    * of its latest registration> <server ms its park ends by>[ sub<n>.<k>]`: what a release needs
    * to hand it the lock (` sub<n>.<k>`: it listens on `handOffChannels[k]`, registered by its
-   * attempt number n); after a hand-off announced there, `granted <fence>` until its next
-   * attempt takes it or its hold's release clears it, and the field `lastGrant` naming that
-   * waiter (recordAnnouncedGrant in queue/hand-off.ts).
+   * attempt number n); after a hand-off announced there, `granted <fence> <server ms>` until its
+   * next attempt takes it or its hold's release clears it (recordAnnouncedGrant in
+   * queue/hand-off.ts).
    */
   readonly parked: string;
   /**

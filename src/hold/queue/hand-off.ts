@@ -211,6 +211,9 @@ export function handOffFreedLock(
   return `${pruneDeadWaiters(queueKey, timeoutsKey)}
 local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
 local handedOff = false
+if not heads[1] then
+  ${sweepParked(parkedKey)}
+end
 ${
   readsKey === undefined
     ? handOff
@@ -236,8 +239,9 @@ end`
  *   in its parked registration (a key every script of the lock declares), which its next
  *   attempt, or a copy of an earlier one, replays (takeAnnouncedGrant) instead of taking the lock
  *   again. The record stays until the hold's release, which turns it into the acquisition's
- *   operation record (clearGrantRecord); the record of a grantee that never released is dropped
- *   by the next grant (`LAST_GRANT_FIELD` names it). The word ends with the number of the
+ *   operation record (clearGrantRecord); that of a grantee that never released goes with the
+ *   queue's last waiter, once it is as old as an operation record (sweepParked). The word ends
+ *   with the number of the
  *   registering attempt the grant counts from (ARGV `wakeBy` `sub<n>`, see registerParked), so
  *   that the waiter times the grant from that attempt's send.
  * Dead waiters must have been pruned.
@@ -271,12 +275,9 @@ export function handOffToParkedHead(
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
   // Under key locking only a subscribed waiter can be told (canTell). One HMGET reads the head's
-  // registration, that of the waiter behind it (for noticeBehind) and the last grantee by word:
-  // still named, that grantee never released (its release drops the name with its record), and
-  // as the lock was free its hold is over, so its record goes before this grant's is named.
+  // registration and that of the waiter behind it (for noticeBehind).
   return `local head = heads[1]
-local registrations = head
-  and redis.call('HMGET', ${parkedKey}, head, heads[2] or head, ${LAST_GRANT_FIELD}) or {}
+local registrations = head and redis.call('HMGET', ${parkedKey}, head, heads[2] or head) or {}
 local parked = registrations[1]
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then
@@ -294,10 +295,7 @@ if canTell then
   redis.call('ZREM', ${timeoutsKey}, head)${leaveWriters}
   local grant = 'grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since))
   if wakeBy == 'sub' then
-    if registrations[3] and registrations[3] ~= head then
-      redis.call('HDEL', ${parkedKey}, registrations[3])
-    end
-    ${recordAnnouncedGrant(parkedKey, "head", true)}
+    ${recordAnnouncedGrant(parkedKey, "head")}
     ${publishOnShard("shard", "id .. ' ' .. grant .. ' ' .. registration")}
   end
   ${withoutKeyLocking(`if wakeBy ~= 'sub' then
@@ -313,13 +311,6 @@ if canTell then
   ${noticeBehind(queueKey, parkedKey, { head: "heads[2]", registration: "registrations[2]" })}
 end`;
 }
-
-/**
- * The field of a lock's parked hash that names the waiter whose grant by word was recorded last,
- * until its hold's release drops both (clearGrantRecord). No waiter's member (`<owner> <id>`) is
- * a single word, so it cannot collide with one.
- */
-export const LAST_GRANT_FIELD = "'lastGrant'";
 
 /**
  * Names, in the scripts that may hand off, of the lock's hand-off channels (in KEYS, in order),
@@ -368,45 +359,68 @@ export const PARKED_REGISTRATION = "'^(%d+) (%d+) (%S+) (%d+) %d+ ?(%a*)(%d*)%.?
 
 /**
  * Records grant `fence` (a local) announced to parked waiter `member` (a Lua expression) as
- * `granted <fence>` in `parkedKey`, for its next attempt, or a late copy of an earlier one, to
- * replay (takeAnnouncedGrant), and keeps the hash at least as long as an operation record. The
- * hold's release clears the record (clearGrantRecord). Where the hold ends unreleased, a lock
- * (`nameLast`) drops the record at its next grant, as LAST_GRANT_FIELD names its grantee; a
- * semaphore, which grants several waiters in one walk, when it drops the hold's lapsed entry
- * (loadHolds in locks/semaphore/lua.ts).
+ * `granted <fence> <server ms>` in `parkedKey`, for its next attempt, or a late copy of an
+ * earlier one, to replay (takeAnnouncedGrant), and keeps the hash at least as long as an
+ * operation record. The hold's release clears the record (clearGrantRecord); the record of a
+ * hold never released goes once it is as old as an operation record, when nobody waits
+ * (sweepParked).
  */
-export function recordAnnouncedGrant(parkedKey: string, member: string, nameLast: boolean): string {
+export function recordAnnouncedGrant(parkedKey: string, member: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "recordAnnouncedGrant",
-    lua: () => recordAnnouncedGrant(parkedKey, member, nameLast),
-    needs: [parkedKey, member, "fence", "operationTtlMs"],
+    lua: () => recordAnnouncedGrant(parkedKey, member),
+    needs: [parkedKey, member, "fence", "now", "operationTtlMs"],
   });
-  const name = nameLast ? `, ${LAST_GRANT_FIELD}, ${member}` : "";
-  return `redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence${name})
+  return `redis.call('HSET', ${parkedKey}, ${member}, 'granted ' .. fence .. ' ' .. now)
 ${lengthenTtl(parkedKey, "operationTtlMs")}`;
 }
 
 /**
- * In the release of a hold granted by word (ARGV `grantOf`: its acquisition's operation id, else
- * empty): the grant's record `member` (a Lua expression, the waiter's member in `parkedKey`; see
- * recordAnnouncedGrant) becomes the acquisition's operation record (`grantOperationKey`, the hold's
- * token `token`), which a late copy of one of its attempts replays as the hold, or finds gone, as
- * it replayed the record; and the record goes. Run once the release found the hold: a lock's
- * (`nameLast`) has had no grant since its own, so LAST_GRANT_FIELD names it and goes too.
+ * First thing in the release of a hold granted by word (ARGV `grantedWaiter`: the waiter's member
+ * in `parkedKey`, else empty), whether the hold is still there or not: the grant's record (see
+ * recordAnnouncedGrant) becomes the acquisition's operation record (`grantOperationKey`, holding
+ * the hold's token `token`), which a late copy of one of its attempts replays as the hold, or
+ * finds gone, as it replayed the record; and the record goes.
  */
 export function clearGrantRecord(
   parkedKey: string,
   grantOperationKey: string,
-  { member, token, nameLast }: { member: string; token: string; nameLast: boolean },
+  token: string,
 ): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "clearGrantRecord",
-    lua: () => clearGrantRecord(parkedKey, grantOperationKey, { member, token, nameLast }),
-    needs: [parkedKey, grantOperationKey, "grantOf", "operationTtlMs"],
+    lua: () => clearGrantRecord(parkedKey, grantOperationKey, token),
+    needs: [parkedKey, grantOperationKey, "grantedWaiter", "operationTtlMs"],
   });
-  return `if grantOf ~= '' then
-  redis.call('HDEL', ${parkedKey}, ${member}${nameLast ? `, ${LAST_GRANT_FIELD}` : ""})
+  return `if grantedWaiter ~= '' then
+  redis.call('HDEL', ${parkedKey}, grantedWaiter)
   redis.call('SET', ${grantOperationKey}, ${token}, 'PX', operationTtlMs)
+end`;
+}
+
+/**
+ * When nobody waits any more (the queue is empty, dead waiters pruned): drops from `parkedKey`
+ * what no waiter needs: registrations (every waiter's place is gone; a live one registers again
+ * at its next attempt) and the records of grants as old as an operation record (a grantee that
+ * never released: its process died holding, or its hold lapsed and it never asked again). A
+ * younger record stays: a late copy of its waiter's attempt may still come. One HGETALL where
+ * the hash exists, at the end of a spell of contention.
+ */
+export function sweepParked(parkedKey: string): string {
+  /* @__PURE__ */ LUA_FRAGMENTS.push({
+    name: "sweepParked",
+    lua: () => sweepParked(parkedKey),
+    needs: [parkedKey, "now", "operationTtlMs"],
+  });
+  return `do
+  local fields, stale = redis.call('HGETALL', ${parkedKey}), {}
+  for i = 1, #fields, 2 do
+    local grantedAt = string.match(fields[i + 1], '^granted %d+ (%d+)$')
+    if not grantedAt or tonumber(grantedAt) + tonumber(operationTtlMs) <= now then
+      stale[#stale + 1] = fields[i]
+    end
+  end
+  if #stale > 0 then redis.call('HDEL', ${parkedKey}, unpack(stale)) end
 end`;
 }
 
@@ -444,7 +458,7 @@ export function takeAnnouncedGrant(
 if ${parkedKey} then
   local member = ${waiter ?? "owner .. ' ' .. parkId"}
   registered = redis.call('HGET', ${parkedKey}, member)
-  local granted = string.match(registered or '', '^granted (%d+)$')
+  local granted = string.match(registered or '', '^granted (%d+) ')
   if granted then
     registered = false
     announced = granted

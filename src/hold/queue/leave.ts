@@ -49,7 +49,7 @@ local granted
 if parkedKey then
   local registration = redis.call('HGET', parkedKey, waiter) or ''
   -- A hand-off announced on the lock's channel, whose word this waiter has not acted on.
-  granted = string.match(registration, '^granted (%d+)$')
+  granted = string.match(registration, '^granted (%d+) ')
   redis.call('HDEL', parkedKey, waiter)
   ${withoutKeyLocking(`if string.match(registration, '^%d+ %d+ %S+ %d+ %d+$') then
     -- Ends the pop its client gave up on but could not cancel.

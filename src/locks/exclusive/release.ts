@@ -20,15 +20,16 @@ import { newOperationId } from "../../platform.js";
 
 // KEYS: 1 lock hash, 2 operation record, 3 fence counter (for ARGV 4, and a hand-off's token),
 //       4 pace hash, 5 queue, 6 timeouts, 7 parked waiters, 8–15 the hand-off channels, 16 the
-//       operation record of the acquisition whose grant by word this hold is (ARGV 5; else this
+//       operation record of the acquisition the hold was granted to by word (ARGV 5; else this
 //       release's own record, unused), 17 a read-write lock's read holds (the write lock: no
 //       hand-off while any is live), 18 its waiting writers (a writer handed the lock stops
 //       waiting). 4–18 are optional, each only with the ones before it (see
 //       keyList in script.ts): RedLock passes 1–3, and learns and queues nothing.
 // ARGV: 1 owner, 2 operation record ttl ms, 3 pace ttl ms, 4 the fencing token of the hold to
 //       release (0: whichever hold the owner has; else a later hold of the owner is left alone,
-//       see refuseLaterHold), 5 the operation id of the acquisition that this hold was granted
-//       to by word (its grant's record is cleared, see clearGrantRecord), else empty
+//       see refuseLaterHold), 5 the queue member of the waiter this hold was granted to by word
+//       (`<owner> <operation id>`: its grant's record is cleared, see clearGrantRecord), else
+//       empty
 // Reply: {1, holds left, 1 when the lock was handed over or others still wait, else 0} released
 //        one hold ({1, holds left} replayed); {0} the owner holds nothing.
 // The release that frees a hold somebody queued behind (the others take the fast path, see
@@ -51,7 +52,7 @@ export const RELEASE = defineScript({
   name: "lock.release",
   keys: ["lockKey", "operationKey", "fenceKey", ...OPTIONAL_RELEASE_KEYS],
   optionalKeys: OPTIONAL_RELEASE_KEYS,
-  args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken", "grantOf"],
+  args: ["owner", "operationTtlMs", "paceTtlMs", "fencingToken", "grantedWaiter"],
   replies: { 1: [2, 3], 0: [1] },
   lua: releaseOneHold(
     "operationKey",
@@ -74,11 +75,7 @@ export const RELEASE = defineScript({
     // hash tells which, and serves the slow path too.
     `pace[7] == fence`,
     readPace("holdStatsKey", true),
-    clearGrantRecord("parkedKey", "grantOperationKey", {
-      member: "owner .. ' ' .. grantOf",
-      token: "fence",
-      nameLast: true,
-    }),
+    clearGrantRecord("parkedKey", "grantOperationKey", "fencingToken"),
   ),
 });
 
@@ -135,7 +132,7 @@ export async function releaseHold(
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
       fencingToken,
-      grantOf: grantOf !== undefined && fencingToken > 0 ? grantOf : "",
+      grantedWaiter: grantOf !== undefined && fencingToken > 0 ? `${owner} ${grantOf}` : "",
     },
   );
   const [status, left, othersWaiting] = reply;

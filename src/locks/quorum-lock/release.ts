@@ -91,7 +91,7 @@ async function releaseOn(
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
       fencingToken,
-      grantOf: "",
+      grantedWaiter: "",
     },
   );
   return status === 1;

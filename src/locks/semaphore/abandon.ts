@@ -28,7 +28,7 @@ export const SEMAPHORE_ABANDON = defineScript({
 ${loadHolds("leasesKey", true)}
 redis.call('ZREM', queueKey, waiter)
 redis.call('ZREM', timeoutsKey, waiter)
-local announced = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+)$')
+local announced = string.match(redis.call('HGET', parkedKey, waiter) or '', '^granted (%d+) ')
 redis.call('HDEL', parkedKey, waiter)
 local taken = redis.call('GET', operationKey)
 redis.call('SET', operationKey, 'left', 'PX', operationTtlMs)

@@ -106,7 +106,7 @@ if not quiet then
     local live = holds[hold]
     if not live then return {-1} end
     if live[3] < now + tonumber(leaseMs) then
-      putHold(hold, live[1], live[2], now + tonumber(leaseMs), live[4])
+      putHold(hold, live[1], live[2], now + tonumber(leaseMs))
       ${expireWithLastLease("leasesKey")}
     end
     return {1, tonumber(replay)}

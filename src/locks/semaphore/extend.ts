@@ -21,8 +21,7 @@ import { HOLD_ENTRY } from "./lua.js";
 // Reply: {1} re-armed; {0} the hold is gone (released, expired or force-released).
 // The sole hold the fast path took (its entry only its permits) is live while the key is, and its
 // lease is the key's TTL: re-armed without the clock (with a claim, from its TTL; it is no grant). The key outlives every
-// hold: it is lengthened where this lease now ends later. A lapsed hold granted by word is left
-// to the scripts that prune holds (loadHolds), which drop its grant's record with it.
+// hold: it is lengthened where this lease now ends later.
 export const SEMAPHORE_EXTEND = defineScript({
   name: "semaphore.extend",
   keys: ["leasesKey"],
@@ -30,7 +29,7 @@ export const SEMAPHORE_EXTEND = defineScript({
   replies: YES_OR_NO,
   lua: `local entry = redis.call('HGET', leasesKey, hold)
 if not entry then return {0} end
-local permits, since, expiry, grantOf = string.match(entry, ${HOLD_ENTRY})
+local permits, since, expiry = string.match(entry, ${HOLD_ENTRY})
 if since == '' and tonumber(claimMs) == 0 then
   redis.call('PEXPIRE', leasesKey, leaseMs)
   return {1}
@@ -42,7 +41,7 @@ else
   expiry = tonumber(expiry)
 end
 if expiry <= now then
-  if grantOf == '' then redis.call('HDEL', leasesKey, hold) end
+  redis.call('HDEL', leasesKey, hold)
   return {0}
 end
 local claim, fromGrant = tonumber(claimMs), tonumber(grantLeaseMs)
@@ -53,8 +52,7 @@ elseif claim == 0 or expiry < now + tonumber(leaseMs) then
   renewed = now + tonumber(leaseMs)
 end
 if renewed then
-  redis.call('HSET', leasesKey, hold, permits .. ' ' .. since .. ' ' .. renewed
-    .. (grantOf ~= '' and ' ' .. grantOf or ''))
+  redis.call('HSET', leasesKey, hold, permits .. ' ' .. since .. ' ' .. renewed)
   ${lengthenTtl("leasesKey", "renewed - now")}
 end
 return {1}`,

@@ -27,6 +27,7 @@ import {
   PARKED_REGISTRATION,
   publishOnShard,
   recordAnnouncedGrant,
+  sweepParked,
 } from "../../hold/queue/hand-off.js";
 import { ownerOfWaiter, pruneDeadWaiters } from "../../hold/queue/lua.js";
 import type { SemaphoreKeys } from "./keys.js";
@@ -95,7 +96,8 @@ end`;
 }
 
 /**
- * After permits came back: prunes dead waiters, then walks the queue
+ * After permits came back: prunes dead waiters (and, the queue found empty, sweeps the parked
+ * hash: sweepParked), then walks the queue
  * from its head while permits are left, granting each parked waiter whose permits fit beside the
  * holds and what the waiters ahead of it reserve (a polling waiter reserves its permits; so does
  * one that does not fit yet: FIFO, nobody is overtaken by a later waiter for fewer). A waiter
@@ -131,7 +133,12 @@ do
   local from = 0
   while held + reserved < capacity do
     local batch = redis.call('ZRANGE', queueKey, from, from + capacity - held - reserved - 1)
-    if #batch == 0 then break end
+    if #batch == 0 then
+      if from == 0 then
+        ${sweepParked("parkedKey")}
+      end
+      break
+    end
     from = from + #batch
     for _, member in ipairs(batch) do
       if held + reserved >= capacity then break end
@@ -148,7 +155,7 @@ do
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
         from = from - 1
-        ${recordAnnouncedGrant("parkedKey", "member", false)}
+        ${recordAnnouncedGrant("parkedKey", "member")}
         ${publishOnShard("shard", "id .. ' grant ' .. fence .. ' ' .. lease .. ' ' .. (now - tonumber(since)) .. ' ' .. registration")}
         grants = grants + 1
         if not shortest or lease < shortest then shortest = lease end

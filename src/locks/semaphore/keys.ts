@@ -10,8 +10,7 @@ export interface SemaphoreKeys {
   readonly capacity: string;
   /**
    * Hash: hold (`<owner> <fencing token>`) → `<permits> <server ms of the grant> <server ms its
-   * lease ends>[ <operation id>]` (the grant `-` where unknown; the operation id of the
-   * acquisition a hand-off granted it to by word), or `<permits>` alone: the only hold, taken when
+   * lease ends>` (the grant `-` where unknown), or `<permits>` alone: the only hold, taken when
    * nothing else was held or waited for, whose lease is this key's TTL (its taking and its
    * release read no clock). The key lives until the last lease ends; a script that adds a hold
    * beside a short entry writes that entry out in full first (see lua.ts).
@@ -32,8 +31,8 @@ export interface SemaphoreKeys {
    * Hash: waiter (as in `queue`) parked on a hand-off channel → its registration, as a lock's
    * (LockKeys.parked): `<claim ms> <lease ms> <operation id> <server ms of the registration>
    * <server ms its park ends by> sub<n>.<k>` (see permitParkBoundMs); after a hand-off,
-   * `granted <fence>` until its next attempt takes it, or the hold's release or lapse drops it
-   * (the hold's entry in `leases` names the acquisition; see locks/semaphore/lua.ts).
+   * `granted <fence> <server ms>` until its next attempt takes it or its hold's release clears
+   * it (recordAnnouncedGrant in hold/queue/hand-off.ts).
    */
   readonly parked: string;
   /**

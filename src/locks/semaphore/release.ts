@@ -8,6 +8,7 @@ import { learnAverage, PACE_TTL_MS } from "../../hold/pace.js";
 import { clearGrantRecord } from "../../hold/queue/hand-off.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { ReleaseResult } from "../../hold/state.js";
+import { waiterMember } from "./acquire.js";
 import { holdMember } from "./extend.js";
 import { grantToParkedWaiters, PERMIT_HAND_OFF_KEYS, permitHandOffKeys } from "./hand-off.js";
 import type { SemaphoreKeys } from "./keys.js";
@@ -17,9 +18,9 @@ import { loadHolds } from "./lua.js";
 //       SemaphoreKeys.pace), 4 capacity, then PERMIT_HAND_OFF_KEYS (fence, queue, timeouts,
 //       parked waiters, the hand-off channels), then (optional) the operation record of the
 //       acquisition that ARGV 4 names
-// ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms, 4 the operation id of the
-//       acquisition the hold was granted to by word (its grant's record is cleared, see
-//       clearGrantRecord), else empty
+// ARGV: 1 the hold, 2 operation record ttl ms, 3 pace ttl ms, 4 the queue member of the waiter
+//       the hold was granted to by word (`<owner> <operation id> <permits>`: its grant's record
+//       is cleared, see clearGrantRecord), else empty
 // Reply: {1} released (or a re-send of a release that did); {0} the hold was gone.
 // The operation record is claimed first (SET NX: also the replay check) and dropped again when
 // the hold was gone. The sole hold the fast path took (its entry only its permits) is live while
@@ -39,9 +40,10 @@ export const SEMAPHORE_RELEASE = defineScript({
     "grantOperationKey",
   ],
   optionalKeys: ["grantOperationKey"],
-  args: ["hold", "operationTtlMs", "paceTtlMs", "grantOf"],
+  args: ["hold", "operationTtlMs", "paceTtlMs", "grantedWaiter"],
   replies: { 1: [1], 0: [1] },
   lua: `if not redis.call('SET', operationKey, 1, 'NX', 'PX', operationTtlMs) then return {1} end
+${clearGrantRecord("parkedKey", "grantOperationKey", "string.match(hold, ' (%d+)$')")}
 local sole = string.match(redis.call('HGET', leasesKey, hold) or '', '^%d+$')
 local waited = nil
 if sole then
@@ -57,11 +59,6 @@ local released = 0
 local mine = holds[hold]
 if mine then
   released = 1
-  ${clearGrantRecord("parkedKey", "grantOperationKey", {
-    member: "string.match(hold, '^(%S+)') .. ' ' .. grantOf .. ' ' .. mine[1]",
-    token: "string.match(hold, ' (%d+)$')",
-    nameLast: false,
-  })}
   dropHold(hold)
   if waited == nil then waited = redis.call('EXISTS', queueKey, parkedKey) > 0 end
   if not waited then return {1} end
@@ -84,6 +81,8 @@ export async function releasePermits(
   operationId: string,
   /** The acquisition's operation id where a hand-off granted the hold by word. */
   grantOf?: string,
+  /** The permits it holds (the waiter's member names them). */
+  permits = 1,
 ): Promise<ReleaseResult> {
   const [released] = await runScript(
     ctx,
@@ -100,7 +99,7 @@ export async function releasePermits(
       hold: holdMember(owner, fencingToken),
       operationTtlMs: ctx.operationTtlMs,
       paceTtlMs: PACE_TTL_MS,
-      grantOf: grantOf ?? "",
+      grantedWaiter: grantOf === undefined ? "" : waiterMember(owner, grantOf, permits),
     },
   );
   return released === 1 ? { released: true, holdsLeft: 0 } : { released: false };

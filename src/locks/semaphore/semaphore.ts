@@ -247,7 +247,15 @@ export class Semaphore {
       control: (owner, fencingToken, grantOf) => ({
         extend: (ms) => extendPermits(ctx, keys, owner, fencingToken, ms),
         release: async (operationId) => {
-          const sent = releasePermits(ctx, keys, owner, fencingToken, operationId, grantOf);
+          const sent = releasePermits(
+            ctx,
+            keys,
+            owner,
+            fencingToken,
+            operationId,
+            grantOf,
+            permits,
+          );
           releasing.set(fencingToken, sent);
           try {
             return await sent;

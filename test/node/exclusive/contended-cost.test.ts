@@ -112,7 +112,7 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       operationTtlMs: "60000",
       paceTtlMs: String(PACE_TTL_MS),
       fencingToken: String(fence),
-      grantOf: "",
+      grantedWaiter: "",
     });
     expect(released.reply).toEqual([1, 0, 1]);
     // Its next attempt takes the grant: the record read and dropped, the operation recorded, the
@@ -129,28 +129,36 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     }).toEqual({ joined: 27, again: 17, released: 21, took: 8 });
   });
 
+  /** A release script run of `owner`'s hold `token`, naming the waiter it was granted to. */
+  const release = (
+    keys: LockKeys,
+    owner: string,
+    token: number,
+    grantOf = "",
+    operationTtlMs = "60000",
+  ) =>
+    run(
+      RELEASE,
+      { ...byName(keys)(newOperationId()), grantOperationKey: keys.operation(grantOf) },
+      {
+        owner,
+        operationTtlMs,
+        paceTtlMs: String(PACE_TTL_MS),
+        fencingToken: String(token),
+        grantedWaiter: grantOf === "" ? "" : `${owner} ${grantOf}`,
+      },
+    );
+
   it("a hold granted by word: its release clears the grant's record for 2 commands, and a late copy of the waiter's attempt finds the hold gone", async () => {
-    const release = (keys: LockKeys, owner: string, token: number, grantOf: string) =>
-      run(
-        RELEASE,
-        { ...byName(keys)(newOperationId()), grantOperationKey: keys.operation(grantOf) },
-        {
-          owner,
-          operationTtlMs: "60000",
-          paceTtlMs: String(PACE_TTL_MS),
-          fencingToken: String(token),
-          grantOf,
-        },
-      );
     /** A lock handed to a parked waiter by word: its keys, the waiter's operation and token. */
     const handedOver = async (name: string) => {
       const keys = lockKeys(freshPrefix(), name);
       const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
       const waiting = newOperationId();
       expect((await attempt(keys, "waiter", waiting)).reply[0]).toBe(0);
-      expect((await release(keys, "holder", fence, "")).reply).toEqual([1, 0, 1]);
-      expect(await bed.redis().hget(keys.parked, `waiter ${waiting}`)).toBe(`granted ${fence + 1}`);
-      expect(await bed.redis().hget(keys.parked, "lastGrant")).toBe(`waiter ${waiting}`);
+      expect((await release(keys, "holder", fence)).reply).toEqual([1, 0, 1]);
+      const record = await bed.redis().hget<string>(keys.parked, `waiter ${waiting}`);
+      expect(String(record)).toMatch(new RegExp(`^granted ${fence + 1} \\d+$`));
       return { keys, waiting, token: fence + 1 };
     };
 
@@ -158,14 +166,17 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     const byWord = await handedOver("by-word");
     const released = await release(byWord.keys, "waiter", byWord.token, byWord.waiting);
     expect(released.reply).toEqual([1, 0, 0]);
-    expect(await bed.redis().exists(byWord.keys.parked)).toBe(0); // record and name both gone
+    expect(await bed.redis().exists(byWord.keys.parked)).toBe(0);
     expect(Number(await bed.redis().get(byWord.keys.operation(byWord.waiting)))).toBe(byWord.token);
     // The same release naming no grant (a hold its attempt took) bills 2 commands less: the
-    // HDEL of the record and its name, and the SET of the acquisition's operation record.
+    // HDEL of the record and the SET of the acquisition's operation record. Both find nobody
+    // queued, so both read the parked hash to sweep it (HGETALL): the record, a second old,
+    // stays.
     const unnamed = await handedOver("unnamed");
-    const plain = await release(unnamed.keys, "waiter", unnamed.token, "");
+    const plain = await release(unnamed.keys, "waiter", unnamed.token);
     expect(plain.reply).toEqual([1, 0, 0]);
-    expect({ byWord: released.billed, plain: plain.billed }).toEqual({ byWord: 13, plain: 11 });
+    expect(await bed.redis().hlen(unnamed.keys.parked)).toBe(1);
+    expect({ byWord: released.billed, plain: plain.billed }).toEqual({ byWord: 14, plain: 12 });
 
     // A copy of the waiter's attempt arriving now replays its acquisition: the hold is gone.
     const copy = await attempt(byWord.keys, "waiter", byWord.waiting, { attempt: 1 });
@@ -173,32 +184,47 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     expect(await bed.redis().exists(byWord.keys.lock)).toBe(0);
   });
 
-  it("the record of a grantee that never released goes with the next grant by word", async () => {
-    const keys = lockKeys(freshPrefix(), "never-released");
+  it("a release whose hold lapsed still clears its grant's record, into the acquisition's operation record", async () => {
+    const keys = lockKeys(freshPrefix(), "lapsed");
     const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
-    const [first, second] = [newOperationId(), newOperationId()];
-    expect((await attempt(keys, "first", first)).reply[0]).toBe(0);
-    expect((await attempt(keys, "second", second)).reply[0]).toBe(0);
-    const releaseArgs = (owner: string, token: number) => ({
-      owner,
-      operationTtlMs: "60000",
-      paceTtlMs: String(PACE_TTL_MS),
-      fencingToken: String(token),
-      grantOf: "",
-    });
-    await run(RELEASE, byName(keys)(newOperationId()), releaseArgs("holder", fence));
-    expect(await bed.redis().hget(keys.parked, `first ${first}`)).toBe(`granted ${fence + 1}`);
-    // The first grantee's process dies holding: its hold ends (here by force, as its lease
-    // would), and the lock goes on to the second by word.
-    await bed.redis().del(keys.lock);
-    const next = await attempt(keys, "third", newOperationId());
-    expect(next.reply[0]).toBe(1);
-    await run(RELEASE, byName(keys)(newOperationId()), releaseArgs("third", next.reply[1]!));
-    expect(await bed.redis().hget(keys.parked, `second ${second}`)).toBe(
-      `granted ${next.reply[1]! + 1}`,
-    );
-    expect(await bed.redis().hget(keys.parked, `first ${first}`)).toBeNull();
-    expect(await bed.redis().hget(keys.parked, "lastGrant")).toBe(`second ${second}`);
+    const waiting = newOperationId();
+    expect((await attempt(keys, "waiter", waiting)).reply[0]).toBe(0);
+    await release(keys, "holder", fence);
+    await bed.redis().del(keys.lock); // the claim window ran out before the waiter confirmed
+    expect((await release(keys, "waiter", fence + 1, waiting)).reply).toEqual([0]);
+    expect(await bed.redis().hget(keys.parked, `waiter ${waiting}`)).toBeNull();
+    expect(Number(await bed.redis().get(keys.operation(waiting)))).toBe(fence + 1);
+    // A late copy of its attempt replays that, and takes nothing.
+    expect((await attempt(keys, "waiter", waiting)).reply).toEqual([-1]);
+    expect(await bed.redis().exists(keys.lock)).toBe(0);
+  });
+
+  it("when nobody waits, a release sweeps the parked hash: a grant's record goes once it is as old as an operation record", async () => {
+    const operationTtlMs = 400;
+    /** A grantee `dead` that never releases; its lock then handed on to `next`, who releases. */
+    const deadGrantee = async (name: string, waitMs: number) => {
+      const keys = lockKeys(freshPrefix(), name);
+      const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
+      const [dead, next] = [newOperationId(), newOperationId()];
+      expect((await attempt(keys, "dead", dead)).reply[0]).toBe(0);
+      expect((await attempt(keys, "next", next)).reply[0]).toBe(0);
+      await release(keys, "holder", fence, "", String(operationTtlMs));
+      expect(String(await bed.redis().hget(keys.parked, `dead ${dead}`))).toMatch(/^granted /);
+      await bed.redis().del(keys.lock); // its hold lapses unreleased
+      // Another owner takes the free lock; its release hands it on to `next` by word.
+      const other = (await attempt(keys, "other", newOperationId())).reply[1]!;
+      await release(keys, "other", other, "", String(operationTtlMs));
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      // `next` releases; nobody is queued now.
+      await release(keys, "next", other + 1, next, String(operationTtlMs));
+      return bed.redis().hgetall<Record<string, string>>(keys.parked);
+    };
+    // Younger than an operation record: a late copy of its waiter's attempt may still come.
+    const young = await deadGrantee("young", 0);
+    expect(Object.keys(young ?? {})).toHaveLength(1);
+    expect(Object.values(young ?? {}).map(String)[0]).toMatch(/^granted /);
+    // Older: swept, and the hash with it.
+    expect(await deadGrantee("old", operationTtlMs + 100)).toBeNull();
   });
 
   it("a parking waiter in place without a registration keeps its place (ZADD NX, then ZRANK)", async () => {

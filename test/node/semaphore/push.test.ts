@@ -73,8 +73,8 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     expect(acquireScripts(waiter!.tap.sent)).toBe(attemptsBefore);
     expect(await semaphore.state()).toMatchObject({ held: 1, holds: 1, waiters: 0 });
     const keys = semaphoreKeys(prefix, "pool");
-    expect(Object.values((await bed.redis().hgetall(keys.parked)) ?? {})).toEqual([
-      `granted ${handle.fencingToken}`,
+    expect(Object.values((await bed.redis().hgetall(keys.parked)) ?? {}).map(String)).toEqual([
+      expect.stringMatching(new RegExp(`^granted ${handle.fencingToken} \\d+$`)),
     ]);
     await handle.release();
     expect(await semaphore.availablePermits()).toBe(2);
@@ -445,9 +445,11 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     const next = await semaphore.acquire({ leaseMs: 10_000, waitMs: 10_000 });
     expect(Date.now() - releasedAt).toBeGreaterThanOrEqual(claimMs - 50);
     expect(Date.now() - releasedAt).toBeLessThan(claimMs + 3_000);
-    // The attempt that took the permits dropped the lapsed hold, and its grant's record with it.
-    expect(await bed.redis().exists(keys.parked)).toBe(0);
     await next.release();
+    // Nobody waits now: that release swept the parked hash, but the dead grantee's record is
+    // younger than an operation record, so it stays for a late copy of its attempt to replay.
+    const left = (await bed.redis().hgetall<Record<string, string>>(keys.parked)) ?? {};
+    expect(Object.values(left).map(String)).toEqual([expect.stringMatching(/^granted \d+ \d+$/)]);
   });
 
   it("a handed-off hold with a fixed lease confirms it past the claim window", async () => {

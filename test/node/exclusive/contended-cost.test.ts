@@ -4,7 +4,8 @@
  * polls again in place, the holder's release hands it the lock, and its next attempt takes the
  * announced grant. Counted in billed commands (the EVALSHA and every command its script ran), the
  * figure issue 42 holds down: a change that makes a step dearer fails here, and one that makes it
- * cheaper updates the figure with the reason (a comment per step).
+ * cheaper updates the figure with the reason (a comment per step). Then what clears a grant's
+ * record: the hold's release, or a sweep once nobody waits.
  */
 import { describe, expect, it } from "vitest";
 import { PACE_TTL_MS } from "../../../src/hold/pace.js";
@@ -104,9 +105,9 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     // hold was timed and serves the learning; one read of the queue finds the head and the waiter
     // behind it (27 before the two), and one HMGET their registrations (25 before). The statistics'
     // TTL is set here, the hash's first write to record when; a later release within half of it
-    // leaves it (see hold-statistics.test.ts). The grant's record is named in the same HSET and
-    // cleared by the hold's release (the next case), not listed by expiry and pruned here: no
-    // LINDEX, RPUSH or PEXPIRE of a grants list (24 before).
+    // leaves it (see hold-statistics.test.ts). The grant's record is cleared by the hold's release
+    // (the next cases), not listed by expiry and pruned here: no LINDEX, RPUSH or PEXPIRE of a
+    // grants list (24 before).
     const released = await run(RELEASE, byName(keys)(newOperationId()), {
       owner: "holder",
       operationTtlMs: "60000",

@@ -200,7 +200,7 @@ describe.each(backendKindsUnderTest())("the semaphore's fast path on %s", (kind)
       const reply = (await bed.redis().eval(
         SEMAPHORE_RELEASE.keyLocking.source,
         SEMAPHORE_RELEASE.keyNames.map((key) => byName[key] ?? ""),
-        [hold, "60000", String(PACE_TTL_MS)],
+        [hold, "60000", String(PACE_TTL_MS), ""],
       )) as number[];
       return reply[0];
     }

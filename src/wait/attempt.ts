@@ -14,7 +14,7 @@ export interface HandOff {
   readonly leaseMs: number;
   readonly grantedAt: number;
   /**
-   * Told by word over a subscription: the grant's record stays in the lock's parked hash until
+   * Told by word over a subscription: the grant's record stays in the parked hash until
    * the hold's release clears it (clearGrantRecord in hold/queue/hand-off.ts).
    */
   readonly recorded?: true;

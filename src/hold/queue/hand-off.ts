@@ -235,15 +235,14 @@ end`
  *   after the waiter's operation id (see LockKeys.wake), keys only this script finds, so this
  *   part is cut out of the scripts sent with Upstash's key-locking flag;
  * - subscribed to the lock's hand-off channel (`handOffsKey`, declared in KEYS): the grant is
- *   published there, prefixed with the waiter's operation id, and recorded as `granted <fence>`
- *   in its parked registration (a key every script of the lock declares), which its next
- *   attempt, or a copy of an earlier one, replays (takeAnnouncedGrant) instead of taking the lock
- *   again. The record stays until the hold's release, which turns it into the acquisition's
- *   operation record (clearGrantRecord); that of a grantee that never released goes with the
- *   queue's last waiter, once it is as old as an operation record (sweepParked). The word ends
- *   with the number of the
- *   registering attempt the grant counts from (ARGV `wakeBy` `sub<n>`, see registerParked), so
- *   that the waiter times the grant from that attempt's send.
+ *   published there, prefixed with the waiter's operation id, and recorded as `granted <fence>
+ *   <server ms>` in its parked registration (a key every script of the lock declares), which its
+ *   next attempt, or a copy of an earlier one, replays (takeAnnouncedGrant) instead of taking the
+ *   lock again. The record stays until the hold's release, which turns it into the acquisition's
+ *   operation record (clearGrantRecord); that of a grantee that never released goes once it is
+ *   as old as an operation record, at a sweep when nobody waits (sweepParked). The word ends with
+ *   the number of the registering attempt the grant counts from (ARGV `wakeBy` `sub<n>`, see
+ *   registerParked), so that the waiter times the grant from that attempt's send.
  * Dead waiters must have been pruned.
  */
 export function handOffToParkedHead(

@@ -151,7 +151,7 @@ do
       elseif wakeBy == 'sub' and held + reserved + wanted <= capacity then
         lease = math.min(tonumber(claim), tonumber(lease))
         local fence = redis.call('INCR', fenceKey)
-        putHold(${ownerOfWaiter("member")} .. ' ' .. fence, wanted, now, now + lease, id)
+        putHold(${ownerOfWaiter("member")} .. ' ' .. fence, wanted, now, now + lease)
         redis.call('ZREM', queueKey, member)
         redis.call('ZREM', timeoutsKey, member)
         from = from - 1

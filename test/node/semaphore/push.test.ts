@@ -452,6 +452,26 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     expect(Object.values(left).map(String)).toEqual([expect.stringMatching(/^granted \d+ \d+$/)]);
   });
 
+  it("a release whose permits lapsed still clears its grant's record, into the acquisition's operation record", async () => {
+    const { prefix, semaphore, waiters } = clients(1);
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    await held.release();
+    const handle = await waiting; // granted by word
+    const keys = semaphoreKeys(prefix, "pool");
+    const [member] = Object.keys((await bed.redis().hgetall(keys.parked)) ?? {});
+    const operationId = member?.split(" ")[1] ?? "";
+    expect(operationId).not.toBe("");
+    // The hold is gone before its release (its lease lapsed and a script pruned it).
+    await bed.redis().hdel(keys.leases, `${handle.owner} ${handle.fencingToken}`);
+    await expect(handle.release()).rejects.toThrow();
+    // The record went all the same, and the acquisition's answer stays for a late copy.
+    expect(await bed.redis().exists(keys.parked)).toBe(0);
+    expect(Number(await bed.redis().get(keys.operation(operationId)))).toBe(handle.fencingToken);
+  });
+
   it("a handed-off hold with a fixed lease confirms it past the claim window", async () => {
     const claimMs = 1_000;
     const { prefix, semaphore, waiters } = clients(1, { claimMs });

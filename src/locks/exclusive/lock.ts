@@ -195,9 +195,14 @@ export type AcquireRule = "plain" | "fair";
  */
 function acquireScriptLua(rule: AcquireRule): string {
   // \`pttl\` -2: free; read once, as a busy reply answers it too.
+  // Dead waiters are pruned where the queue decides who holds: by the release that hands the
+  // lock on (handOffFreedLock) and by a fair attempt that finds it free (its head must be live).
+  // A plain attempt takes a free lock whatever the queue holds, so it does not prune at every
+  // poll (one command, issue 42): a dead place ahead only lengthens its turn until that release.
   const mayTakeFree =
     rule === "fair"
-      ? `local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
+      ? `${pruneDeadWaiters("queueKey", "timeoutsKey")}
+  local head = redis.call('ZRANGE', queueKey, 0, 0)[1]
   if head == nil or head == waiter then count = 1 end`
       : `if not (queueKey and ${reservedForAnother("holdStatsKey", "queueKey")}) then count = 1 end`;
   return endingParkBeside(`${freeAndUncontendedFastPath()}
@@ -205,9 +210,6 @@ ${takeAnnouncedGrant("parkedKey", "operationKey")}
 ${replayAcquisition("operationKey", "leaseMs")}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
-if queueKey then
-${pruneDeadWaiters("queueKey", "timeoutsKey")}
-end
 local count
 local pttl
 if redis.call('HEXISTS', lockKey, owner) == 1 then

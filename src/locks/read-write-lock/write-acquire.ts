@@ -5,6 +5,8 @@
  * waiters do; in push mode it parks there), and, with writer preference, registers as a waiting
  * writer, so that new readers wait behind it. A reader asking for the write lock without holding
  * it is refused at once: upgrading would deadlock against any other reader doing the same.
+ * As with the plain lock, dead waiters of the queue are pruned by the release that hands the lock
+ * on, not at every attempt (see acquireScriptLua in exclusive/lock.ts).
  */
 import { LockUpgradeError } from "../../errors.js";
 import type { OperationContext } from "../../hold/context.js";
@@ -25,7 +27,6 @@ import {
 } from "../../hold/queue/hand-off.js";
 import {
   joinQueue,
-  pruneDeadWaiters,
   refreshWaiter,
   reservedForAnother,
   WAITER_LUA,
@@ -86,7 +87,6 @@ ${replayAcquisition("operationKey", "leaseMs", UPGRADE_REFUSED)}
 ${SERVER_NOW_MS}
 ${WAITER_LUA}
 redis.call('ZREMRANGEBYSCORE', writersKey, '-inf', now)
-${pruneDeadWaiters("queueKey", "timeoutsKey")}
 local function endAcquisition(record)
   redis.call('ZREM', queueKey, waiter)
   redis.call('ZREM', timeoutsKey, waiter)

@@ -8,12 +8,12 @@ import { flaggedSource, withoutKeyLocking } from "../../../src/transport/call.js
 // Every script's SHA-1 (the locks', the Hono middleware's and the inspector's). A change here is a change of a
 // script: deliberate, reviewed, and visible to anyone who cached or allow-listed the old SHA.
 const PINNED: ReadonlyArray<readonly [string, string]> = [
-  ["lock.acquire", "8464b6d35bfc6aaee3236a6b2aaca8a0d1077d1b"],
+  ["lock.acquire", "82eff8170ba69563242844814f475e50bf980e8a"],
   ["lock.extend", "cd6fbf65666de31983260e02d69058ce006228a6"],
   ["lock.forceRelease", "19bf70ad3e927d190dc60b1bcab4ec471385055e"],
   ["lock.inspect", "7184e3d58f3591a4a470e81dd25af1684b018fe3"],
   ["lock.release", "be1a151614d3d0aec3d272c29db06ce4abaff23d"],
-  ["fairLock.acquire", "180a363a9180c7e4eed94686892f0cc8c71e63a1"],
+  ["fairLock.acquire", "88570a55fb4e1fa6814f757c4f2184466b9dcb65"],
   ["queue.leave", "f821af2730623c2e49fa3adc32d4001b6f46742a"],
   ["queue.length", "f9dfe848d5aeb066841cdee1e85875ed0ec7e40f"],
   ["readWriteLock.abandonRead", "c3d8f074657e3a27fbbec6f39890b4e5911fd895"],
@@ -22,7 +22,7 @@ const PINNED: ReadonlyArray<readonly [string, string]> = [
   ["readWriteLock.forceReleaseRead", "200a3f6a9dfe27159f4bf8fe2552f4af0b902a99"],
   ["readWriteLock.inspectRead", "88a08237df40736ad72c5e6433565d08e471b474"],
   ["readWriteLock.releaseRead", "849b1e156b4ed8ecf24a8e25f2efb4f2e82dfdf9"],
-  ["readWriteLock.acquireWrite", "74ae98329bfd7375e56f6af7816fc8867e288520"],
+  ["readWriteLock.acquireWrite", "ef5f7ead9ded2938e59fa9b8e00a004405521ca0"],
   ["multiLock.acquire", "aecb234e0fbb94b6fdd9c3151d5b56a3d8941b60"],
   ["multiLock.extend", "d56aed7661bab528f88cd4d1dbc31003507eb9ac"],
   ["multiLock.release", "eff083ff74b34f67827a094291c1d7ebc71e8665"],

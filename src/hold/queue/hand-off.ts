@@ -186,11 +186,14 @@ export function noticeBehind(
 }
 
 /**
- * After the lock was freed (a release, or a force release of the lock or of its read holds): prunes
- * dead waiters and, when the live head of the queue is parked, hands it the lock (see
- * handOffToParkedHead); declares the locals `handedOff` (false, or the fencing token of the hold
- * handed over) and `heads` (the first two live waiters, read before any hand-off; where none
- * took place, reserveForHead reserves the lock for them). The write lock passes its read holds
+ * After the lock was freed (a release, or a force release of the lock or of its read holds):
+ * when the live head of the queue is parked, hands it the lock (see handOffToParkedHead);
+ * declares the locals `handedOff` (false, or the fencing token of the hold handed over), `heads`
+ * (the first two waiters, read before any hand-off; where none took place, reserveForHead
+ * reserves the lock for them) and `registrations` (theirs in `parkedKey`). Dead waiters are
+ * pruned when the head is one (issue 42: not at every release): the head is then live, the one
+ * behind it may not be, which costs a reservation's second name or a word nobody hears. The
+ * write lock passes its read holds
  * (`readsKey`, a Lua variable that may be nil): none may be live for a hand-off; and its waiting
  * writers (`writersKey`, likewise).
  */
@@ -205,11 +208,22 @@ export function handOffFreedLock(
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "handOffFreedLock",
     lua: () => handOffFreedLock(queueKey, timeoutsKey, parkedKey, readWrite),
-    needs: [readsKey, "now"],
-    provides: ["handedOff", "heads"],
+    needs: [queueKey, timeoutsKey, parkedKey, readsKey, "now"],
+    provides: ["handedOff", "heads", "registrations"],
   });
-  return `${pruneDeadWaiters(queueKey, timeoutsKey)}
-local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+  // The head is live while its park lasts (a park ends no later than the waiter's deadline) or
+  // its deadline has not passed; only a dead head costs the pruning of every dead waiter.
+  return `local heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+local registrations = {}
+if heads[1] then
+  registrations = redis.call('HMGET', ${parkedKey}, heads[1], heads[2] or heads[1])
+  local parkEnd = tonumber(string.match(registrations[1] or '', '^%d+ %d+ %S+ %d+ (%d+)') or '0')
+  if parkEnd <= now and tonumber(redis.call('ZSCORE', ${timeoutsKey}, heads[1]) or '0') <= now then
+    ${pruneDeadWaiters(queueKey, timeoutsKey)}
+    heads = redis.call('ZRANGE', ${queueKey}, 0, 1)
+    registrations = heads[1] and redis.call('HMGET', ${parkedKey}, heads[1], heads[2] or heads[1]) or {}
+  end
+end
 local handedOff = false
 if not heads[1] then
   ${sweepParked(parkedKey)}
@@ -243,7 +257,7 @@ end`
  *   as old as an operation record, at a sweep when nobody waits (sweepParked). The word ends with
  *   the number of the registering attempt the grant counts from (ARGV `wakeBy` `sub<n>`, see
  *   registerParked), so that the waiter times the grant from that attempt's send.
- * Dead waiters must have been pruned.
+ * The head must be live (handOffFreedLock).
  */
 export function handOffToParkedHead(
   queueKey: string,
@@ -266,6 +280,7 @@ export function handOffToParkedHead(
       "now",
       "handedOff",
       "heads",
+      "registrations",
     ],
   });
   const leaveWriters =
@@ -273,10 +288,9 @@ export function handOffToParkedHead(
       ? ""
       : `
   if ${writersKey} then redis.call('ZREM', ${writersKey}, head) end`;
-  // Under key locking only a subscribed waiter can be told (canTell). One HMGET reads the head's
-  // registration and that of the waiter behind it (for noticeBehind).
+  // Under key locking only a subscribed waiter can be told (canTell). handOffFreedLock's one
+  // HMGET read the head's registration and that of the waiter behind it (for noticeBehind).
   return `local head = heads[1]
-local registrations = head and redis.call('HMGET', ${parkedKey}, head, heads[2] or head) or {}
 local parked = registrations[1]
 local claim, lease, id, since, wakeBy, registration, shard
 if parked then

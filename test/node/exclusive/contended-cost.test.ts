@@ -57,14 +57,18 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     keys: LockKeys,
     owner: string,
     operationId: string,
-    { claimMs = 2000, attempt = 1 }: { claimMs?: number; attempt?: number } = {},
+    {
+      claimMs = 2000,
+      attempt = 1,
+      waiterTimeoutMs = 5000,
+    }: { claimMs?: number; attempt?: number; waiterTimeoutMs?: number } = {},
   ) {
     return run(ACQUIRE, byName(keys)(operationId), {
       owner,
       leaseMs: "10000",
       operationTtlMs: "60000",
       paceTtlMs: String(PACE_TTL_MS),
-      waiterTimeoutMs: "5000",
+      waiterTimeoutMs: String(waiterTimeoutMs),
       roundTripMs: "20",
       claimMs: String(claimMs),
       parkId: operationId,
@@ -73,7 +77,7 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     });
   }
 
-  it("joining 26, a poll in place 16, a hand-off 21, taking the grant 8", async () => {
+  it("joining 26, a poll in place 16, a hand-off 20, taking the grant 8", async () => {
     const keys = lockKeys(freshPrefix(), "contended");
     const acquire = (owner: string, operationId: string, attemptNumber: number) =>
       attempt(keys, owner, operationId, { attempt: attemptNumber });
@@ -99,8 +103,8 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     const again = await acquire("waiter", waiting, 2);
     expect(again.reply[0]).toBe(0);
 
-    // The release hands the lock to the parked head: the hold's statistics learned, the dead and
-    // the expired grant records pruned, the head's hold, lease and token, its grant recorded and
+    // The release hands the lock to the parked head: the hold's statistics learned, the head's
+    // hold, lease and token, its grant recorded and
     // published; the token handed over is the one it timed (no GET of the counter), and no
     // reservation to drop (read with the statistics, not deleted blindly); the parked hash's TTL
     // lengthened by one PEXPIRE GT (30 before the three). One read of the statistics tells the
@@ -109,7 +113,8 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     // TTL is set here, the hash's first write to record when; a later release within half of it
     // leaves it (see hold-statistics.test.ts). The grant's record is cleared by the hold's release
     // (the next cases), not listed by expiry and pruned here: no LINDEX, RPUSH or PEXPIRE of a
-    // grants list (24 before).
+    // grants list (24 before). The head's park has not ended, so it is live: no pruning of the
+    // queue's dead (21 before; a dead head costs it, see "a dead head is pruned …" below).
     const released = await run(RELEASE, byName(keys)(newOperationId()), {
       owner: "holder",
       operationTtlMs: "60000",
@@ -129,7 +134,7 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       again: again.billed,
       released: released.billed,
       took: took.billed,
-    }).toEqual({ joined: 26, again: 16, released: 21, took: 8 });
+    }).toEqual({ joined: 26, again: 16, released: 20, took: 8 });
   });
 
   /** A release script run of `owner`'s hold `token`, naming the waiter it was granted to. */
@@ -179,7 +184,7 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     const plain = await release(unnamed.keys, "waiter", unnamed.token);
     expect(plain.reply).toEqual([1, 0, 0]);
     expect(await bed.redis().hlen(unnamed.keys.parked)).toBe(1);
-    expect({ byWord: released.billed, plain: plain.billed }).toEqual({ byWord: 14, plain: 12 });
+    expect({ byWord: released.billed, plain: plain.billed }).toEqual({ byWord: 13, plain: 11 });
 
     // A copy of the waiter's attempt arriving now replays its acquisition: the hold is gone.
     const copy = await attempt(byWord.keys, "waiter", byWord.waiting, { attempt: 1 });
@@ -228,6 +233,41 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     expect(Object.values(young ?? {}).map(String)[0]).toMatch(/^granted /);
     // Older: swept, and the hash with it.
     expect(await deadGrantee("old", operationTtlMs + 100)).toBeNull();
+  });
+
+  it("a dead head is pruned by the release, with every dead waiter, and the live one behind it gets the hand-off", async () => {
+    const keys = lockKeys(freshPrefix(), "dead-head");
+    const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
+    const [dead, live, deadToo] = [newOperationId(), newOperationId(), newOperationId()];
+    // A polling waiter whose place lasts 200 ms, a parked one, another like the first.
+    const dying = { claimMs: 0, waiterTimeoutMs: 200 };
+    expect((await attempt(keys, "dead", dead, dying)).reply[2]).toBe(0);
+    expect((await attempt(keys, "live", live)).reply[2]).toBe(1);
+    expect((await attempt(keys, "dead-too", deadToo, dying)).reply[2]).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 300)); // both stopped polling
+    expect((await release(keys, "holder", fence)).reply).toEqual([1, 0, 1]);
+    expect(String(await bed.redis().hget(keys.parked, `live ${live}`))).toMatch(
+      new RegExp(`^granted ${fence + 1} `),
+    );
+    expect(await bed.redis().exists(keys.queue, keys.timeouts)).toBe(0);
+  });
+
+  it("a live head is handed the lock without pruning: a dead waiter behind it goes once it is the head", async () => {
+    const keys = lockKeys(freshPrefix(), "dead-behind");
+    const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
+    const [live, dead] = [newOperationId(), newOperationId()];
+    expect((await attempt(keys, "live", live)).reply[2]).toBe(0);
+    expect((await attempt(keys, "dead", dead, { claimMs: 0, waiterTimeoutMs: 200 })).reply[2]).toBe(
+      1,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const handOff = await release(keys, "holder", fence);
+    expect(handOff.reply).toEqual([1, 0, 1]);
+    expect(handOff.billed).toBe(20); // as in the cycle above: no ZRANGEBYSCORE
+    expect(await bed.redis().zscore(keys.queue, `dead ${dead}`)).not.toBeNull();
+    // The grantee's release finds the dead waiter at the head: pruned, nobody left, swept.
+    expect((await release(keys, "live", fence + 1, live)).reply).toEqual([1, 0, 0]);
+    expect(await bed.redis().exists(keys.queue, keys.timeouts, keys.parked)).toBe(0);
   });
 
   it("a parking waiter in place without a registration keeps its place (ZADD NX, then ZRANK)", async () => {

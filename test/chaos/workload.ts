@@ -737,9 +737,17 @@ function livenessOf(
               (fault.owner === wait.owner ||
                 (fault.owner === undefined && fault.isolate === wait.isolate)),
           );
+          // Its requests meanwhile (copies included), so that the case explains itself.
+          const requests = isolates[wait.isolate]!.requestsOf(wait.owner)
+            .filter((request) => request.sentAt >= wait.startedAt && request.sentAt <= wait.endedAt)
+            .map(
+              (request) =>
+                `${request.sentAt}–${request.settledAt ?? "?"}${request.copy === true ? " (copy)" : ""} ${request.trace ?? "?"}`,
+            );
           return (
             ` (timers up to ${loopLag.lateness(seenAt - config.push.claimMs, wait.endedAt)} ms late meanwhile; ` +
-            `its stream's faults: ${faults.map((fault) => `${fault.what} at ${fault.at}`).join(", ") || "none"})`
+            `its stream's faults: ${faults.map((fault) => `${fault.what} at ${fault.at}`).join(", ") || "none"}; ` +
+            `its requests: ${requests.join("; ") || "none"})`
           );
         },
       )

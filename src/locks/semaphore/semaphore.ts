@@ -215,7 +215,11 @@ export class Semaphore {
             timeoutMs: terms.timeoutMs,
             initialPermits,
             claimMs: terms.claimMs,
-            wakeBy: terms.wakeBy === "sub" ? `sub${terms.registration}.${terms.shard}` : "",
+            wakeBy: terms.unregistered
+              ? "poll"
+              : terms.wakeBy === "sub"
+                ? `sub${terms.registration}.${terms.shard}`
+                : "",
           }),
           permits,
           { claimMs: terms.claimMs, leaseMs },

@@ -61,7 +61,8 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       claimMs = 2000,
       attempt = 1,
       waiterTimeoutMs = 5000,
-    }: { claimMs?: number; attempt?: number; waiterTimeoutMs?: number } = {},
+      wakeBy = `sub${attempt}.0`,
+    }: { claimMs?: number; attempt?: number; waiterTimeoutMs?: number; wakeBy?: string } = {},
   ) {
     return run(ACQUIRE, byName(keys)(operationId), {
       owner,
@@ -73,7 +74,7 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
       claimMs: String(claimMs),
       parkId: operationId,
       parkBeside: "0",
-      wakeBy: `sub${attempt}.0`,
+      wakeBy,
     });
   }
 
@@ -268,6 +269,27 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     // The grantee's release finds the dead waiter at the head: pruned, nobody left, swept.
     expect((await release(keys, "live", fence + 1, live)).reply).toEqual([1, 0, 0]);
     expect(await bed.redis().exists(keys.queue, keys.timeouts, keys.parked)).toBe(0);
+  });
+
+  it("a poll of an acquisition that never parked skips the parked hash; one that parked before drops its registration", async () => {
+    const keys = lockKeys(freshPrefix(), "never-parked");
+    expect((await attempt(keys, "holder", newOperationId())).reply[0]).toBe(1);
+    const [never, before] = [newOperationId(), newOperationId()];
+    const polling = { claimMs: 0, wakeBy: "poll" };
+    expect((await attempt(keys, "never", never, polling)).reply[0]).toBe(0);
+    expect((await attempt(keys, "before", before)).reply[0]).toBe(0); // parks: registered
+    expect(await bed.redis().hexists(keys.parked, `before ${before}`)).toBe(1);
+    // Both poll in place; the one that parked names its park ("sub…"), and its registration goes.
+    const neverPolls = await attempt(keys, "never", never, polling);
+    const beforePolls = await attempt(keys, "before", before, { claimMs: 0, attempt: 2 });
+    expect([neverPolls.reply[0], beforePolls.reply[0]]).toEqual([0, 0]);
+    expect(await bed.redis().exists(keys.parked)).toBe(0);
+    // A poll in place without parking: 12 (no registration written); the one that parked before
+    // pays the HGET and the HDEL of its registration (before "poll", every poll paid the HGET).
+    expect({ never: neverPolls.billed, before: beforePolls.billed }).toEqual({
+      never: 12,
+      before: 14,
+    });
   });
 
   it("a parking waiter in place without a registration keeps its place (ZADD NX, then ZRANK)", async () => {

@@ -25,12 +25,7 @@ import {
   registerParked,
   takeAnnouncedGrant,
 } from "../../hold/queue/hand-off.js";
-import {
-  joinQueue,
-  refreshWaiter,
-  reservedForAnother,
-  WAITER_LUA,
-} from "../../hold/queue/lua.js";
+import { joinQueue, refreshWaiter, reservedForAnother, WAITER_LUA } from "../../hold/queue/lua.js";
 import type { ReadWriteLockKeys } from "../../hold/script.js";
 import { defineScript, runScript } from "../../hold/script.js";
 import type { QueuedAttemptOutcome, WaiterTerms } from "../../wait/attempt.js";

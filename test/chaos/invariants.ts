@@ -2,6 +2,8 @@
  * The invariants of a chaos run, as pure functions of its journal: each says how many cases it
  * checked and how many broke it, with a few examples to start debugging from.
  */
+
+import { GRANT_PARK_SHARE } from "../../src/hold/queue/hand-off.js";
 import type {
   DeadHolderRecord,
   ForceReleaseRecord,
@@ -586,6 +588,59 @@ export function checkGrantsKept(
     );
   }
   return tally.result();
+}
+
+/**
+ * An excuse of checkGrantsKept: the waiter granted at `seenAt` (as the observer saw it) asked
+ * again within its park's bound (`GRANT_PARK_SHARE` of the claim window, plus how late the
+ * harness's timers ran meanwhile), but that request came back only after the window had closed:
+ * its delivery (a loaded machine: the server and the proxy share its cores) took the margin a
+ * park leaves for the round trip, as a latency spike would. A request that came back within the
+ * window and still missed the grant is no excuse, nor is one sent past the bound.
+ */
+export function askedInTimeAnsweredLate(
+  requests: readonly {
+    readonly sentAt: number;
+    readonly settledAt?: number;
+    readonly copy?: boolean;
+  }[],
+  seenAt: number,
+  claimMs: number,
+  lateness: (from: number, to: number) => number,
+): boolean {
+  const next = requests.find((request) => request.copy !== true && request.sentAt >= seenAt);
+  return (
+    next?.settledAt !== undefined &&
+    next.sentAt <= seenAt + claimMs * GRANT_PARK_SHARE + lateness(seenAt, next.sentAt) &&
+    next.settledAt > seenAt + claimMs
+  );
+}
+
+/**
+ * An exclusion of checkGrantsKept: hold `token` was taken by a late copy of one of the waiter's
+ * own requests (see late-copies.ts: its answer reached nobody), and the waiter asked again only
+ * once that hold's lease had run out, or never: it had no way to know of the hold before. A hold
+ * it asked for within the lease and did not get stays a violation.
+ */
+export function takenByLateCopy(
+  requests: readonly {
+    readonly sentAt: number;
+    readonly settledAt?: number;
+    readonly copy?: boolean;
+    readonly trace?: string;
+  }[],
+  token: number,
+  leaseMs: number,
+): boolean {
+  const took = new RegExp(`^→ \\[1,${token}[,\\]]`);
+  const copy = requests.find(
+    (request) =>
+      request.copy === true && request.settledAt !== undefined && took.test(request.trace ?? ""),
+  );
+  if (copy?.settledAt === undefined) return false;
+  const tookAt = copy.settledAt;
+  const next = requests.find((request) => request.copy !== true && request.sentAt >= tookAt);
+  return next === undefined || next.sentAt > tookAt + leaseMs;
 }
 
 /**

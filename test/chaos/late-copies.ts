@@ -131,10 +131,15 @@ export function copyArmingRequest<
   request: R,
   send: () => Promise<unknown>,
 ): (R & { readonly copy: true }) | undefined {
-  const copy = { ...request, copy: true as const };
+  const copy: R & { readonly copy: true; trace?: string } = { ...request, copy: true as const };
   const copied = lateCopies?.maybeCopy({
     originalSettled: () => request.settledAt !== undefined,
-    send,
+    // Its answer reaches nobody; a violation's report shows it (a hold the copy took).
+    send: async () => {
+      const reply = await send();
+      copy.trace = `→ ${JSON.stringify(reply)?.slice(0, 80)}`;
+      return reply;
+    },
     settled: (at) => {
       copy.settledAt = at;
     },

@@ -30,6 +30,7 @@ import {
 } from "./environment.js";
 import { FencedStore } from "./fenced-store.js";
 import {
+  askedInTimeAnsweredLate,
   checkAll,
   checkGrantsKept,
   checkLiveness,
@@ -37,6 +38,7 @@ import {
   type InvariantResult,
   idleStretches,
   liveUntil,
+  takenByLateCopy,
 } from "./invariants.js";
 import {
   Journal,
@@ -674,6 +676,8 @@ function livenessOf(
     journal.tokens.map((each) => `${each.key}\n${each.owner}\n${each.token}`),
   );
   let grantsExcusedByLateTimers = 0;
+  let grantsExcusedBySlowRequests = 0;
+  let grantsTakenByLateCopies = 0;
   const grantsKept = fifo
     ? checkGrantsKept(
         journal.samples,
@@ -702,7 +706,7 @@ function livenessOf(
           );
           return failed || forced || beside;
         },
-        (_wait, seenAt) => {
+        (wait, seenAt) => {
           // A spike that began before the claim window closed: the claim (or the answer that
           // would lead to it) may be held up past the window.
           if (
@@ -725,9 +729,28 @@ function livenessOf(
             grantsExcusedByLateTimers += 1;
             return true;
           }
+          if (
+            askedInTimeAnsweredLate(
+              isolates[wait.isolate]!.requestsOf(wait.owner),
+              seenAt,
+              claimMs,
+              (from, to) => loopLag.lateness(from, to),
+            )
+          ) {
+            grantsExcusedBySlowRequests += 1;
+            return true;
+          }
           return false;
         },
-        (wait, token) => returnedTokens.has(`${wait.key}\n${wait.owner}\n${token}`),
+        // A hold another call of the owner returned, or one a late copy of its own request took
+        // that it could not have known of before its lease ran out: not a grant to this wait.
+        (wait, token) => {
+          if (returnedTokens.has(`${wait.key}\n${wait.owner}\n${token}`)) return true;
+          const requests = isolates[wait.isolate]!.requestsOf(wait.owner);
+          if (!takenByLateCopy(requests, token, config.leaseMs)) return false;
+          grantsTakenByLateCopies += 1;
+          return true;
+        },
         (wait, seenAt) => {
           const faults = (env.subscriptions?.parkCosts ?? []).filter(
             (fault) =>
@@ -790,6 +813,14 @@ function livenessOf(
   for (const excuse of excuses) byWhat[excuse.what] = (byWhat[excuse.what] ?? 0) + 1;
   if (grantsExcusedByLateTimers > 0) {
     byWhat["a grant while timers ran later than its park's margin"] = grantsExcusedByLateTimers;
+  }
+  if (grantsTakenByLateCopies > 0) {
+    byWhat["a hold a late copy of the waiter's request took, unknown to it past its lease"] =
+      grantsTakenByLateCopies;
+  }
+  if (grantsExcusedBySlowRequests > 0) {
+    byWhat["a grant whose waiter asked in time, answered past its window"] =
+      grantsExcusedBySlowRequests;
   }
   return {
     ...(resized === undefined ? {} : { capacity: resized.counts }),

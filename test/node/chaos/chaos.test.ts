@@ -14,6 +14,7 @@ import { type ChaosConfig, SHORT_RUN } from "../../chaos/config.js";
 import { type ChaosEnvironment, isolateTransport } from "../../chaos/environment.js";
 import { runIdempotencyChaos } from "../../chaos/idempotency.js";
 import {
+  askedInTimeAnsweredLate,
   checkExclusion,
   checkFencing,
   checkGrantsKept,
@@ -24,6 +25,7 @@ import {
   cutByForceReleases,
   type InvariantResult,
   idleStretches,
+  takenByLateCopy,
 } from "../../chaos/invariants.js";
 import type { ArmingRequest } from "../../chaos/killable-renewer.js";
 import { KIND_NAMES, KINDS } from "../../chaos/kinds.js";
@@ -786,6 +788,43 @@ describe("the chaos checks fail when what they guard is broken", () => {
     // Token 4 returned to another call of the owner (a sibling's tryAcquire): not this wait's.
     const returned = (_: unknown, token: number) => token === 4;
     expect(checkGrantsKept(samples, [wait], () => false, undefined, returned).violations).toBe(0);
+  });
+
+  it("excuses a lost grant only where the waiter asked in time and was answered past the window", () => {
+    // Granted at 1000, a 200 ms window: the park's bound is 150 ms (¾), timers on time.
+    const onTime = () => 0;
+    const asked = (sentAt: number, settledAt: number, copy = false) => [
+      { sentAt: 900, settledAt: 960 }, // the registering attempt, before the grant
+      { sentAt, settledAt, copy },
+    ];
+    // Sent within the bound, back at 1290: its delivery took the margin.
+    expect(askedInTimeAnsweredLate(asked(1_140, 1_290), 1_000, 200, onTime)).toBe(true);
+    // Back within the window, and still no grant: a fault of the library's, not excused.
+    expect(askedInTimeAnsweredLate(asked(1_140, 1_190), 1_000, 200, onTime)).toBe(false);
+    // Sent past the park's bound: the waiter asked too late.
+    expect(askedInTimeAnsweredLate(asked(1_180, 1_290), 1_000, 200, onTime)).toBe(false);
+    // ... unless the harness's timers ran that late.
+    expect(askedInTimeAnsweredLate(asked(1_180, 1_290), 1_000, 200, () => 40)).toBe(true);
+    // A late copy of an earlier request is not the waiter asking again.
+    expect(askedInTimeAnsweredLate(asked(1_140, 1_290, true), 1_000, 200, onTime)).toBe(false);
+  });
+
+  it("leaves out a hold a late copy of the waiter's request took only where the waiter asked past its lease", () => {
+    // The first attempt (busy) was copied; the copy, answered at 1000, took token 35 (lease 500).
+    const requests = (nextSentAt: number) => [
+      { sentAt: 0, settledAt: 40, trace: "… → [0,-2,10,1,11,10,223]" },
+      { sentAt: 0, settledAt: 1_000, copy: true, trace: "→ [1,35]" },
+      { sentAt: nextSentAt, settledAt: nextSentAt + 20, trace: "… → [-1]" },
+    ];
+    expect(takenByLateCopy(requests(1_700), 35, 500)).toBe(true);
+    // Asked within the lease: its replay should have found the hold.
+    expect(takenByLateCopy(requests(1_300), 35, 500)).toBe(false);
+    // Another token, or a copy that took nothing: not the copy's.
+    expect(takenByLateCopy(requests(1_700), 3, 500)).toBe(false);
+    const busyCopy = requests(1_700).map((request) =>
+      request.copy === true ? { ...request, trace: "→ [0,120,2,0,3,7,19]" } : request,
+    );
+    expect(takenByLateCopy(busyCopy, 35, 500)).toBe(false);
   });
 });
 

@@ -23,18 +23,26 @@ export const PACE_RENEWED_FIELD = "renewed";
 /**
  * Folds `sample` (a Lua expression, ms) into the moving average `field` of hash `statsKey`, by
  * foldSample's rule: the semaphore's average hold, whose pace hash a release writes on its own.
+ * The hash's TTL (`paceTtlMs`, a local) is set again only once half of it has passed since it
+ * last was (PACE_RENEWED_FIELD, read with the average in one HMGET), as writePace does.
  */
 export function learnAverage(statsKey: string, field: string, sample: string): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
     name: "learnAverage",
     lua: () => learnAverage(statsKey, field, sample),
-    needs: [statsKey],
+    needs: [statsKey, "now", "paceTtlMs"],
   });
   return `do
+  local read = redis.call('HMGET', ${statsKey}, '${field}', '${PACE_RENEWED_FIELD}')
   local sample = math.max(1, ${sample})
-  local average = tonumber(redis.call('HGET', ${statsKey}, '${field}') or '0')
+  local average = tonumber(read[1] or '0')
   ${foldSample()}
-  redis.call('HSET', ${statsKey}, '${field}', math.max(1, average))
+  if not read[2] or now - tonumber(read[2]) > paceTtlMs / 2 then
+    redis.call('HSET', ${statsKey}, '${field}', math.max(1, average), '${PACE_RENEWED_FIELD}', now)
+    redis.call('PEXPIRE', ${statsKey}, paceTtlMs)
+  else
+    redis.call('HSET', ${statsKey}, '${field}', math.max(1, average))
+  end
 end`;
 }
 

@@ -29,7 +29,7 @@ import {
   recordAnnouncedGrant,
   sweepParked,
 } from "../../hold/queue/hand-off.js";
-import { ownerOfWaiter, pruneDeadWaiters } from "../../hold/queue/lua.js";
+import { ownerOfWaiter } from "../../hold/queue/lua.js";
 import type { SemaphoreKeys } from "./keys.js";
 import { expireWithLastLease } from "./lua.js";
 
@@ -96,10 +96,8 @@ end`;
 }
 
 /**
- * After permits came back: prunes dead waiters (and, the queue found empty, sweeps the parked
- * hash: sweepParked), then walks the queue
- * from its head while permits are left, granting each parked waiter whose permits fit beside the
- * holds and what the waiters ahead of it reserve (a polling waiter reserves its permits; so does
+ * After permits came back: walks the queue from its head while permits are left, granting each
+ * parked waiter whose permits fit beside the holds and what the waiters ahead of it reserve (a polling waiter reserves its permits; so does
  * one that does not fit yet: FIFO, nobody is overtaken by a later waiter for fewer). A waiter
  * that asks more than the capacity (it shrank since it queued) can never fit: it reserves
  * nothing and is told to ask again (its attempt fails it). After a grant, the next waiter is told
@@ -109,7 +107,10 @@ end`;
  * The queue is read from rank `from` in batches: every waiter that can fit asks at least one
  * permit, so past the next (capacity - held - reserved) of them none fits now; a waiter that
  * cannot fit takes no room, so another batch follows it. A grant takes the waiter out of the
- * queue, and the ranks after it move up (`from` one back).
+ * queue, and the ranks after it move up (`from` one back). A dead waiter the walk meets (its park
+ * over and its deadline passed) is pruned then, likewise: not the whole queue at every release
+ * (issue 42; acquire attempts prune it all). The queue found empty, the parked hash is swept
+ * (sweepParked).
  */
 export function grantToParkedWaiters(): string {
   /* @__PURE__ */ LUA_FRAGMENTS.push({
@@ -126,8 +127,7 @@ export function grantToParkedWaiters(): string {
       "putHold",
     ],
   });
-  return `${pruneDeadWaiters("queueKey", "timeoutsKey")}
-do
+  return `do
   local capacity = tonumber(redis.call('GET', capacityKey) or '-1')
   local reserved, grants, shortest = 0, 0, nil
   local from = 0
@@ -146,7 +146,12 @@ do
       local parked = redis.call('HGET', parkedKey, member) or ''
       local claim, lease, id, since, wakeBy, registration, shard =
         string.match(parked, ${PARKED_REGISTRATION})
-      if wanted > capacity then
+      local parkEnd = tonumber(string.match(parked, '^%d+ %d+ %S+ %d+ (%d+)') or '0')
+      if parkEnd <= now and tonumber(redis.call('ZSCORE', timeoutsKey, member) or '0') <= now then
+        redis.call('ZREM', queueKey, member)
+        redis.call('ZREM', timeoutsKey, member)
+        from = from - 1
+      elseif wanted > capacity then
         ${askAgain("parked")}
       elseif wakeBy == 'sub' and held + reserved + wanted <= capacity then
         lease = math.min(tonumber(claim), tonumber(lease))

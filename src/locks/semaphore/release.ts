@@ -64,8 +64,9 @@ if mine then
   if not waited then return {1} end
   if mine[2] ~= '-' then
     ${learnAverage("paceKey", "hold", "now - tonumber(mine[2])")}
+  else
+    redis.call('PEXPIRE', paceKey, paceTtlMs)
   end
-  redis.call('PEXPIRE', paceKey, paceTtlMs)
 else
   redis.call('DEL', operationKey)
 end

@@ -35,7 +35,14 @@ paceWrite('hold', 25)
 ${writePace("KEYS[1]")}
 return redis.call('PTTL', KEYS[1])`;
 
-const FOLD_AVERAGE = `for i = 1, #ARGV do
+/** learnAverage at server time ARGV[1], TTL ARGV[2]; as WRITE_AT, ARGV[3] '1' cuts the TTL first. */
+const LEARN_AT = `local now, paceTtlMs = tonumber(ARGV[1]), ARGV[2]
+if ARGV[3] == '1' then redis.call('PEXPIRE', KEYS[1], 1000) end
+${learnAverage("KEYS[1]", "hold", "25")}
+return redis.call('PTTL', KEYS[1])`;
+
+const FOLD_AVERAGE = `local now, paceTtlMs = 0, 3600000
+for i = 1, #ARGV do
   local sample = tonumber(ARGV[i])
   ${learnAverage("KEYS[1]", "avg", "sample")}
 end
@@ -88,5 +95,15 @@ describe.each(backendKindsUnderTest())("hold statistics on %s", (kind) => {
     // A hash made anew (the old one expired) has no record of it: set at its first write.
     await bed.redis().del(key);
     expect(await write(301_002, false)).toBeGreaterThan(590_000);
+  });
+
+  it("a learnt average (the semaphore's hold) sets the TTL the same way", async () => {
+    const key = `${freshPrefix()}:pace`;
+    const learn = async (now: number, cut: boolean) =>
+      Number(await bed.redis().eval(LEARN_AT, [key], [String(now), "600000", cut ? "1" : "0"]));
+    expect(await learn(1_000, false)).toBeGreaterThan(590_000);
+    expect(await learn(300_000, true)).toBeLessThanOrEqual(1_000);
+    expect(await learn(301_001, true)).toBeGreaterThan(590_000);
+    expect(Number(await bed.redis().hget(key, "hold"))).toBe(25);
   });
 });

@@ -8,10 +8,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockAbortedError, type PermitHandle, SemaphoreCapacityError } from "../../../src/index.js";
-import { SEMAPHORE_ACQUIRE } from "../../../src/locks/semaphore/acquire.js";
+import { attemptPermits, SEMAPHORE_ACQUIRE } from "../../../src/locks/semaphore/acquire.js";
 import { extendPermits } from "../../../src/locks/semaphore/extend.js";
 import { permitParkBoundMs } from "../../../src/locks/semaphore/hand-off.js";
 import { semaphoreKeys } from "../../../src/locks/semaphore/keys.js";
+import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { scriptContext } from "../../support/model.js";
 import { tapped } from "../../support/tapped-redis.js";
@@ -470,6 +471,46 @@ describe.each(backendKindsUnderTest())("semaphore push hand-off on %s", (backend
     // The record went all the same, and the acquisition's answer stays for a late copy.
     expect(await bed.redis().exists(keys.parked)).toBe(0);
     expect(Number(await bed.redis().get(keys.operation(operationId)))).toBe(handle.fencingToken);
+  });
+
+  it("a release's walk prunes a dead waiter it meets, not the whole queue: the live one behind gets the permits by word", async () => {
+    const { prefix, semaphore, waiters } = clients(1);
+    await semaphore.trySetPermits(1);
+    const held = await semaphore.acquire({ leaseMs: 20_000 });
+    const keys = semaphoreKeys(prefix, "pool");
+    /** A polling waiter whose place lasts 200 ms: it asks once, then its process dies. */
+    const dying = async (owner: string) => {
+      const operationId = newOperationId();
+      const answer = await attemptPermits(
+        scriptContext(bed.redis()),
+        keys,
+        owner,
+        1,
+        5_000,
+        operationId,
+        {
+          timeoutMs: 200,
+          initialPermits: undefined,
+        },
+      );
+      expect(answer.kind).toBe("busy");
+      return `${owner} ${operationId} 1`;
+    };
+    const deadHead = await dying("dead-head");
+    const waiting = waiters[0]!.semaphore.acquire({ leaseMs: 10_000, waitMs: 20_000 });
+    await until(async () => (await parkedWaiters(bed, prefix)) === 1);
+    const deadBehind = await dying("dead-behind");
+    await sleepMs(300); // both dead waiters' deadlines pass
+    const releasedAt = Date.now();
+    await held.release();
+    const handle = await waiting;
+    expect(Date.now() - releasedAt).toBeLessThan(1_000); // by word, past the dead head
+    // The walk met the dead head (pruned) and stopped at the grant: the one behind stays until a
+    // walk or an attempt meets it.
+    expect(await bed.redis().zscore(keys.queue, deadHead)).toBeNull();
+    expect(await bed.redis().zscore(keys.queue, deadBehind)).not.toBeNull();
+    await handle.release();
+    expect(await bed.redis().exists(keys.queue, keys.timeouts)).toBe(0);
   });
 
   it("a handed-off hold with a fixed lease confirms it past the claim window", async () => {

@@ -507,9 +507,6 @@ export function queuedAttempts<View extends TurnView>(
   // From the first request that may queue or take a hold until a reply says it holds, left or
   // never queued: an attempt whose answer is lost may have done either, so giving up leaves.
   let mayBeQueued = false;
-  // Whether an attempt was sent to park: until then the parked hash holds nothing of this
-  // acquisition, and its attempts need not read it.
-  let sentToPark = false;
   let requests = 0;
   let lastOperationId = "";
 
@@ -531,13 +528,10 @@ export function queuedAttempts<View extends TurnView>(
     const parkBeside = waiting?.beforeAttempt(operationId, requests === 1, last, sentAt) ?? false;
     mayBeQueued = true;
     const timeout = placeMs();
-    const claimMs = waiting?.claimMs ?? 0;
-    if (claimMs > 0) sentToPark = true;
     const attempt = kind.attempt(owner, leaseMs, operationId, {
       timeoutMs: last ? -1 : timeout === 0 ? 0 : timeout + (pacer?.keepExtraMs ?? 0),
       roundTripMs,
-      claimMs,
-      unregistered: !sentToPark,
+      claimMs: waiting?.claimMs ?? 0,
       parkBeside,
       ...(waiting === undefined
         ? {}

@@ -59,11 +59,6 @@ export interface WaiterTerms {
   readonly roundTripMs: number;
   /** Push mode; 0: it polls. */
   readonly claimMs: number;
-  /**
-   * No attempt of this acquisition was sent to park (`claimMs` 0 each time): the parked hash
-   * holds no registration or grant of it, and the attempt does not read it. Unset: it may.
-   */
-  readonly unregistered?: boolean;
   /** Push mode: the park is in flight beside this attempt. */
   readonly parkBeside?: boolean;
   /**

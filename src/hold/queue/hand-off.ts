@@ -445,8 +445,7 @@ end`;
  * (`parkedKey` nil). `waiter`: a local with the acquisition's member in `parkedKey` where it is
  * not the lock's `<owner> <parkId>` (a semaphore's names its permits too). Sets `registered`
  * (declared here unless `declare` is false) to whether the acquisition has a registration left
- * to drop: a polling waiter never had one, so its attempts skip the HDEL; one that never parked
- * (`wakeBy` "poll") skips the HGET too. Declares `announced`:
+ * to drop: a polling waiter never had one, so its attempts skip the HDEL. Declares `announced`:
  * the grant's token it took (a string), else false, which the replay then need not read back.
  */
 export function takeAnnouncedGrant(
@@ -464,13 +463,12 @@ export function takeAnnouncedGrant(
       waiter === undefined ? "owner" : waiter,
       waiter === undefined ? "parkId" : undefined,
       "operationTtlMs",
-      "wakeBy",
       declare ? undefined : "registered",
     ],
     provides: declare ? ["registered", "announced"] : ["announced"],
   });
   return `${declare ? "local registered = false\n" : ""}local announced = false
-if ${parkedKey} and wakeBy ~= 'poll' then
+if ${parkedKey} then
   local member = ${waiter ?? "owner .. ' ' .. parkId"}
   registered = redis.call('HGET', ${parkedKey}, member)
   local granted = string.match(registered or '', '^granted (%d+) ')

@@ -187,8 +187,7 @@ export type AcquireRule = "plain" | "fair";
  *       waiter that will park (0: it polls), 8 its operation id (names its wake list), 9 "1"
  *       when the waiter's park is already in flight (see endingParkBeside), else "0", 10 how a
  *       parked waiter is told of a hand-off: "pop" (its wake list) or "sub<n>" (the lock's
- *       hand-off channel, registered by attempt n; see handOffToParkedHead); "poll": no attempt
- *       of this acquisition parked, so the parked hash holds nothing of it (not read)
+ *       hand-off channel, registered by attempt n; see handOffToParkedHead)
  * Reply: {1, fence, hold count, pttl} held; {-1} a re-sent attempt whose first run acquired,
  *        but the hold is gone since; busy: see busyTurnReply (pace.ts).
  * The plain lock's KEYS 4–7 are optional (RedLock runs it on three keys): without them nothing
@@ -340,11 +339,7 @@ export function waiterArgs(waiter: WaiterTerms, operationId: string) {
     claimMs: waiter.claimMs,
     parkId: operationId,
     parkBeside: waiter.parkBeside ? "1" : "0",
-    wakeBy: waiter.unregistered
-      ? "poll"
-      : waiter.wakeBy === "sub"
-        ? `sub${waiter.registration ?? 0}.${waiter.shard ?? 0}`
-        : "pop",
+    wakeBy: waiter.wakeBy === "sub" ? `sub${waiter.registration ?? 0}.${waiter.shard ?? 0}` : "pop",
   } as const;
 }
 

@@ -178,10 +178,7 @@ export interface PermitWaiter {
   readonly initialPermits: number | undefined;
   /** Push mode, a waiter listening on a hand-off channel: its claim window; 0 or unset: it polls. */
   readonly claimMs?: number;
-  /**
-   * With `claimMs`: `sub<n>.<k>`, its registering attempt n and channel shard k; `poll`: no
-   * attempt of this acquisition parked, so the parked hash holds nothing of it (not read).
-   */
+  /** With `claimMs`: `sub<n>.<k>`, its registering attempt n and channel shard k. */
   readonly wakeBy?: string;
 }
 

@@ -215,11 +215,7 @@ export class Semaphore {
             timeoutMs: terms.timeoutMs,
             initialPermits,
             claimMs: terms.claimMs,
-            wakeBy: terms.unregistered
-              ? "poll"
-              : terms.wakeBy === "sub"
-                ? `sub${terms.registration}.${terms.shard}`
-                : "",
+            wakeBy: terms.wakeBy === "sub" ? `sub${terms.registration}.${terms.shard}` : "",
           }),
           permits,
           { claimMs: terms.claimMs, leaseMs },

@@ -11,11 +11,14 @@ import { describe, expect, it } from "vitest";
 import { PACE_TTL_MS } from "../../../src/hold/pace.js";
 import { handOffChannelKeys } from "../../../src/hold/queue/hand-off.js";
 import { type LockKeys, lockKeys } from "../../../src/hold/script.js";
-import { ACQUIRE } from "../../../src/locks/exclusive/lock.js";
+import { ACQUIRE, waiterArgs } from "../../../src/locks/exclusive/lock.js";
 import { RELEASE } from "../../../src/locks/exclusive/release.js";
 import { newOperationId } from "../../../src/platform.js";
 import { backendKindsUnderTest } from "../../support/backends.js";
 import { freshPrefix, useTestBed } from "./testbed.js";
+
+/** The terms of a waiter's first attempt while its stream is not open yet: it polls. */
+const POLLING_TERMS = { timeoutMs: 5_000, roundTripMs: 0, claimMs: 0 } as const;
 
 describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) => {
   const bed = useTestBed(kind);
@@ -271,25 +274,23 @@ describe.each(backendKindsUnderTest())("a contended lock's cycle on %s", (kind) 
     expect(await bed.redis().exists(keys.queue, keys.timeouts, keys.parked)).toBe(0);
   });
 
-  it("a poll of an acquisition that never parked skips the parked hash; one that parked before drops its registration", async () => {
-    const keys = lockKeys(freshPrefix(), "never-parked");
-    expect((await attempt(keys, "holder", newOperationId())).reply[0]).toBe(1);
-    const [never, before] = [newOperationId(), newOperationId()];
-    const polling = { claimMs: 0, wakeBy: "poll" };
-    expect((await attempt(keys, "never", never, polling)).reply[0]).toBe(0);
-    expect((await attempt(keys, "before", before)).reply[0]).toBe(0); // parks: registered
-    expect(await bed.redis().hexists(keys.parked, `before ${before}`)).toBe(1);
-    // Both poll in place; the one that parked names its park ("sub…"), and its registration goes.
-    const neverPolls = await attempt(keys, "never", never, polling);
-    const beforePolls = await attempt(keys, "before", before, { claimMs: 0, attempt: 2 });
-    expect([neverPolls.reply[0], beforePolls.reply[0]]).toEqual([0, 0]);
-    expect(await bed.redis().exists(keys.parked)).toBe(0);
-    // A poll in place without parking: 12 (no registration written); the one that parked before
-    // pays the HGET and the HDEL of its registration (before "poll", every poll paid the HGET).
-    expect({ never: neverPolls.billed, before: beforePolls.billed }).toEqual({
-      never: 12,
-      before: 14,
-    });
+  it("a late copy of an attempt sent before its acquisition parked replays the grant announced since, not a second hold", async () => {
+    const keys = lockKeys(freshPrefix(), "copy-before-park");
+    const fence = (await attempt(keys, "holder", newOperationId())).reply[1]!;
+    const waiting = newOperationId();
+    // Its first attempt polls (its stream not yet open): the one a slow network will deliver again.
+    const firstTerms = { claimMs: 0, wakeBy: waiterArgs(POLLING_TERMS, waiting).wakeBy };
+    expect((await attempt(keys, "waiter", waiting, firstTerms)).reply[0]).toBe(0);
+    // Then it parks, and the holder's release hands it the lock by word.
+    expect((await attempt(keys, "waiter", waiting, { attempt: 2 })).reply[0]).toBe(0);
+    expect((await release(keys, "holder", fence)).reply).toEqual([1, 0, 1]);
+    // The copy arrives: it must find the grant's record (the parked hash), whatever its own
+    // terms said when it left, and answer the granted hold, held once. (An attempt that skipped
+    // the hash because its acquisition had not parked yet took it again as a re-entry, count 2:
+    // the chaos run's "no hold count drift", caught on a first version of issue 42's work.)
+    const copy = await attempt(keys, "waiter", waiting, firstTerms);
+    expect(copy.reply.slice(0, 3)).toEqual([1, fence + 1, 1]);
+    expect(Number(await bed.redis().hget(keys.lock, "waiter"))).toBe(1);
   });
 
   it("a parking waiter in place without a registration keeps its place (ZADD NX, then ZRANK)", async () => {

@@ -618,9 +618,11 @@ export function askedInTimeAnsweredLate(
 
 /**
  * An exclusion of checkGrantsKept: hold `token` was taken by a late copy of one of the waiter's
- * own requests (see late-copies.ts: its answer reached nobody), and the waiter asked again only
- * once that hold's lease had run out, or never: it had no way to know of the hold before. A hold
- * it asked for within the lease and did not get stays a violation.
+ * own requests (see late-copies.ts: its answer reached nobody, so the waiter knew nothing of the
+ * hold), and the waiter's next request came only once the hold could have lapsed: sent a lease
+ * after the copy left and answered `[-1]` (the hold was gone when it ran), or sent a lease after
+ * the copy's answer, or never. A waiter that asked while the hold must still have been live, and
+ * did not get it, stays a violation.
  */
 export function takenByLateCopy(
   requests: readonly {
@@ -628,6 +630,7 @@ export function takenByLateCopy(
     readonly settledAt?: number;
     readonly copy?: boolean;
     readonly trace?: string;
+    readonly deliveredAt?: number;
   }[],
   token: number,
   leaseMs: number,
@@ -638,9 +641,11 @@ export function takenByLateCopy(
       request.copy === true && request.settledAt !== undefined && took.test(request.trace ?? ""),
   );
   if (copy?.settledAt === undefined) return false;
+  const leftAt = copy.deliveredAt ?? copy.settledAt;
   const tookAt = copy.settledAt;
-  const next = requests.find((request) => request.copy !== true && request.sentAt >= tookAt);
-  return next === undefined || next.sentAt > tookAt + leaseMs;
+  const next = requests.find((request) => request.copy !== true && request.sentAt >= leftAt);
+  if (next === undefined || next.sentAt > tookAt + leaseMs) return true;
+  return next.sentAt >= leftAt + leaseMs && (next.trace ?? "").endsWith("→ [-1]");
 }
 
 /**

@@ -131,11 +131,16 @@ export function copyArmingRequest<
   request: R,
   send: () => Promise<unknown>,
 ): (R & { readonly copy: true }) | undefined {
-  const copy: R & { readonly copy: true; trace?: string } = { ...request, copy: true as const };
+  const copy: R & { readonly copy: true; trace?: string; deliveredAt?: number } = {
+    ...request,
+    copy: true as const,
+  };
   const copied = lateCopies?.maybeCopy({
     originalSettled: () => request.settledAt !== undefined,
-    // Its answer reaches nobody; a violation's report shows it (a hold the copy took).
+    // Its answer reaches nobody; a violation's report shows it (a hold the copy took), and when
+    // it left (what it did ran between then and its answer).
     send: async () => {
+      copy.deliveredAt = Date.now();
       const reply = await send();
       copy.trace = `→ ${JSON.stringify(reply)?.slice(0, 80)}`;
       return reply;

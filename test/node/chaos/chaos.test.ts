@@ -809,16 +809,21 @@ describe("the chaos checks fail when what they guard is broken", () => {
     expect(askedInTimeAnsweredLate(asked(1_140, 1_290, true), 1_000, 200, onTime)).toBe(false);
   });
 
-  it("leaves out a hold a late copy of the waiter's request took only where the waiter asked past its lease", () => {
-    // The first attempt (busy) was copied; the copy, answered at 1000, took token 35 (lease 500).
-    const requests = (nextSentAt: number) => [
+  it("leaves out a hold a late copy of the waiter's request took only where the waiter asked once it could have lapsed", () => {
+    // The first attempt (busy) was copied; the copy left at 950 and, answered at 1000, took token
+    // 35 (lease 500): its hold lapsed between 1450 and 1500.
+    const requests = (nextSentAt: number, reply = "[-1]") => [
       { sentAt: 0, settledAt: 40, trace: "… → [0,-2,10,1,11,10,223]" },
-      { sentAt: 0, settledAt: 1_000, copy: true, trace: "→ [1,35]" },
-      { sentAt: nextSentAt, settledAt: nextSentAt + 20, trace: "… → [-1]" },
+      { sentAt: 0, settledAt: 1_000, deliveredAt: 950, copy: true, trace: "→ [1,35]" },
+      { sentAt: nextSentAt, settledAt: nextSentAt + 20, trace: `… → ${reply}` },
     ];
     expect(takenByLateCopy(requests(1_700), 35, 500)).toBe(true);
-    // Asked within the lease: its replay should have found the hold.
+    // Sent as the hold may have lapsed, and it had: `[-1]`.
+    expect(takenByLateCopy(requests(1_460), 35, 500)).toBe(true);
+    // Asked while the hold must have been live, and did not get it: a violation.
     expect(takenByLateCopy(requests(1_300), 35, 500)).toBe(false);
+    // Sent as it may have lapsed, but answered as busy: not the replay of a lapsed hold.
+    expect(takenByLateCopy(requests(1_460, "[0,120,2,0,3,7,19]"), 35, 500)).toBe(false);
     // Another token, or a copy that took nothing: not the copy's.
     expect(takenByLateCopy(requests(1_700), 3, 500)).toBe(false);
     const busyCopy = requests(1_700).map((request) =>

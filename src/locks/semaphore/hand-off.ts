@@ -97,8 +97,9 @@ end`;
 
 /**
  * After permits came back: walks the queue from its head while permits are left, granting each
- * parked waiter whose permits fit beside the holds and what the waiters ahead of it reserve (a polling waiter reserves its permits; so does
- * one that does not fit yet: FIFO, nobody is overtaken by a later waiter for fewer). A waiter
+ * parked waiter whose permits fit beside the holds and what the waiters ahead of it reserve (a
+ * polling waiter reserves its permits; so does one that does not fit yet: FIFO, nobody is
+ * overtaken by a later waiter for fewer). A waiter
  * that asks more than the capacity (it shrank since it queued) can never fit: it reserves
  * nothing and is told to ask again (its attempt fails it). After a grant, the next waiter is told
  * when the grant lapses where its park would end later (noticeNextWaiter). Needs `now` and the
